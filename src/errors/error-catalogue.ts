@@ -1,0 +1,68 @@
+/**
+ * The one place where error kinds, their Matrix errcodes, HTTP statuses and
+ * the fixed message texts live. Kinds and codes are the RPC contract's table;
+ * messages are the seed specification's strings, verbatim (no `M_...:` prefix).
+ */
+
+export const ERROR_KINDS = {
+  NotFound: { errcode: 'M_NOT_FOUND', status: 404 },
+  InvalidParam: { errcode: 'M_INVALID_PARAM', status: 400 },
+  MissingParam: { errcode: 'M_MISSING_PARAM', status: 400 },
+  BadJson: { errcode: 'M_BAD_JSON', status: 400 },
+  Unrecognized: { errcode: 'M_UNRECOGNIZED', status: 400 },
+  Forbidden: { errcode: 'M_FORBIDDEN', status: 403 },
+  TooLarge: { errcode: 'M_TOO_LARGE', status: 413 },
+  Database: { errcode: 'M_UNKNOWN', status: 500 },
+  Unavailable: { errcode: 'M_UNKNOWN', status: 503 },
+} as const satisfies Record<string, { errcode: `M_${string}`; status: number }>;
+
+export type ErrorKind = keyof typeof ERROR_KINDS;
+
+/** Fixed messages. The first group is quoted from the seed specification. */
+export const MESSAGES = {
+  scopeNotGlobal: "Scopes other than 'global' are not supported.",
+  eventNotFound: 'PushRules event not found.',
+  ruleNotFound: 'Push rule not found.',
+  ruleIdReserved: 'Rule IDs starting with a dot are reserved for server-default rules.',
+  ruleIdInvalidCharacters: 'Rule ID containing invalid characters.',
+  placementRelativeToDefault: "Can't place a push rule relatively to a server-default rule.",
+  placementRuleNotFound: 'The before or after rule could not be found.',
+  beforeAboveAfter: 'The before rule has a higher priority than the after rule.',
+  invalidData: 'Invalid data.',
+  deleteServerDefault: 'Cannot delete a server-default pushrule.',
+
+  // Our own wording, where the seed has no text.
+  undecodableEvent: 'The stored push rules event could not be decoded.',
+} as const;
+
+export type MessageKey = keyof typeof MESSAGES;
+
+/** A domain error as it travels on the wire (the contract's `error` object). */
+export interface MatrixErrorBody {
+  readonly kind: ErrorKind;
+  readonly errcode: string;
+  readonly error: string;
+  readonly status: number;
+}
+
+export class MatrixError extends Error {
+  readonly kind: ErrorKind;
+  readonly errcode: string;
+  readonly status: number;
+
+  constructor(kind: ErrorKind, message: string) {
+    super(message);
+    this.name = 'MatrixError';
+    this.kind = kind;
+    this.errcode = ERROR_KINDS[kind].errcode;
+    this.status = ERROR_KINDS[kind].status;
+  }
+
+  toBody(): MatrixErrorBody {
+    return { kind: this.kind, errcode: this.errcode, error: this.message, status: this.status };
+  }
+}
+
+export function matrixError(kind: ErrorKind, message: string): MatrixError {
+  return new MatrixError(kind, message);
+}

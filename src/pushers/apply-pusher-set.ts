@@ -1,0 +1,41 @@
+import { pusherMatches, type StoredPusher } from './pusher.js';
+import type { PusherSetPlan } from './decide-pusher-set.js';
+
+export type PusherSetEffect = 'created' | 'updated' | 'deleted' | 'unchanged';
+
+export interface PusherSetOutcome {
+  readonly pushers: readonly StoredPusher[];
+  readonly effect: PusherSetEffect;
+  /** How many pushers of other users `append: false` removed. */
+  readonly removedFromOtherUsers: number;
+}
+
+/**
+ * Applies a plan to a list of pushers (all users'). The in-memory store is
+ * built on this; the MongoDB store performs the same steps as queries.
+ * Deleting a pusher that does not exist succeeds and changes nothing.
+ */
+export function applyPusherSet(pushers: readonly StoredPusher[], plan: PusherSetPlan): PusherSetOutcome {
+  const { key } = plan;
+  if (plan.type === 'delete') {
+    const kept = pushers.filter((p) => !pusherMatches(p, key));
+    const effect = kept.length === pushers.length ? 'unchanged' : 'deleted';
+    return { pushers: kept, effect, removedFromOtherUsers: 0 };
+  }
+  const stored: StoredPusher = { ...plan.pusher, user_id: key.userId };
+  let effect: PusherSetEffect = 'created';
+  let removedFromOtherUsers = 0;
+  const next: StoredPusher[] = [];
+  for (const pusher of pushers) {
+    if (pusherMatches(pusher, key)) {
+      effect = 'updated';
+      next.push(stored);
+    } else if (plan.removeFromOtherUsers && pusher.app_id === key.appId && pusher.pushkey === key.pushkey) {
+      removedFromOtherUsers += 1;
+    } else {
+      next.push(pusher);
+    }
+  }
+  if (effect === 'created') next.push(stored);
+  return { pushers: next, effect, removedFromOtherUsers };
+}

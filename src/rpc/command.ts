@@ -1,0 +1,34 @@
+import type { PushAction } from '../push-rules/push-rule.js';
+import type { RuleAddress } from '../push-rules/rule-address.js';
+import type { SetPushRuleRequest } from '../push-rules/set-push-rule.js';
+import type { RawPusherSetAction } from '../pushers/decide-pusher-set.js';
+
+/**
+ * A request that passed the schema and every syntax check: what the worker
+ * dispatches on. Names are camelCase; the wire's snake_case stays in the
+ * schemas and in the stored data.
+ */
+export type Command =
+  | { readonly op: 'get_pushrules'; readonly userId: string }
+  | {
+      readonly op: 'get_pushrule' | 'delete_pushrule' | 'get_pushrule_actions' | 'get_pushrule_enabled';
+      readonly userId: string;
+      readonly address: RuleAddress;
+    }
+  | { readonly op: 'set_pushrule'; readonly userId: string; readonly request: SetPushRuleRequest }
+  | {
+      readonly op: 'set_pushrule_actions';
+      readonly userId: string;
+      readonly address: RuleAddress;
+      readonly actions: readonly PushAction[];
+    }
+  | {
+      readonly op: 'set_pushrule_enabled';
+      readonly userId: string;
+      readonly address: RuleAddress;
+      readonly enabled: boolean;
+    }
+  | { readonly op: 'get_pushers'; readonly userId: string }
+  | { readonly op: 'set_pusher'; readonly userId: string; readonly action: RawPusherSetAction };
+
+export type CommandOp = Command['op'];

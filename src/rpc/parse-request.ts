@@ -1,0 +1,93 @@
+import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import { matrixError } from '../errors/error-catalogue.js';
+import { isJsonObject, type JsonObject } from '../matrix/json.js';
+import { isValidUserId } from '../matrix/user-id.js';
+import type { RawPusherSetAction } from '../pushers/decide-pusher-set.js';
+import { validateActions } from '../push-rules/validate-actions.js';
+import { validateRuleBody } from '../push-rules/validate-rule-body.js';
+import { fail, ok, type Result } from '../result/result.js';
+import type { Command } from './command.js';
+import { isOp, REQUEST_SCHEMAS, type Op, type RequestOf } from './request-schemas.js';
+
+// Compiled once per process; compiling on the request path would cost more
+// than the whole operation.
+const ajv = new Ajv({ strict: true, allErrors: false, coerceTypes: false, useDefaults: false });
+const validators = Object.fromEntries(
+  Object.entries(REQUEST_SCHEMAS).map(([op, schema]) => [op, ajv.compile(schema)]),
+) as { readonly [O in Op]: ValidateFunction<RequestOf<O>> };
+
+export interface ParseOptions {
+  /** Bodies larger than this are refused before they are parsed. */
+  readonly maxBytes: number;
+}
+
+/**
+ * Turns a raw request body into a command, or the contract's error for it:
+ * TooLarge, BadJson (not JSON, not an object, schema, user ID, rule body) or
+ * Unrecognized (unknown op). Nothing here touches storage.
+ */
+export function parseRequest(body: Uint8Array, options: ParseOptions): Result<Command> {
+  if (body.byteLength > options.maxBytes) {
+    return fail(matrixError('TooLarge', `Request body is larger than ${options.maxBytes} bytes.`));
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString('utf8'));
+  } catch {
+    return fail(matrixError('BadJson', 'Request body is not valid JSON.'));
+  }
+  if (!isJsonObject(json)) return fail(matrixError('BadJson', 'Request body must be a JSON object.'));
+  return parseRequestObject(json);
+}
+
+export function parseRequestObject(json: JsonObject): Result<Command> {
+  const op = json['op'];
+  if (typeof op !== 'string') return fail(matrixError('BadJson', 'Request needs a string op.'));
+  if (!isOp(op)) return fail(matrixError('Unrecognized', `Unrecognized op: ${JSON.stringify(op)}.`));
+  const validate = validators[op];
+  if (!validate(json)) return fail(matrixError('BadJson', describeSchemaError(validate.errors?.[0])));
+  const request = json as RequestOf<typeof op>;
+  if (!isValidUserId(request.user_id)) return fail(matrixError('BadJson', 'user_id is not a valid Matrix user ID.'));
+  return toCommand(request);
+}
+
+function toCommand(request: RequestOf<Op>): Result<Command> {
+  const userId = request.user_id;
+  switch (request.op) {
+    case 'get_pushrules':
+    case 'get_pushers':
+      return ok({ op: request.op, userId });
+    case 'get_pushrule':
+    case 'delete_pushrule':
+    case 'get_pushrule_actions':
+    case 'get_pushrule_enabled':
+      return ok({ op: request.op, userId, address: addressOf(request) });
+    case 'set_pushrule': {
+      const body = validateRuleBody(request.kind, request.rule);
+      if (!body.ok) return body;
+      const { scope, kind, rule_id: ruleId, before, after } = request;
+      return ok({ op: 'set_pushrule', userId, request: { scope, kind, ruleId, body: body.value, before, after } });
+    }
+    case 'set_pushrule_actions': {
+      const actions = validateActions(request.actions);
+      if (!actions.ok) return actions;
+      return ok({ op: 'set_pushrule_actions', userId, address: addressOf(request), actions: actions.value });
+    }
+    case 'set_pushrule_enabled':
+      return ok({ op: 'set_pushrule_enabled', userId, address: addressOf(request), enabled: request.enabled });
+    case 'set_pusher':
+      // `data` came out of JSON.parse, so its unknown values are JSON values.
+      return ok({ op: 'set_pusher', userId, action: request.action as RawPusherSetAction });
+  }
+}
+
+function addressOf(request: { scope: string; kind: string; rule_id: string }) {
+  return { scope: request.scope, kind: request.kind, ruleId: request.rule_id };
+}
+
+/** "rule.actions must be array", "request must have required property 'scope'". */
+function describeSchemaError(error: ErrorObject | undefined): string {
+  if (error === undefined) return 'Request does not match the schema of its op.';
+  const path = error.instancePath === '' ? 'request' : error.instancePath.slice(1).replaceAll('/', '.');
+  return `${path} ${error.message ?? 'is invalid'}.`;
+}

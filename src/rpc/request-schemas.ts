@@ -1,0 +1,103 @@
+import { Type, type Static, type TSchema } from '@sinclair/typebox';
+import { RULE_KINDS } from '../push-rules/push-rule.js';
+
+/**
+ * JSON Schemas of every request of RPC contract v1, written with TypeBox so
+ * that each schema is also its TypeScript type (`Static<…>`): the validator
+ * and the code that reads a validated request cannot disagree.
+ *
+ * Objects are open: the contract says unknown extra fields are ignored.
+ */
+
+const nullable = <T extends TSchema>(schema: T) =>
+  Type.Unsafe<Static<T> | null>({ ...schema, type: [schema['type'] as string, 'null'] });
+
+const Envelope = {
+  user_id: Type.String(),
+};
+
+const RuleAddress = {
+  ...Envelope,
+  scope: Type.String(),
+  kind: Type.String(),
+  rule_id: Type.String({ minLength: 1 }),
+};
+
+export const GetPushRulesRequest = Type.Object({ ...Envelope, op: Type.Literal('get_pushrules') });
+export const GetPushRuleRequest = Type.Object({ ...RuleAddress, op: Type.Literal('get_pushrule') });
+export const DeletePushRuleRequest = Type.Object({ ...RuleAddress, op: Type.Literal('delete_pushrule') });
+export const GetPushRuleActionsRequest = Type.Object({ ...RuleAddress, op: Type.Literal('get_pushrule_actions') });
+export const GetPushRuleEnabledRequest = Type.Object({ ...RuleAddress, op: Type.Literal('get_pushrule_enabled') });
+
+export const SetPushRuleRequest = Type.Object({
+  ...RuleAddress,
+  op: Type.Literal('set_pushrule'),
+  // Unlike the other rule ops, an unknown kind here is a malformed request.
+  kind: Type.Union(RULE_KINDS.map((kind) => Type.Literal(kind))),
+  rule: Type.Object({
+    actions: Type.Array(Type.Unknown()),
+    conditions: Type.Optional(Type.Array(Type.Unknown())),
+    pattern: Type.Optional(Type.String()),
+  }),
+  before: Type.Optional(Type.String()),
+  after: Type.Optional(Type.String()),
+});
+
+export const SetPushRuleActionsRequest = Type.Object({
+  ...RuleAddress,
+  op: Type.Literal('set_pushrule_actions'),
+  actions: Type.Array(Type.Unknown()),
+});
+
+export const SetPushRuleEnabledRequest = Type.Object({
+  ...RuleAddress,
+  op: Type.Literal('set_pushrule_enabled'),
+  enabled: Type.Boolean(),
+});
+
+export const GetPushersRequest = Type.Object({ ...Envelope, op: Type.Literal('get_pushers') });
+
+/**
+ * Every field of the set action is optional here: a missing one is a
+ * MissingParam error naming it, decided by `decidePusherSet`, not a schema
+ * failure. Types are still checked here.
+ */
+export const SetPusherRequest = Type.Object({
+  ...Envelope,
+  op: Type.Literal('set_pusher'),
+  action: Type.Object({
+    pushkey: Type.Optional(Type.String()),
+    kind: Type.Optional(nullable(Type.String())),
+    app_id: Type.Optional(Type.String()),
+    app_display_name: Type.Optional(Type.String()),
+    device_display_name: Type.Optional(Type.String()),
+    profile_tag: Type.Optional(Type.String()),
+    lang: Type.Optional(Type.String()),
+    data: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+    append: Type.Optional(Type.Boolean()),
+  }),
+});
+
+/** One schema per op; the op name is the key. */
+export const REQUEST_SCHEMAS = {
+  get_pushrules: GetPushRulesRequest,
+  get_pushrule: GetPushRuleRequest,
+  set_pushrule: SetPushRuleRequest,
+  delete_pushrule: DeletePushRuleRequest,
+  get_pushrule_actions: GetPushRuleActionsRequest,
+  set_pushrule_actions: SetPushRuleActionsRequest,
+  get_pushrule_enabled: GetPushRuleEnabledRequest,
+  set_pushrule_enabled: SetPushRuleEnabledRequest,
+  get_pushers: GetPushersRequest,
+  set_pusher: SetPusherRequest,
+} as const;
+
+export type Op = keyof typeof REQUEST_SCHEMAS;
+export type RequestOf<O extends Op> = Static<(typeof REQUEST_SCHEMAS)[O]>;
+export type RpcRequestBody = { [O in Op]: RequestOf<O> }[Op];
+
+export const OPS = Object.keys(REQUEST_SCHEMAS) as readonly Op[];
+
+export function isOp(value: string): value is Op {
+  return Object.hasOwn(REQUEST_SCHEMAS, value);
+}
