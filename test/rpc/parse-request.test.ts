@@ -1,0 +1,97 @@
+import { describe, expect, it } from 'vitest';
+import { parseRequest } from '../../src/rpc/parse-request.js';
+import { OPS } from '../../src/rpc/request-schemas.js';
+import { ALICE } from '../support/builders.js';
+import { expectError, expectOk } from '../support/expect-result.js';
+
+const LIMIT = { maxBytes: 64 * 1024 };
+const encode = (value: unknown) => new TextEncoder().encode(typeof value === 'string' ? value : JSON.stringify(value));
+const parse = (value: unknown) => parseRequest(encode(value), LIMIT);
+
+const address = { scope: 'global', kind: 'override', rule_id: 'my.rule' };
+
+/** One valid request per op of the contract. */
+const VALID: Record<(typeof OPS)[number], Record<string, unknown>> = {
+  get_pushrules: {},
+  get_pushrule: address,
+  set_pushrule: { ...address, rule: { actions: ['notify'], conditions: [] }, before: 'b', after: 'a' },
+  delete_pushrule: address,
+  get_pushrule_actions: address,
+  set_pushrule_actions: { ...address, actions: ['notify'] },
+  get_pushrule_enabled: address,
+  set_pushrule_enabled: { ...address, enabled: false },
+  get_pushers: {},
+  set_pusher: { action: { kind: null, app_id: 'a', pushkey: 'k' } },
+};
+
+describe('parsing requests: one per op', () => {
+  it('covers every op of the contract', () => {
+    expect([...OPS].sort()).toEqual(Object.keys(VALID).sort());
+  });
+
+  it.each(Object.entries(VALID))('%s parses into its command', (op, fields) => {
+    const command = expectOk(parse({ op, user_id: ALICE, ...fields, 'org.example.extra': 1 }));
+    expect(command.op).toBe(op);
+    expect(command.userId).toBe(ALICE);
+  });
+
+  it('maps wire names to the command', () => {
+    expect(expectOk(parse({ op: 'set_pushrule', user_id: ALICE, ...VALID.set_pushrule }))).toEqual({
+      op: 'set_pushrule',
+      userId: ALICE,
+      request: {
+        scope: 'global',
+        kind: 'override',
+        ruleId: 'my.rule',
+        body: { actions: ['notify'], conditions: [] },
+        before: 'b',
+        after: 'a',
+      },
+    });
+    expect(expectOk(parse({ op: 'set_pushrule_enabled', user_id: ALICE, ...address, enabled: true }))).toEqual({
+      op: 'set_pushrule_enabled',
+      userId: ALICE,
+      address: { scope: 'global', kind: 'override', ruleId: 'my.rule' },
+      enabled: true,
+    });
+  });
+
+  it('an unknown kind is not a schema error outside set_pushrule', () => {
+    expect(parse({ op: 'get_pushrule', user_id: ALICE, ...address, kind: 'nonsense' }).ok).toBe(true);
+  });
+});
+
+describe('parsing requests: refusals', () => {
+  it.each([
+    ['not JSON', '{"op": ', 'BadJson', 'Request body is not valid JSON.'],
+    ['JSON but an array', '[]', 'BadJson', 'Request body must be a JSON object.'],
+    ['JSON but a string', '"get_pushrules"', 'BadJson', 'Request body must be a JSON object.'],
+    ['JSON null', 'null', 'BadJson', 'Request body must be a JSON object.'],
+    ['no op', { user_id: ALICE }, 'BadJson', 'Request needs a string op.'],
+    ['a numeric op', { op: 1, user_id: ALICE }, 'BadJson', 'Request needs a string op.'],
+    ['an unknown op', { op: 'launch_rockets', user_id: ALICE }, 'Unrecognized', 'Unrecognized op: "launch_rockets".'],
+    ['no user_id', { op: 'get_pushrules' }, 'BadJson', "request must have required property 'user_id'."],
+    ['an invalid user_id', { op: 'get_pushrules', user_id: 'alice' }, 'BadJson', 'user_id is not a valid Matrix user ID.'],
+    ['a missing field', { op: 'get_pushrule', user_id: ALICE, scope: 'global', kind: 'override' }, 'BadJson', "request must have required property 'rule_id'."],
+    ['an empty rule_id', { op: 'get_pushrule', user_id: ALICE, ...address, rule_id: '' }, 'BadJson', 'rule_id must NOT have fewer than 1 characters.'],
+    ['a wrong field type', { op: 'set_pushrule_enabled', user_id: ALICE, ...address, enabled: 'yes' }, 'BadJson', 'enabled must be boolean.'],
+    ['an unknown kind on set_pushrule', { op: 'set_pushrule', user_id: ALICE, ...address, kind: 'nonsense', rule: { actions: [] } }, 'BadJson', /^kind /],
+    ['a rule without actions', { op: 'set_pushrule', user_id: ALICE, ...address, rule: { conditions: [] } }, 'BadJson', "rule must have required property 'actions'."],
+    ['a rule whose actions is not a list', { op: 'set_pushrule', user_id: ALICE, ...address, rule: { actions: 'notify', conditions: [] } }, 'BadJson', 'rule.actions must be array.'],
+    ['a rule invalid for its kind', { op: 'set_pushrule', user_id: ALICE, ...address, rule: { actions: [] } }, 'BadJson', 'override rules need conditions.'],
+    ['a rule with an invalid action', { op: 'set_pushrule', user_id: ALICE, ...address, rule: { actions: [1], conditions: [] } }, 'BadJson', 'actions[0] must be a string or an object.'],
+    ['set actions with an invalid action', { op: 'set_pushrule_actions', user_id: ALICE, ...address, actions: [null] }, 'BadJson', 'actions[0] must be a string or an object.'],
+    ['a non-string before', { op: 'set_pushrule', user_id: ALICE, ...address, rule: { actions: [], conditions: [] }, before: 1 }, 'BadJson', 'before must be string.'],
+    ['a pusher action that is not an object', { op: 'set_pusher', user_id: ALICE, action: [] }, 'BadJson', 'action must be object.'],
+    ['a pusher kind of the wrong type', { op: 'set_pusher', user_id: ALICE, action: { kind: 1 } }, 'BadJson', 'action.kind must be string,null.'],
+    ['pusher data that is not an object', { op: 'set_pusher', user_id: ALICE, action: { data: 'x' } }, 'BadJson', 'action.data must be object.'],
+  ] as const)('%s → %s', (_case, body, kind, message) => {
+    expectError(parse(body), kind, message);
+  });
+
+  it('refuses a body over the size limit before parsing it', () => {
+    const body = encode({ op: 'get_pushrules', user_id: ALICE, pad: 'x'.repeat(100) });
+    expectError(parseRequest(body, { maxBytes: 50 }), 'TooLarge', 'Request body is larger than 50 bytes.');
+    expect(parseRequest(body, { maxBytes: body.byteLength }).ok).toBe(true);
+  });
+});
