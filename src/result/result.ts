@@ -13,3 +13,7 @@ export function ok<T>(value: T): Result<T> {
 export function fail<T = never>(error: MatrixError): Result<T> {
   return { ok: false, error };
 }
+
+export function mapResult<T, U>(result: Result<T>, map: (value: T) => U): Result<U> {
+  return result.ok ? ok(map(result.value)) : result;
+}

@@ -1,0 +1,98 @@
+import type { Ruleset } from '../push-rules/push-rule.js';
+import { encodeRulesetContent } from '../push-rules/decode-ruleset.js';
+import { applyPusherSet } from '../pushers/apply-pusher-set.js';
+import { pusherMatches, type PusherKey, type StoredPusher } from '../pushers/pusher.js';
+import type { LoadedPushRules, PushStore, SaveOutcome } from './push-store.js';
+
+interface UserDocument {
+  version: number;
+  /** The push-rules event as JSON text, like the MongoDB adapter keeps it. */
+  pushRules?: { contentJson?: string; defaultsRevision?: string };
+  pushersVersion: number;
+}
+
+/**
+ * The storage port in memory, with the same compare-and-set semantics as
+ * MongoDB. Values are kept as JSON text so that no caller can mutate stored
+ * state through a reference it still holds.
+ */
+export class InMemoryPushStore implements PushStore {
+  readonly #users = new Map<string, UserDocument>();
+  #pushers: readonly StoredPusher[] = [];
+
+  /** Test hook: put a raw push-rules entry in place, as another writer might have. */
+  putRawPushRules(userId: string, entry: { contentJson?: string; defaultsRevision?: string }): void {
+    const doc = this.#users.get(userId);
+    this.#users.set(userId, { version: (doc?.version ?? 0) + 1, pushRules: entry, pushersVersion: doc?.pushersVersion ?? 0 });
+  }
+
+  async loadPushRules(userId: string): Promise<LoadedPushRules> {
+    await Promise.resolve();
+    const doc = this.#users.get(userId);
+    return { version: doc?.version ?? 0, lookup: readEntry(doc?.pushRules) };
+  }
+
+  async savePushRules(userId: string, expectedVersion: number, ruleset: Ruleset, defaultsRevision: string): Promise<SaveOutcome> {
+    await Promise.resolve();
+    const doc = this.#users.get(userId);
+    if ((doc?.version ?? 0) !== expectedVersion) return { saved: false };
+    const version = expectedVersion + 1;
+    const pushRules = { contentJson: JSON.stringify(encodeRulesetContent(ruleset)), defaultsRevision };
+    this.#users.set(userId, { version, pushRules, pushersVersion: doc?.pushersVersion ?? 0 });
+    return { saved: true, version };
+  }
+
+  async insertPushRulesIfAbsent(userId: string, ruleset: Ruleset, defaultsRevision: string): Promise<boolean> {
+    if (this.#users.get(userId)?.pushRules !== undefined) return false;
+    return (await this.savePushRules(userId, 0, ruleset, defaultsRevision)).saved;
+  }
+
+  async listPushers(userId: string): Promise<readonly StoredPusher[]> {
+    await Promise.resolve();
+    return this.#pushers.filter((p) => p.user_id === userId).map((p) => structuredClone(p));
+  }
+
+  async upsertPusher(pusher: StoredPusher): Promise<'created' | 'updated'> {
+    await Promise.resolve();
+    const key = { userId: pusher.user_id, appId: pusher.app_id, pushkey: pusher.pushkey };
+    const { user_id: _owner, ...wire } = structuredClone(pusher);
+    const outcome = applyPusherSet(this.#pushers, { type: 'upsert', key, pusher: wire, removeFromOtherUsers: false });
+    this.#pushers = outcome.pushers;
+    return outcome.effect === 'updated' ? 'updated' : 'created';
+  }
+
+  async deletePusher(key: PusherKey): Promise<boolean> {
+    await Promise.resolve();
+    const before = this.#pushers.length;
+    this.#pushers = this.#pushers.filter((p) => !pusherMatches(p, key));
+    return this.#pushers.length < before;
+  }
+
+  async deletePushersOfOtherUsers(key: PusherKey): Promise<number> {
+    await Promise.resolve();
+    const before = this.#pushers.length;
+    this.#pushers = this.#pushers.filter(
+      (p) => p.user_id === key.userId || p.app_id !== key.appId || p.pushkey !== key.pushkey,
+    );
+    return before - this.#pushers.length;
+  }
+
+  async bumpPushersVersion(userId: string): Promise<number> {
+    await Promise.resolve();
+    const doc = this.#users.get(userId) ?? { version: 0, pushersVersion: 0 };
+    doc.pushersVersion += 1;
+    this.#users.set(userId, doc);
+    return doc.pushersVersion;
+  }
+}
+
+function readEntry(entry: UserDocument['pushRules']): LoadedPushRules['lookup'] {
+  if (entry === undefined) return { found: false };
+  if (entry.contentJson === undefined) return { found: true, event: {}, defaultsRevision: entry.defaultsRevision };
+  try {
+    const content: unknown = JSON.parse(entry.contentJson);
+    return { found: true, event: { content }, defaultsRevision: entry.defaultsRevision };
+  } catch {
+    return { found: 'failed' };
+  }
+}

@@ -1,0 +1,180 @@
+import type { Collection, Db } from 'mongodb';
+import { encodeRulesetContent } from '../push-rules/decode-ruleset.js';
+import type { Ruleset } from '../push-rules/push-rule.js';
+import type { PusherData, PusherKey, StoredPusher } from '../pushers/pusher.js';
+import { classifyMongoError, isDuplicateKey } from './mongo-errors.js';
+import type { LoadedPushRules, PushStore, SaveOutcome } from './push-store.js';
+
+/**
+ * One document per user in the account-data collection. The push-rules
+ * event content is kept as JSON text, as homeservers keep account data:
+ * rule conditions and tweaks may carry any key a client invents (dots and
+ * `$` included), which BSON field names would restrict, and the worker
+ * never queries inside a ruleset.
+ */
+export interface AccountDataDocument {
+  _id: string;
+  /** Compare-and-set version of the push rules; absent until first stored. */
+  version?: number;
+  push_rules?: { content_json?: string; defaults_revision?: string };
+  pushers_version?: number;
+}
+
+export interface PusherDocument {
+  user_id: string;
+  app_id: string;
+  pushkey: string;
+  kind: StoredPusher['kind'];
+  app_display_name: string;
+  device_display_name: string;
+  lang: string;
+  profile_tag?: string;
+  /** `data` as JSON text, for the same reason as the push-rules content. */
+  data_json: string;
+}
+
+export interface MongoPushStoreOptions {
+  readonly accountDataCollection: string;
+  readonly pushersCollection: string;
+}
+
+export class MongoPushStore implements PushStore {
+  readonly #accountData: Collection<AccountDataDocument>;
+  readonly #pushers: Collection<PusherDocument>;
+
+  constructor(db: Db, options: MongoPushStoreOptions) {
+    this.#accountData = db.collection<AccountDataDocument>(options.accountDataCollection);
+    this.#pushers = db.collection<PusherDocument>(options.pushersCollection);
+  }
+
+  /** Creates the indexes the queries rely on. Idempotent; run at start-up. */
+  async ensureIndexes(): Promise<void> {
+    await guard(async () => {
+      await this.#pushers.createIndexes([
+        { key: { user_id: 1, app_id: 1, pushkey: 1 }, unique: true, name: 'pusher_identity' },
+        { key: { app_id: 1, pushkey: 1 }, name: 'pusher_app_pushkey' },
+      ]);
+    });
+  }
+
+  async loadPushRules(userId: string): Promise<LoadedPushRules> {
+    const doc = await guard(async () =>
+      this.#accountData.findOne({ _id: userId }, { projection: { version: 1, push_rules: 1 } }),
+    );
+    return { version: doc?.version ?? 0, lookup: readEntry(doc?.push_rules) };
+  }
+
+  async savePushRules(userId: string, expectedVersion: number, ruleset: Ruleset, defaultsRevision: string): Promise<SaveOutcome> {
+    const pushRules = { content_json: JSON.stringify(encodeRulesetContent(ruleset)), defaults_revision: defaultsRevision };
+    const version = expectedVersion + 1;
+    // Version 0: the first write. The filter matches a document that exists
+    // for other account data but has no version yet; when there is no
+    // document, the upsert inserts one, and a concurrent first write loses
+    // on the duplicate _id — a conflict like any other.
+    const filter = expectedVersion === 0 ? { _id: userId, version: { $exists: false } } : { _id: userId, version: expectedVersion };
+    try {
+      const result = await guard(async () =>
+        this.#accountData.updateOne(filter, { $set: { push_rules: pushRules, version } }, { upsert: expectedVersion === 0 }),
+      );
+      return result.matchedCount + result.upsertedCount === 1 ? { saved: true, version } : { saved: false };
+    } catch (error) {
+      if (isDuplicateKey(error)) return { saved: false };
+      throw error;
+    }
+  }
+
+  async insertPushRulesIfAbsent(userId: string, ruleset: Ruleset, defaultsRevision: string): Promise<boolean> {
+    const pushRules = { content_json: JSON.stringify(encodeRulesetContent(ruleset)), defaults_revision: defaultsRevision };
+    try {
+      const result = await guard(async () =>
+        this.#accountData.updateOne(
+          { _id: userId, push_rules: { $exists: false } },
+          { $set: { push_rules: pushRules }, $inc: { version: 1 } },
+          { upsert: true },
+        ),
+      );
+      return result.matchedCount + result.upsertedCount === 1;
+    } catch (error) {
+      if (isDuplicateKey(error)) return false;
+      throw error;
+    }
+  }
+
+  async listPushers(userId: string): Promise<readonly StoredPusher[]> {
+    const docs = await guard(async () =>
+      this.#pushers.find({ user_id: userId }, { projection: { _id: 0 } }).sort({ app_id: 1, pushkey: 1 }).toArray(),
+    );
+    return docs.map(fromDocument);
+  }
+
+  async upsertPusher(pusher: StoredPusher): Promise<'created' | 'updated'> {
+    const doc = toDocument(pusher);
+    const filter = { user_id: doc.user_id, app_id: doc.app_id, pushkey: doc.pushkey };
+    // Two upserts of a new key can race to insert; the loser sees a
+    // duplicate key and then finds the winner's document to replace.
+    for (let attempt = 0; ; attempt += 1) {
+      try {
+        const result = await guard(async () => this.#pushers.replaceOne(filter, doc, { upsert: true }));
+        return result.upsertedCount === 1 ? 'created' : 'updated';
+      } catch (error) {
+        if (!isDuplicateKey(error) || attempt > 0) throw error;
+      }
+    }
+  }
+
+  async deletePusher(key: PusherKey): Promise<boolean> {
+    const result = await guard(async () =>
+      this.#pushers.deleteOne({ user_id: key.userId, app_id: key.appId, pushkey: key.pushkey }),
+    );
+    return result.deletedCount === 1;
+  }
+
+  async deletePushersOfOtherUsers(key: PusherKey): Promise<number> {
+    const result = await guard(async () =>
+      this.#pushers.deleteMany({ app_id: key.appId, pushkey: key.pushkey, user_id: { $ne: key.userId } }),
+    );
+    return result.deletedCount;
+  }
+
+  async bumpPushersVersion(userId: string): Promise<number> {
+    const doc = await guard(async () =>
+      this.#accountData.findOneAndUpdate(
+        { _id: userId },
+        { $inc: { pushers_version: 1 } },
+        { upsert: true, returnDocument: 'after', projection: { pushers_version: 1 } },
+      ),
+    );
+    return doc?.pushers_version ?? 1;
+  }
+}
+
+async function guard<T>(operation: () => Promise<T>): Promise<T> {
+  try {
+    return await operation();
+  } catch (error) {
+    throw classifyMongoError(error);
+  }
+}
+
+function readEntry(entry: AccountDataDocument['push_rules']): LoadedPushRules['lookup'] {
+  if (entry === undefined) return { found: false };
+  const defaultsRevision = entry.defaults_revision;
+  if (entry.content_json === undefined) return { found: true, event: {}, defaultsRevision };
+  if (typeof entry.content_json !== 'string') return { found: 'failed' };
+  try {
+    const content: unknown = JSON.parse(entry.content_json);
+    return { found: true, event: { content }, defaultsRevision };
+  } catch {
+    return { found: 'failed' };
+  }
+}
+
+function toDocument(pusher: StoredPusher): PusherDocument {
+  const { data, ...rest } = pusher;
+  return { ...rest, data_json: JSON.stringify(data) };
+}
+
+function fromDocument(doc: PusherDocument): StoredPusher {
+  const { data_json: dataJson, ...rest } = doc;
+  return { ...rest, data: JSON.parse(dataJson) as PusherData };
+}

@@ -1,0 +1,59 @@
+import type { PushRulesLookup } from '../push-rules/push-rules-event.js';
+import type { Ruleset } from '../push-rules/push-rule.js';
+import type { PusherKey, StoredPusher } from '../pushers/pusher.js';
+
+/**
+ * A user's push-rules account data as loaded, with the version of the
+ * user's push rules. Version 0 means nothing was ever stored for them.
+ *
+ * `lookup.found === 'failed'` is the seed's "event lookup fails": a document
+ * holds a push-rules entry that cannot even be read back as an event (its
+ * stored JSON text is corrupt), as opposed to an event whose content is not
+ * a ruleset (which is `found: true` and decodes as undecodable).
+ */
+export interface LoadedPushRules {
+  readonly version: number;
+  readonly lookup: PushRulesLookup | { readonly found: 'failed' };
+}
+
+export type SaveOutcome = { readonly saved: true; readonly version: number } | { readonly saved: false };
+
+/**
+ * The storage port the worker needs. Owned by the domain side; adapters:
+ * `MongoPushStore` (production) and `InMemoryPushStore` (tests, local runs).
+ * Both pass `test/store/push-store-contract.ts`.
+ *
+ * Adapters throw `StoreUnavailableError` for transient failures (the caller
+ * may retry) and any other error for permanent ones.
+ */
+export interface PushStore {
+  loadPushRules(userId: string): Promise<LoadedPushRules>;
+
+  /**
+   * Compare-and-set: stores the ruleset as the user's `m.push_rules` content
+   * if the document is still at `expectedVersion` (0: no document yet), and
+   * bumps the version. `{saved: false}` when another writer got there first.
+   */
+  savePushRules(userId: string, expectedVersion: number, ruleset: Ruleset, defaultsRevision: string): Promise<SaveOutcome>;
+
+  /** Stores the ruleset only if the user has no push-rules entry at all (not even a corrupt one). */
+  insertPushRulesIfAbsent(userId: string, ruleset: Ruleset, defaultsRevision: string): Promise<boolean>;
+
+  listPushers(userId: string): Promise<readonly StoredPusher[]>;
+  /** Creates or replaces the pusher with the same (user, app_id, pushkey). */
+  upsertPusher(pusher: StoredPusher): Promise<'created' | 'updated'>;
+  /** Whether a pusher was deleted. */
+  deletePusher(key: PusherKey): Promise<boolean>;
+  /** Deletes pushers with this app_id and pushkey owned by anyone but `key.userId`. */
+  deletePushersOfOtherUsers(key: PusherKey): Promise<number>;
+  /** Bumps and returns the user's pushers version (for change events). */
+  bumpPushersVersion(userId: string): Promise<number>;
+}
+
+/** A transient storage failure: nothing was decided, the request may be retried. */
+export class StoreUnavailableError extends Error {
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = 'StoreUnavailableError';
+  }
+}

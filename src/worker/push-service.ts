@@ -1,0 +1,177 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { matrixError } from '../errors/error-catalogue.js';
+import { deletePushRule } from '../push-rules/delete-push-rule.js';
+import { getPushRule } from '../push-rules/get-push-rule.js';
+import { getPushRules } from '../push-rules/get-push-rules.js';
+import type { Ruleset } from '../push-rules/push-rule.js';
+import { getPushRuleActions, setPushRuleActions } from '../push-rules/push-rule-actions.js';
+import { getPushRuleEnabled, setPushRuleEnabled } from '../push-rules/push-rule-enabled.js';
+import { viewPushRulesEvent, type PushRulesEventView } from '../push-rules/push-rules-event.js';
+import { DEFAULT_RULES_REVISION } from '../push-rules/server-default-rules.js';
+import { setPushRule } from '../push-rules/set-push-rule.js';
+import { decidePusherSet, type PusherPolicy, type RawPusherSetAction } from '../pushers/decide-pusher-set.js';
+import { toWirePusher } from '../pushers/pusher.js';
+import { mapResult, type Result } from '../result/result.js';
+import type { Command } from '../rpc/command.js';
+import { StoreUnavailableError, type LoadedPushRules, type PushStore } from '../store/push-store.js';
+import { backoffDelay, type BackoffPolicy } from './backoff.js';
+import { failure, success, type Reply } from './reply.js';
+
+export interface PushServiceOptions {
+  /** Compare-and-set attempts per request before answering Unavailable. */
+  readonly maxWriteAttempts: number;
+  readonly backoff: BackoffPolicy;
+  readonly pusherPolicy: PusherPolicy;
+  readonly random?: () => number;
+}
+
+/** What clients are told after a write, so `/sync` streams can wake up. */
+export interface ChangeEvent {
+  readonly user_id: string;
+  readonly type: 'm.push_rules' | 'm.pushers';
+  readonly version: number;
+}
+
+export interface HandleOutcome {
+  readonly reply: Reply;
+  readonly change?: ChangeEvent;
+  /** Compare-and-set conflicts met while serving the request. */
+  readonly conflicts: number;
+  /** An unexpected failure behind a Database reply, for the log. */
+  readonly failure?: unknown;
+}
+
+export const MESSAGE_STORE_UNAVAILABLE = 'The push rules store is unavailable; try again.';
+export const MESSAGE_TOO_MANY_CONFLICTS = "Too many concurrent changes to this user's push rules; try again.";
+export const MESSAGE_STORAGE_FAILURE = 'The push rules store failed.';
+
+type RulesetWrite = (view: PushRulesEventView) => Result<Ruleset>;
+
+/**
+ * Applies commands to a store: loads, runs the pure operation, writes back
+ * under compare-and-set, retries on conflict. Never throws: every outcome,
+ * storage failures included, is a reply.
+ */
+export class PushService {
+  readonly #store: PushStore;
+  readonly #options: PushServiceOptions;
+
+  constructor(store: PushStore, options: PushServiceOptions) {
+    this.#store = store;
+    this.#options = options;
+  }
+
+  async handle(command: Command): Promise<HandleOutcome> {
+    try {
+      return await this.#dispatch(command);
+    } catch (error) {
+      if (error instanceof StoreUnavailableError) {
+        return { reply: failure(matrixError('Unavailable', MESSAGE_STORE_UNAVAILABLE)), conflicts: 0 };
+      }
+      return { reply: failure(matrixError('Database', MESSAGE_STORAGE_FAILURE)), conflicts: 0, failure: error };
+    }
+  }
+
+  async #dispatch(command: Command): Promise<HandleOutcome> {
+    const { userId } = command;
+    switch (command.op) {
+      case 'get_pushrules':
+        return this.#getPushRules(userId);
+      case 'get_pushrule':
+        return this.#read(userId, (view) => getPushRule(view, command.address));
+      case 'get_pushrule_actions':
+        return this.#read(userId, (view) => mapResult(getPushRuleActions(view, command.address), (actions) => ({ actions })));
+      case 'get_pushrule_enabled':
+        return this.#read(userId, (view) => mapResult(getPushRuleEnabled(view, command.address), (enabled) => ({ enabled })));
+      case 'set_pushrule':
+        return this.#write(userId, (view) => setPushRule(view, command.request));
+      case 'delete_pushrule':
+        return this.#write(userId, (view) => deletePushRule(view, command.address));
+      case 'set_pushrule_actions':
+        return this.#write(userId, (view) => setPushRuleActions(view, command.address, command.actions));
+      case 'set_pushrule_enabled':
+        return this.#write(userId, (view) => setPushRuleEnabled(view, command.address, command.enabled));
+      case 'get_pushers': {
+        const pushers = await this.#store.listPushers(userId);
+        return { reply: success({ pushers: pushers.map(toWirePusher) }), conflicts: 0 };
+      }
+      case 'set_pusher':
+        return this.#setPusher(userId, command.action);
+    }
+  }
+
+  async #getPushRules(userId: string): Promise<HandleOutcome> {
+    return this.#withRetries(async () => {
+      const loaded = await this.#store.loadPushRules(userId);
+      const decision = getPushRules(loaded.lookup, userId);
+      if (!decision.ok) return { done: failure(decision.error) };
+      const { ruleset, persist } = decision.value;
+      const reply = success({ global: ruleset });
+      if (persist === 'none') return { done: reply };
+      if (persist === 'store-if-absent') {
+        const inserted = await this.#store.insertPushRulesIfAbsent(userId, ruleset, DEFAULT_RULES_REVISION);
+        return { done: reply, change: inserted ? { user_id: userId, type: 'm.push_rules', version: 1 } : undefined };
+      }
+      return this.#save(userId, loaded.version, ruleset, reply);
+    });
+  }
+
+  async #read(userId: string, operation: (view: PushRulesEventView) => Result<unknown>): Promise<HandleOutcome> {
+    const loaded = await this.#store.loadPushRules(userId);
+    const result = operation(viewOf(loaded, userId));
+    return { reply: result.ok ? success(result.value) : failure(result.error), conflicts: 0 };
+  }
+
+  async #write(userId: string, operation: RulesetWrite): Promise<HandleOutcome> {
+    return this.#withRetries(async () => {
+      const loaded = await this.#store.loadPushRules(userId);
+      const result = operation(viewOf(loaded, userId));
+      if (!result.ok) return { done: failure(result.error) };
+      return this.#save(userId, loaded.version, result.value, success({}));
+    });
+  }
+
+  async #save(userId: string, version: number, ruleset: Ruleset, reply: Reply): Promise<Attempt> {
+    const saved = await this.#store.savePushRules(userId, version, ruleset, DEFAULT_RULES_REVISION);
+    if (!saved.saved) return { conflict: true };
+    return { done: reply, change: { user_id: userId, type: 'm.push_rules', version: saved.version } };
+  }
+
+  /** Runs `attempt` until it is done or the budget of conflicts is spent. */
+  async #withRetries(attempt: () => Promise<Attempt>): Promise<HandleOutcome> {
+    const { maxWriteAttempts, backoff, random } = this.#options;
+    for (let round = 0; round < maxWriteAttempts; round += 1) {
+      if (round > 0) await sleep(backoffDelay(backoff, round - 1, random));
+      const outcome = await attempt();
+      if ('done' in outcome) {
+        return outcome.change === undefined
+          ? { reply: outcome.done, conflicts: round }
+          : { reply: outcome.done, change: outcome.change, conflicts: round };
+      }
+    }
+    return { reply: failure(matrixError('Unavailable', MESSAGE_TOO_MANY_CONFLICTS)), conflicts: maxWriteAttempts };
+  }
+
+  async #setPusher(userId: string, action: RawPusherSetAction): Promise<HandleOutcome> {
+    const plan = decidePusherSet(userId, action, this.#options.pusherPolicy);
+    if (!plan.ok) return { reply: failure(plan.error), conflicts: 0 };
+    let changed: boolean;
+    if (plan.value.type === 'delete') {
+      changed = await this.#store.deletePusher(plan.value.key);
+    } else {
+      await this.#store.upsertPusher({ ...plan.value.pusher, user_id: userId });
+      if (plan.value.removeFromOtherUsers) await this.#store.deletePushersOfOtherUsers(plan.value.key);
+      changed = true;
+    }
+    if (!changed) return { reply: success({}), conflicts: 0 };
+    const version = await this.#store.bumpPushersVersion(userId);
+    return { reply: success({}), change: { user_id: userId, type: 'm.pushers', version }, conflicts: 0 };
+  }
+}
+
+type Attempt = { readonly done: Reply; readonly change?: ChangeEvent | undefined } | { readonly conflict: true };
+
+/** A lookup that failed is, for every op but `get_pushrules`, an unreadable event. */
+function viewOf(loaded: LoadedPushRules, userId: string): PushRulesEventView {
+  return loaded.lookup.found === 'failed' ? { status: 'undecodable' } : viewPushRulesEvent(loaded.lookup, userId);
+}

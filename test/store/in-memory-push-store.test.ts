@@ -1,0 +1,18 @@
+import { InMemoryPushStore } from '../../src/store/in-memory-push-store.js';
+import { pushStoreContract } from './push-store-contract.js';
+
+pushStoreContract('in memory', async () => {
+  const store = new InMemoryPushStore();
+  await Promise.resolve();
+  return {
+    store,
+    putRaw: async (userId, entry) => {
+      await Promise.resolve();
+      const { contentJson, defaultsRevision } = entry;
+      store.putRawPushRules(userId, {
+        ...(contentJson === undefined ? {} : { contentJson: String(contentJson) }),
+        ...(defaultsRevision === undefined ? {} : { defaultsRevision }),
+      });
+    },
+  };
+});

@@ -1,0 +1,132 @@
+import { beforeEach, describe, expect, it } from 'vitest';
+import type { StoredPusher } from '../../src/pushers/pusher.js';
+import { serverDefaultRuleset } from '../../src/push-rules/server-default-rules.js';
+import type { PushStore } from '../../src/store/push-store.js';
+import { aConditionalRule, aRuleset, overridesWithUserRules } from '../support/builders.js';
+
+export interface StoreFixture {
+  readonly store: PushStore;
+  /** Puts a raw push-rules entry in place, bypassing the port. */
+  readonly putRaw: (userId: string, entry: { contentJson?: string | number; defaultsRevision?: string }) => Promise<void>;
+}
+
+let counter = 0;
+const aUser = () => `@contract${Date.now()}x${(counter += 1)}:example.org`;
+
+function aPusher(userId: string, overrides: Partial<StoredPusher> = {}): StoredPusher {
+  return {
+    user_id: userId,
+    kind: 'http',
+    app_id: 'org.example.app',
+    pushkey: 'key',
+    app_display_name: 'App',
+    device_display_name: 'Phone',
+    lang: 'en',
+    data: { url: 'https://push.example.org/_matrix/push/v1/notify', 'org.example.$weird.key': [1, { a: null }] },
+    ...overrides,
+  };
+}
+
+/**
+ * What every PushStore adapter must do. Run by the in-memory unit test and
+ * by the MongoDB integration test with the same expectations.
+ */
+export function pushStoreContract(name: string, makeFixture: () => Promise<StoreFixture>): void {
+  describe(`PushStore contract: ${name}`, () => {
+    let fixture: StoreFixture;
+    let user: string;
+    beforeEach(async () => {
+      fixture = await makeFixture();
+      user = aUser();
+    });
+
+    it('reports a user with nothing stored as absent at version 0', async () => {
+      expect(await fixture.store.loadPushRules(user)).toEqual({ version: 0, lookup: { found: false } });
+    });
+
+    it('saves a first ruleset at version 0 and reads it back exactly', async () => {
+      const ruleset = aRuleset({ override: overridesWithUserRules(aConditionalRule({ actions: ['notify', { set_tweak: 'x.y', value: { $k: 1 } }] })) });
+      expect(await fixture.store.savePushRules(user, 0, ruleset, 'v1.19')).toEqual({ saved: true, version: 1 });
+      expect(await fixture.store.loadPushRules(user)).toEqual({
+        version: 1,
+        lookup: { found: true, event: { content: { global: ruleset } }, defaultsRevision: 'v1.19' },
+      });
+    });
+
+    it('refuses a save at a stale version and keeps the newer ruleset', async () => {
+      const first = serverDefaultRuleset(user);
+      const second = aRuleset({ room: [] });
+      await fixture.store.savePushRules(user, 0, first, 'v1.19');
+      expect(await fixture.store.savePushRules(user, 1, second, 'v1.19')).toEqual({ saved: true, version: 2 });
+      expect(await fixture.store.savePushRules(user, 1, first, 'v1.19')).toEqual({ saved: false });
+      expect(await fixture.store.savePushRules(user, 0, first, 'v1.19')).toEqual({ saved: false });
+      const loaded = await fixture.store.loadPushRules(user);
+      expect(loaded.version).toBe(2);
+    });
+
+    it('lets exactly one of two concurrent first writes win', async () => {
+      const results = await Promise.all([
+        fixture.store.savePushRules(user, 0, aRuleset(), 'v1.19'),
+        fixture.store.savePushRules(user, 0, aRuleset(), 'v1.19'),
+      ]);
+      expect(results.filter((r) => r.saved)).toHaveLength(1);
+    });
+
+    it('inserts if absent only when there is no push-rules entry', async () => {
+      expect(await fixture.store.insertPushRulesIfAbsent(user, aRuleset(), 'v1.19')).toBe(true);
+      expect(await fixture.store.insertPushRulesIfAbsent(user, serverDefaultRuleset('@x:y'), 'v1.19')).toBe(false);
+      const loaded = await fixture.store.loadPushRules(user);
+      expect(loaded.lookup).toMatchObject({ found: true, event: { content: { global: aRuleset() } } });
+    });
+
+    it('never overwrites a corrupt entry through insert-if-absent', async () => {
+      await fixture.putRaw(user, { contentJson: '{not json', defaultsRevision: 'v1.19' });
+      expect((await fixture.store.loadPushRules(user)).lookup).toEqual({ found: 'failed' });
+      expect(await fixture.store.insertPushRulesIfAbsent(user, aRuleset(), 'v1.19')).toBe(false);
+      expect((await fixture.store.loadPushRules(user)).lookup).toEqual({ found: 'failed' });
+    });
+
+    it('reads an entry without content as an event without content', async () => {
+      await fixture.putRaw(user, { defaultsRevision: 'v1.19' });
+      expect((await fixture.store.loadPushRules(user)).lookup).toEqual({ found: true, event: {}, defaultsRevision: 'v1.19' });
+    });
+
+    it('creates, updates, lists and deletes pushers by (user, app_id, pushkey)', async () => {
+      expect(await fixture.store.upsertPusher(aPusher(user))).toBe('created');
+      expect(await fixture.store.upsertPusher(aPusher(user, { lang: 'de' }))).toBe('updated');
+      expect(await fixture.store.upsertPusher(aPusher(user, { pushkey: 'other', profile_tag: 'p' }))).toBe('created');
+      expect(await fixture.store.listPushers(user)).toEqual([
+        aPusher(user, { lang: 'de' }),
+        aPusher(user, { pushkey: 'other', profile_tag: 'p' }),
+      ]);
+      expect(await fixture.store.deletePusher({ userId: user, appId: 'org.example.app', pushkey: 'key' })).toBe(true);
+      expect(await fixture.store.deletePusher({ userId: user, appId: 'org.example.app', pushkey: 'key' })).toBe(false);
+      expect(await fixture.store.listPushers(user)).toEqual([aPusher(user, { pushkey: 'other', profile_tag: 'p' })]);
+    });
+
+    it('an update without profile_tag removes the old one', async () => {
+      await fixture.store.upsertPusher(aPusher(user, { profile_tag: 'p' }));
+      await fixture.store.upsertPusher(aPusher(user));
+      expect(await fixture.store.listPushers(user)).toEqual([aPusher(user)]);
+    });
+
+    it("deletes other users' pushers with the same app_id and pushkey only", async () => {
+      const other = aUser();
+      // The store is shared between tests: a key of this test's own.
+      const appId = `app.${counter}`;
+      await fixture.store.upsertPusher(aPusher(user, { app_id: appId }));
+      await fixture.store.upsertPusher(aPusher(other, { app_id: appId }));
+      await fixture.store.upsertPusher(aPusher(other, { app_id: appId, pushkey: 'different' }));
+      expect(await fixture.store.deletePushersOfOtherUsers({ userId: user, appId, pushkey: 'key' })).toBe(1);
+      expect(await fixture.store.listPushers(user)).toHaveLength(1);
+      expect(await fixture.store.listPushers(other)).toEqual([aPusher(other, { app_id: appId, pushkey: 'different' })]);
+    });
+
+    it('bumps the pushers version without disturbing the push rules version', async () => {
+      expect(await fixture.store.bumpPushersVersion(user)).toBe(1);
+      expect(await fixture.store.bumpPushersVersion(user)).toBe(2);
+      expect(await fixture.store.loadPushRules(user)).toEqual({ version: 0, lookup: { found: false } });
+      expect(await fixture.store.savePushRules(user, 0, aRuleset(), 'v1.19')).toEqual({ saved: true, version: 1 });
+    });
+  });
+}
