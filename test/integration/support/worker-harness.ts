@@ -1,0 +1,94 @@
+import { randomUUID } from 'node:crypto';
+import amqp from 'amqplib';
+import { MongoClient, type Db } from 'mongodb';
+import { inject } from 'vitest';
+import type { Config } from '../../../src/config/config-schema.js';
+import { createLogger } from '../../../src/logging/logger.js';
+import { RpcWorker } from '../../../src/rpc/rpc-worker.js';
+import { MongoPushStore } from '../../../src/store/mongo-push-store.js';
+import { PushService } from '../../../src/worker/push-service.js';
+import { RpcCaller, type ContractReply } from './rpc-caller.js';
+
+export interface Names {
+  readonly queue: string;
+  readonly amqp: Config['amqp'];
+  readonly database: string;
+}
+
+/** Queue, exchange and database names of one test file's own. */
+export function uniqueNames(): Names {
+  const id = randomUUID().slice(0, 8);
+  const queue = `test.push.rpc.${id}`;
+  return {
+    queue,
+    database: `test_push_${id}`,
+    amqp: {
+      url: inject('amqpUrl'),
+      queue,
+      queueType: 'quorum',
+      deliveryLimit: 5,
+      deadLetterExchange: `${queue}.dlx`,
+      deadLetterQueue: `${queue}.dead`,
+      prefetch: 64,
+      eventsExchange: `${queue}.events`,
+    },
+  };
+}
+
+export interface Harness {
+  readonly names: Names;
+  readonly db: Db;
+  readonly caller: RpcCaller;
+  readonly worker: RpcWorker;
+  /** Sends `{op, user_id, ...fields}` and returns the reply. */
+  call(op: string, userId: string, fields?: Record<string, unknown>): Promise<ContractReply>;
+  close(): Promise<void>;
+}
+
+export const MAX_REQUEST_BYTES = 16 * 1024;
+
+/** One in-process worker on the real broker and database server. */
+export async function startHarness(): Promise<Harness> {
+  const names = uniqueNames();
+  const mongo = new MongoClient(inject('mongoUrl'), { serverSelectionTimeoutMS: 5000 });
+  await mongo.connect();
+  const db = mongo.db(names.database);
+  const store = new MongoPushStore(db, { accountDataCollection: 'account_data', pushersCollection: 'pushers' });
+  await store.ensureIndexes();
+  const service = new PushService(store, {
+    maxWriteAttempts: 12,
+    backoff: { baseMs: 2, maxMs: 100 },
+    pusherPolicy: { allowInsecureGateways: false },
+  });
+  const worker = new RpcWorker(service, {
+    amqp: names.amqp,
+    maxRequestBytes: MAX_REQUEST_BYTES,
+    logger: createLogger(process.env['TEST_LOG_LEVEL'] ?? 'silent'),
+  });
+  await worker.start();
+  const caller = await RpcCaller.open(names.amqp.url);
+  return {
+    names,
+    db,
+    caller,
+    worker,
+    call: async (op, userId, fields = {}) => caller.call(names.queue, { op, user_id: userId, ...fields }),
+    close: async () => {
+      await caller.close();
+      await worker.close();
+      await deleteTopology(names);
+      await db.dropDatabase();
+      await mongo.close();
+    },
+  };
+}
+
+export async function deleteTopology(names: Names): Promise<void> {
+  const connection = await amqp.connect(names.amqp.url);
+  const channel = await connection.createChannel();
+  await channel.deleteQueue(names.amqp.queue);
+  await channel.deleteQueue(names.amqp.deadLetterQueue);
+  await channel.deleteExchange(names.amqp.deadLetterExchange);
+  await channel.deleteExchange(names.amqp.eventsExchange);
+  await connection.close();
+}
