@@ -15,6 +15,7 @@ import { mapResult, type Result } from '../result/result.js';
 import type { Command } from '../rpc/command.js';
 import { StoreUnavailableError, type LoadedPushRules, type PushStore } from '../store/push-store.js';
 import { backoffDelay, type BackoffPolicy } from './backoff.js';
+import { KeyedSerializer } from './keyed-serializer.js';
 import { failure, success, type Reply } from './reply.js';
 
 export interface PushServiceOptions {
@@ -55,6 +56,8 @@ type RulesetWrite = (view: PushRulesEventView) => Result<Ruleset>;
 export class PushService {
   readonly #store: PushStore;
   readonly #options: PushServiceOptions;
+  /** Push-rule writes of one user, one at a time within this process. */
+  readonly #perUser = new KeyedSerializer();
 
   constructor(store: PushStore, options: PushServiceOptions) {
     this.#store = store;
@@ -123,12 +126,12 @@ export class PushService {
   }
 
   async #write(userId: string, operation: RulesetWrite): Promise<HandleOutcome> {
-    return this.#withRetries(async () => {
+    return this.#perUser.run(userId, async () => this.#withRetries(async () => {
       const loaded = await this.#store.loadPushRules(userId);
       const result = operation(viewOf(loaded, userId));
       if (!result.ok) return { done: failure(result.error) };
       return this.#save(userId, loaded.version, result.value, success({}));
-    });
+    }));
   }
 
   async #save(userId: string, version: number, ruleset: Ruleset, reply: Reply): Promise<Attempt> {

@@ -1,0 +1,33 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig } from '../../src/config/load-config.js';
+
+describe('configuration', () => {
+  it('loads the defaults, frozen', () => {
+    const config = loadConfig({});
+    expect(config.amqp).toMatchObject({ queue: 'matrix.push.rpc', queueType: 'quorum', prefetch: 64 });
+    expect(config.limits.maxRequestBytes).toBe(65536);
+    expect(Object.isFrozen(config)).toBe(true);
+    expect(Object.isFrozen(config.amqp)).toBe(true);
+  });
+
+  it('applies environment variables', () => {
+    const config = loadConfig({ AMQP_URL: 'amqp://u:p@broker:5672/v', RPC_PREFETCH: '8', ALLOW_INSECURE_PUSH_GATEWAYS: 'true', LOG_LEVEL: 'debug' });
+    expect(config.amqp.url).toBe('amqp://u:p@broker:5672/v');
+    expect(config.amqp.prefetch).toBe(8);
+    expect(config.pushers.allowInsecureGateways).toBe(true);
+    expect(config.log.level).toBe('debug');
+  });
+
+  it.each([
+    [{ RPC_PREFETCH: 'lots' }, 'RPC_PREFETCH must be an integer, got "lots"'],
+    [{ RPC_PREFETCH: '0' }, 'amqp.prefetch (RPC_PREFETCH) must be >= 1'],
+    [{ RPC_QUEUE_TYPE: 'stream' }, 'amqp.queueType (RPC_QUEUE_TYPE)'],
+    [{ MONGODB_URL: 'postgres://x' }, 'mongodb.url (MONGODB_URL) must match pattern'],
+    [{ ALLOW_INSECURE_PUSH_GATEWAYS: 'yes' }, 'ALLOW_INSECURE_PUSH_GATEWAYS must be true or false'],
+    [{ LOG_LEVEL: 'loud' }, 'log.level (LOG_LEVEL)'],
+    [{ CONFIG_FILE: '/nonexistent.json' }, 'cannot read the configuration file /nonexistent.json'],
+  ])('refuses %o naming the setting', (env, message) => {
+    expect(() => loadConfig(env)).toThrow(ConfigError);
+    expect(() => loadConfig(env)).toThrow(message);
+  });
+});

@@ -1,0 +1,61 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { inject } from 'vitest';
+import type { Names } from './worker-harness.js';
+
+const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
+
+export interface WorkerProcess {
+  readonly child: ChildProcess;
+  /** Parsed JSON log lines seen so far. */
+  readonly lines: Record<string, unknown>[];
+}
+
+/** Environment that points a worker process at a test's own queue and database. */
+export function workerEnvironment(names: Names, extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  return {
+    ...process.env,
+    AMQP_URL: names.amqp.url,
+    MONGODB_URL: inject('mongoUrl'),
+    MONGODB_DATABASE: names.database,
+    RPC_QUEUE: names.amqp.queue,
+    RPC_DEAD_LETTER_EXCHANGE: names.amqp.deadLetterExchange,
+    RPC_DEAD_LETTER_QUEUE: names.amqp.deadLetterQueue,
+    EVENTS_EXCHANGE: names.amqp.eventsExchange,
+    LOG_LEVEL: 'debug',
+    ...extra,
+  };
+}
+
+/** Starts `src/main.ts` (through tsx) and resolves once it consumes. */
+export async function startWorkerProcess(env: NodeJS.ProcessEnv): Promise<WorkerProcess> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const lines: Record<string, unknown>[] = [];
+  let stderr = '';
+  child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const started = new Promise<void>((resolve, reject) => {
+    const reader = createInterface({ input: child.stdout as NodeJS.ReadableStream });
+    reader.on('line', (line) => {
+      try {
+        const parsed = JSON.parse(line) as Record<string, unknown>;
+        lines.push(parsed);
+        if (parsed['msg'] === 'worker started') resolve();
+      } catch {
+        // not a log line
+      }
+    });
+    child.once('exit', (code) => reject(new Error(`worker exited with ${String(code)} before starting: ${stderr}`)));
+  });
+  await started;
+  return { child, lines };
+}
+
+export async function stopWorkerProcess(worker: WorkerProcess, signal: NodeJS.Signals = 'SIGTERM'): Promise<number | null> {
+  if (worker.child.exitCode !== null) return worker.child.exitCode;
+  const exited = once(worker.child, 'exit') as Promise<[number | null]>;
+  worker.child.kill(signal);
+  const [code] = await exited;
+  return code;
+}
