@@ -34,9 +34,11 @@ export async function startWorkerProcess(env: NodeJS.ProcessEnv): Promise<Worker
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
   const lines: Record<string, unknown>[] = [];
   let stderr = '';
-  child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => {
+    stderr += chunk.toString();
+  });
   const started = new Promise<void>((resolve, reject) => {
-    const reader = createInterface({ input: child.stdout as NodeJS.ReadableStream });
+    const reader = createInterface({ input: child.stdout });
     reader.on('line', (line) => {
       try {
         const parsed = JSON.parse(line) as Record<string, unknown>;
@@ -46,7 +48,7 @@ export async function startWorkerProcess(env: NodeJS.ProcessEnv): Promise<Worker
         // not a log line
       }
     });
-    child.once('exit', (code) => reject(new Error(`worker exited with ${String(code)} before starting: ${stderr}`)));
+    child.once('exit', (code) => { reject(new Error(`worker exited with ${String(code)} before starting: ${stderr}`)); });
   });
   await started;
   return { child, lines };
