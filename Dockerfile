@@ -1,0 +1,21 @@
+# syntax=docker/dockerfile:1
+# Build: compile TypeScript with the dev dependencies.
+FROM node:24-bookworm-slim AS build
+WORKDIR /app
+COPY package.json package-lock.json ./
+# `npm install` rather than `npm ci`: see .ci/run.
+RUN npm install --no-audit --no-fund
+COPY tsconfig.json tsconfig.build.json ./
+COPY src ./src
+RUN npm run build
+
+# Run: production dependencies and the compiled output only, as a non-root user.
+FROM node:24-bookworm-slim AS runtime
+ENV NODE_ENV=production
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm install --omit=dev --no-audit --no-fund && npm cache clean --force
+COPY --from=build /app/dist ./dist
+COPY config ./config
+USER node
+CMD ["node", "dist/main.js"]
