@@ -50,7 +50,14 @@ rabbitmq_up() {
   log "RabbitMQ: starting"
   rabbitmq-server -detached
   mark_started rabbitmq
-  rabbitmqctl -q await_startup --timeout 120 >/dev/null
+  # The node takes a moment to register before await_startup can reach it;
+  # until then rabbitmqctl fails at once, so ask again.
+  local ready=0
+  for _ in $(seq 1 60); do
+    if rabbitmqctl -q await_startup --timeout 10 >/dev/null 2>&1; then ready=1; break; fi
+    sleep 1
+  done
+  if [[ $ready -ne 1 ]]; then log "RabbitMQ did not finish starting; see /var/log/rabbitmq"; return 1; fi
   wait_port 5672 RabbitMQ 60
   log "RabbitMQ: up on 127.0.0.1:5672"
 }
