@@ -1,0 +1,29 @@
+import { MongoError, MongoNetworkError, MongoServerError } from 'mongodb';
+import { describe, expect, it } from 'vitest';
+import { classifyMongoError, isDuplicateKey } from '../../src/store/mongo-errors.js';
+import { StoreUnavailableError } from '../../src/store/push-store.js';
+
+describe('MongoDB error classification', () => {
+  it.each<[string, Error]>([
+    ['a network error', new MongoNetworkError('connection reset')],
+    ['a primary stepping down', new MongoServerError({ code: 189, errmsg: 'stepped down' })],
+    ['a shutdown in progress', new MongoServerError({ code: 91, errmsg: 'shutting down' })],
+  ])('%s is transient', (_case, error) => {
+    const classified = classifyMongoError(error);
+    expect(classified).toBeInstanceOf(StoreUnavailableError);
+    expect((classified as Error).cause).toBe(error);
+  });
+
+  it.each([
+    ['a duplicate key', new MongoServerError({ code: 11000, errmsg: 'E11000' })],
+    ['a validation failure', new MongoServerError({ code: 121, errmsg: 'invalid' })],
+    ['a plain error', new Error('bug')],
+  ])('%s is not', (_case, error) => {
+    expect(classifyMongoError(error)).toBe(error);
+  });
+
+  it('recognises duplicate keys', () => {
+    expect(isDuplicateKey(new MongoServerError({ code: 11000, errmsg: 'E11000' }))).toBe(true);
+    expect(isDuplicateKey(new MongoError('other'))).toBe(false);
+  });
+});
