@@ -1,6 +1,6 @@
 import amqp, { type Channel, type ChannelModel, type ConsumeMessage } from 'amqplib';
 import type { Config } from '../config/config-schema.js';
-import { matrixError } from '../errors/error-catalogue.js';
+import { matrixError, MESSAGES } from '../errors/error-catalogue.js';
 import type { Logger } from '../logging/logger.js';
 import type { HandleOutcome, PushService } from '../worker/push-service.js';
 import { failure, type Reply } from '../worker/reply.js';
@@ -136,7 +136,7 @@ export class RpcWorker {
     } catch (error) {
       // The service turns every failure into a reply; this is a bug, and
       // the caller still gets an answer.
-      return { reply: failure(matrixError('Database', 'Internal error.')), conflicts: 0, failure: error, op: parsed.value.op };
+      return { reply: failure(matrixError('Database', MESSAGES.internalError)), conflicts: 0, failure: error, op: parsed.value.op };
     }
   }
 

@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { matrixError } from '../errors/error-catalogue.js';
+import { matrixError, MESSAGES } from '../errors/error-catalogue.js';
 import { deletePushRule } from '../push-rules/delete-push-rule.js';
 import { getPushRule } from '../push-rules/get-push-rule.js';
 import { getPushRules } from '../push-rules/get-push-rules.js';
@@ -42,10 +42,6 @@ export interface HandleOutcome {
   readonly failure?: unknown;
 }
 
-export const MESSAGE_STORE_UNAVAILABLE = 'The push rules store is unavailable; try again.';
-export const MESSAGE_TOO_MANY_CONFLICTS = "Too many concurrent changes to this user's push rules; try again.";
-export const MESSAGE_STORAGE_FAILURE = 'The push rules store failed.';
-
 type RulesetWrite = (view: PushRulesEventView) => Result<Ruleset>;
 
 /**
@@ -69,9 +65,9 @@ export class PushService {
       return await this.#dispatch(command);
     } catch (error) {
       if (error instanceof StoreUnavailableError) {
-        return { reply: failure(matrixError('Unavailable', MESSAGE_STORE_UNAVAILABLE)), conflicts: 0 };
+        return { reply: failure(matrixError('Unavailable', MESSAGES.storeUnavailable)), conflicts: 0 };
       }
-      return { reply: failure(matrixError('Database', MESSAGE_STORAGE_FAILURE)), conflicts: 0, failure: error };
+      return { reply: failure(matrixError('Database', MESSAGES.storageFailure)), conflicts: 0, failure: error };
     }
   }
 
@@ -152,7 +148,7 @@ export class PushService {
           : { reply: outcome.done, change: outcome.change, conflicts: round };
       }
     }
-    return { reply: failure(matrixError('Unavailable', MESSAGE_TOO_MANY_CONFLICTS)), conflicts: maxWriteAttempts };
+    return { reply: failure(matrixError('Unavailable', MESSAGES.tooManyConflicts)), conflicts: maxWriteAttempts };
   }
 
   async #setPusher(userId: string, action: RawPusherSetAction): Promise<HandleOutcome> {
