@@ -1,8 +1,8 @@
 import type { Ruleset } from '../push-rules/push-rule.js';
-import { encodeRulesetContent } from '../push-rules/decode-ruleset.js';
 import { applyPusherSet } from '../pushers/apply-pusher-set.js';
-import { pusherMatches, type PusherKey, type StoredPusher } from '../pushers/pusher.js';
+import type { PusherKey, StoredPusher } from '../pushers/pusher.js';
 import type { LoadedPushRules, PushStore, SaveOutcome } from './push-store.js';
+import { encodePushRulesContent, readPushRulesEntry } from './push-rules-entry.js';
 
 interface UserDocument {
   version: number;
@@ -29,7 +29,7 @@ export class InMemoryPushStore implements PushStore {
   async loadPushRules(userId: string): Promise<LoadedPushRules> {
     await Promise.resolve();
     const doc = this.#users.get(userId);
-    return { version: doc?.version ?? 0, lookup: readEntry(doc?.pushRules) };
+    return { version: doc?.version ?? 0, lookup: readPushRulesEntry(doc?.pushRules) };
   }
 
   async savePushRules(userId: string, expectedVersion: number, ruleset: Ruleset, defaultsRevision: string): Promise<SaveOutcome> {
@@ -37,7 +37,7 @@ export class InMemoryPushStore implements PushStore {
     const doc = this.#users.get(userId);
     if ((doc?.version ?? 0) !== expectedVersion) return { saved: false };
     const version = expectedVersion + 1;
-    const pushRules = { contentJson: JSON.stringify(encodeRulesetContent(ruleset)), defaultsRevision };
+    const pushRules = { contentJson: encodePushRulesContent(ruleset), defaultsRevision };
     this.#users.set(userId, { version, pushRules, pushersVersion: doc?.pushersVersion ?? 0 });
     return { saved: true, version };
   }
@@ -63,9 +63,9 @@ export class InMemoryPushStore implements PushStore {
 
   async deletePusher(key: PusherKey): Promise<boolean> {
     await Promise.resolve();
-    const before = this.#pushers.length;
-    this.#pushers = this.#pushers.filter((p) => !pusherMatches(p, key));
-    return this.#pushers.length < before;
+    const outcome = applyPusherSet(this.#pushers, { type: 'delete', key });
+    this.#pushers = outcome.pushers;
+    return outcome.effect === 'deleted';
   }
 
   async deletePushersOfOtherUsers(key: PusherKey): Promise<number> {
@@ -83,16 +83,5 @@ export class InMemoryPushStore implements PushStore {
     doc.pushersVersion += 1;
     this.#users.set(userId, doc);
     return doc.pushersVersion;
-  }
-}
-
-function readEntry(entry: UserDocument['pushRules']): LoadedPushRules['lookup'] {
-  if (entry === undefined) return { found: false };
-  if (entry.contentJson === undefined) return { found: true, event: {}, defaultsRevision: entry.defaultsRevision };
-  try {
-    const content: unknown = JSON.parse(entry.contentJson);
-    return { found: true, event: { content }, defaultsRevision: entry.defaultsRevision };
-  } catch {
-    return { found: 'failed' };
   }
 }

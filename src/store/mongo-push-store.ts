@@ -1,16 +1,13 @@
 import type { Collection, Db } from 'mongodb';
-import { encodeRulesetContent } from '../push-rules/decode-ruleset.js';
 import type { Ruleset } from '../push-rules/push-rule.js';
 import type { PusherData, PusherKey, StoredPusher } from '../pushers/pusher.js';
 import { classifyMongoError, isDuplicateKey } from './mongo-errors.js';
 import type { LoadedPushRules, PushStore, SaveOutcome } from './push-store.js';
+import { encodePushRulesContent, readPushRulesEntry } from './push-rules-entry.js';
 
 /**
- * One document per user in the account-data collection. The push-rules
- * event content is kept as JSON text, as homeservers keep account data:
- * rule conditions and tweaks may carry any key a client invents (dots and
- * `$` included), which BSON field names would restrict, and the worker
- * never queries inside a ruleset.
+ * One document per user in the account-data collection; the push-rules
+ * event content is kept as JSON text (see `push-rules-entry.ts`).
  */
 export interface AccountDataDocument {
   _id: string;
@@ -61,11 +58,15 @@ export class MongoPushStore implements PushStore {
     const doc = await guard(async () =>
       this.#accountData.findOne({ _id: userId }, { projection: { version: 1, push_rules: 1 } }),
     );
-    return { version: doc?.version ?? 0, lookup: readEntry(doc?.push_rules) };
+    const entry = doc?.push_rules;
+    const lookup = readPushRulesEntry(
+      entry === undefined ? undefined : { contentJson: entry.content_json, defaultsRevision: entry.defaults_revision },
+    );
+    return { version: doc?.version ?? 0, lookup };
   }
 
   async savePushRules(userId: string, expectedVersion: number, ruleset: Ruleset, defaultsRevision: string): Promise<SaveOutcome> {
-    const pushRules = { content_json: JSON.stringify(encodeRulesetContent(ruleset)), defaults_revision: defaultsRevision };
+    const pushRules = { content_json: encodePushRulesContent(ruleset), defaults_revision: defaultsRevision };
     const version = expectedVersion + 1;
     // Version 0: the first write. The filter matches a document that exists
     // for other account data but has no version yet; when there is no
@@ -84,7 +85,7 @@ export class MongoPushStore implements PushStore {
   }
 
   async insertPushRulesIfAbsent(userId: string, ruleset: Ruleset, defaultsRevision: string): Promise<boolean> {
-    const pushRules = { content_json: JSON.stringify(encodeRulesetContent(ruleset)), defaults_revision: defaultsRevision };
+    const pushRules = { content_json: encodePushRulesContent(ruleset), defaults_revision: defaultsRevision };
     try {
       const result = await guard(async () =>
         this.#accountData.updateOne(
@@ -153,19 +154,6 @@ async function guard<T>(operation: () => Promise<T>): Promise<T> {
     return await operation();
   } catch (error) {
     throw classifyMongoError(error);
-  }
-}
-
-function readEntry(entry: AccountDataDocument['push_rules']): LoadedPushRules['lookup'] {
-  if (entry === undefined) return { found: false };
-  const defaultsRevision = entry.defaults_revision;
-  if (entry.content_json === undefined) return { found: true, event: {}, defaultsRevision };
-  if (typeof entry.content_json !== 'string') return { found: 'failed' };
-  try {
-    const content: unknown = JSON.parse(entry.content_json);
-    return { found: true, event: { content }, defaultsRevision };
-  } catch {
-    return { found: 'failed' };
   }
 }
 
