@@ -149,6 +149,31 @@ describe('push-rule ops end to end', () => {
     }
   });
 
+  it('a ruleset stored under older defaults is upgraded, and saved back on get_pushrules', async () => {
+    const user = aUser();
+    const current = serverDefaultRuleset(user);
+    const userRule = { rule_id: 'mine', default: false, enabled: true, conditions: [], actions: ['notify'] };
+    const old = {
+      ...current,
+      override: [
+        { ...current.override[0], enabled: true },
+        userRule,
+        ...current.override.slice(1).filter((r) => r.rule_id !== '.m.rule.suppress_edits'),
+      ],
+      content: [{ rule_id: '.m.rule.contains_user_name', default: true, enabled: true, pattern: 'x', actions: ['notify'] }],
+    };
+    await h.db.collection('account_data').insertOne({
+      _id: user as never,
+      version: 5,
+      push_rules: { content_json: JSON.stringify({ global: old }), defaults_revision: 'v1.4' },
+    });
+    const expected = { ...current, override: [{ ...current.override[0], enabled: true }, userRule, ...current.override.slice(1)] };
+    expect(await h.call('get_pushrules', user)).toEqual({ ok: true, body: { global: expected } });
+    const doc = await h.db.collection('account_data').findOne({ _id: user as never });
+    expect(doc).toMatchObject({ version: 6, push_rules: { defaults_revision: 'v1.19' } });
+    expect(JSON.parse((doc as unknown as { push_rules: { content_json: string } }).push_rules.content_json)).toEqual({ global: expected });
+  });
+
   it('publishes a change event after each successful write', async () => {
     const user = aUser();
     const { queue } = await h.caller.channel.assertQueue('', { exclusive: true, autoDelete: true });

@@ -149,3 +149,12 @@ describe('seed section 3: writes on a valid event', () => {
     expect(JSON.stringify(stored)).toBe(before);
   });
 });
+
+describe('decoding a stored ruleset', () => {
+  it('keeps the first copy when a rule ID repeats within a kind', () => {
+    const first = aConditionalRule({ rule_id: 'dup', actions: ['notify'] });
+    const second = aConditionalRule({ rule_id: 'dup', actions: ['dont_notify'] });
+    const decision = expectOk(getPushRules(storedLookup({ global: { ...stored, override: [first, second] } }), ALICE));
+    expect(decision.ruleset.override).toEqual([first]);
+  });
+});

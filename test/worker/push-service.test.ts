@@ -112,3 +112,23 @@ describe('PushService: change events', () => {
     expect(outcome.change).toBeUndefined();
   });
 });
+
+describe('PushService: writes of one user within one process', () => {
+  it('run one at a time, so concurrent writes in a process never conflict', async () => {
+    const store = await withDefaults();
+    const service = new PushService(store, OPTIONS);
+    const ruleIds = Array.from({ length: 20 }, (_, i) => `r${i}`);
+    const outcomes = await Promise.all(
+      ruleIds.map(async (ruleId) =>
+        service.handle({
+          op: 'set_pushrule',
+          userId: ALICE,
+          request: { scope: 'global', kind: 'underride', ruleId, body: { actions: [], conditions: [] } },
+        }),
+      ),
+    );
+    expect(outcomes.map((o) => o.reply.ok)).toEqual(ruleIds.map(() => true));
+    expect(outcomes.reduce((sum, o) => sum + o.conflicts, 0)).toBe(0);
+    expect((await store.loadPushRules(ALICE)).version).toBe(1 + ruleIds.length);
+  });
+});

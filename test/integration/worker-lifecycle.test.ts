@@ -1,0 +1,75 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterAll, describe, expect, it } from 'vitest';
+import { Writable } from 'node:stream';
+import { pino } from 'pino';
+import { RpcWorker } from '../../src/rpc/rpc-worker.js';
+import { InMemoryPushStore } from '../../src/store/in-memory-push-store.js';
+import type { PushStore } from '../../src/store/push-store.js';
+import { PushService } from '../../src/worker/push-service.js';
+import { RpcCaller } from './support/rpc-caller.js';
+import { deleteTopology, uniqueNames } from './support/worker-harness.js';
+
+const names = uniqueNames();
+
+afterAll(async () => {
+  await deleteTopology(names);
+});
+
+/** A store whose reads take `delayMs`, so a request stays in flight long enough to close under it. */
+function slowStore(delayMs: number): PushStore {
+  const store = new InMemoryPushStore();
+  return {
+    loadPushRules: async (u) => {
+      await sleep(delayMs);
+      return store.loadPushRules(u);
+    },
+    savePushRules: async (u, v, r, d) => store.savePushRules(u, v, r, d),
+    insertPushRulesIfAbsent: async (u, r, d) => store.insertPushRulesIfAbsent(u, r, d),
+    listPushers: async (u) => store.listPushers(u),
+    upsertPusher: async (p) => store.upsertPusher(p),
+    deletePusher: async (k) => store.deletePusher(k),
+    deletePushersOfOtherUsers: async (k) => store.deletePushersOfOtherUsers(k),
+    bumpPushersVersion: async (u) => store.bumpPushersVersion(u),
+  };
+}
+
+describe('worker lifecycle', () => {
+  it('close() stops consuming, answers what is in flight, and is idempotent', async () => {
+    const service = new PushService(slowStore(400), {
+      maxWriteAttempts: 3,
+      backoff: { baseMs: 1, maxMs: 5 },
+      pusherPolicy: { allowInsecureGateways: false },
+    });
+    const logLines: { msg?: string }[] = [];
+    const sink = new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        logLines.push(JSON.parse(chunk.toString()) as { msg?: string });
+        done();
+      },
+    });
+    const worker = new RpcWorker(service, { amqp: names.amqp, maxRequestBytes: 65536, logger: pino({ level: 'info' }, sink) });
+    await worker.start();
+    const caller = await RpcCaller.open(names.amqp.url);
+    try {
+      const reply = caller.call(names.queue, { op: 'get_pushrules', user_id: '@closing:example.org' });
+      for (let i = 0; i < 100 && worker.inFlight === 0; i += 1) await sleep(10);
+      expect(worker.inFlight).toBe(1);
+
+      await Promise.all([worker.close(), worker.close()]);
+      await worker.close();
+      expect(worker.inFlight).toBe(0);
+      // The shutdown ran once, however many times close() was called.
+      expect(logLines.filter((l) => l.msg === 'worker closed')).toHaveLength(1);
+      expect((await reply).ok).toBe(true);
+
+      // Nothing consumes any more: a new request waits in the queue.
+      await expect(caller.call(names.queue, { op: 'get_pushers', user_id: '@closing:example.org' }, {}, 500)).rejects.toThrow(
+        /no reply/,
+      );
+      const { messageCount } = await caller.channel.checkQueue(names.queue);
+      expect(messageCount).toBe(1);
+    } finally {
+      await caller.close();
+    }
+  });
+});
