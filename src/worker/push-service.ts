@@ -109,6 +109,8 @@ export class PushService {
       if (persist === 'none') return { done: reply };
       if (persist === 'store-if-absent') {
         const inserted = await this.#store.insertPushRulesIfAbsent(userId, ruleset, DEFAULT_RULES_REVISION);
+        // A version is only ever stored together with a push-rules entry, so
+        // the first entry of a user is always version 1.
         return { done: reply, change: inserted ? { user_id: userId, type: 'm.push_rules', version: 1 } : undefined };
       }
       return this.#save(userId, loaded.version, ruleset, reply);
