@@ -21,7 +21,10 @@ async function main(): Promise<void> {
 
   const mongo = new MongoClient(config.mongodb.url, { serverSelectionTimeoutMS: config.mongodb.serverSelectionTimeoutMs });
   await mongo.connect();
-  const store = new MongoPushStore(mongo.db(config.mongodb.database), config.mongodb);
+  const store = new MongoPushStore(mongo.db(config.mongodb.database), {
+    ...config.mongodb,
+    recordedWritesWindow: config.writes.recordedWritesWindow,
+  });
   await store.ensureIndexes();
 
   const service = new PushService(store, {

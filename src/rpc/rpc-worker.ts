@@ -119,7 +119,8 @@ export class RpcWorker {
     }
 
     const started = performance.now();
-    const outcome = await this.#serve(message.content);
+    const messageId: unknown = properties.messageId;
+    const outcome = await this.#serve(message.content, typeof messageId === 'string' && messageId !== '' ? messageId : undefined);
     const published = this.#publish(channel, '', replyTo, outcome.reply, { correlationId, contentType: JSON_CONTENT });
     if (published && outcome.change !== undefined) {
       this.#publish(channel, this.#options.amqp.eventsExchange, outcome.change.type, outcome.change, { contentType: JSON_CONTENT });
@@ -128,11 +129,11 @@ export class RpcWorker {
     this.#logOutcome(outcome, correlationId, performance.now() - started, message.fields.redelivered);
   }
 
-  async #serve(body: Buffer): Promise<HandleOutcome & { op?: string }> {
+  async #serve(body: Buffer, messageId: string | undefined): Promise<HandleOutcome & { op?: string }> {
     const parsed = parseRequest(body, { maxBytes: this.#options.maxRequestBytes });
     if (!parsed.ok) return { reply: failure(parsed.error), conflicts: 0 };
     try {
-      return { ...(await this.#service.handle(parsed.value)), op: parsed.value.op };
+      return { ...(await this.#service.handle(parsed.value, { messageId })), op: parsed.value.op };
     } catch (error) {
       // The service turns every failure into a reply; this is a bug, and
       // the caller still gets an answer.
@@ -167,6 +168,7 @@ export class RpcWorker {
       ms: Math.round(ms * 100) / 100,
       conflicts: outcome.conflicts,
       redelivered,
+      ...(outcome.replayed === true ? { replayed: true } : {}),
       outcome: outcome.reply.ok ? 'ok' : outcome.reply.error.kind,
     };
     if (outcome.failure !== undefined) this.#log.error({ ...fields, err: outcome.failure }, 'request failed unexpectedly');

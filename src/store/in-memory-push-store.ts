@@ -1,7 +1,7 @@
 import type { Ruleset } from '../push-rules/push-rule.js';
 import { applyPusherSet } from '../pushers/apply-pusher-set.js';
 import type { PusherKey, StoredPusher } from '../pushers/pusher.js';
-import type { LoadedPushRules, PushStore, SaveOutcome } from './push-store.js';
+import { DEFAULT_RECORDED_WRITES_WINDOW, type LoadedPushRules, type PushStore, type RecordedWrite, type SaveOutcome } from './push-store.js';
 import { encodePushRulesContent, readPushRulesEntry } from './push-rules-entry.js';
 
 interface UserDocument {
@@ -9,6 +9,7 @@ interface UserDocument {
   /** The push-rules event as JSON text, like the MongoDB adapter keeps it. */
   pushRules?: { contentJson?: string; defaultsRevision?: string };
   pushersVersion: number;
+  recentWrites: readonly RecordedWrite[];
 }
 
 /**
@@ -19,26 +20,39 @@ interface UserDocument {
 export class InMemoryPushStore implements PushStore {
   readonly #users = new Map<string, UserDocument>();
   #pushers: readonly StoredPusher[] = [];
+  readonly #window: number;
+
+  constructor(options: { readonly recordedWritesWindow?: number } = {}) {
+    this.#window = options.recordedWritesWindow ?? DEFAULT_RECORDED_WRITES_WINDOW;
+  }
 
   /** Test hook: put a raw push-rules entry in place, as another writer might have. */
   putRawPushRules(userId: string, entry: { contentJson?: string; defaultsRevision?: string }): void {
-    const doc = this.#users.get(userId);
-    this.#users.set(userId, { version: (doc?.version ?? 0) + 1, pushRules: entry, pushersVersion: doc?.pushersVersion ?? 0 });
+    const doc = this.#doc(userId);
+    this.#users.set(userId, { ...doc, version: doc.version + 1, pushRules: entry });
   }
 
-  async loadPushRules(userId: string): Promise<LoadedPushRules> {
+  async loadPushRules(userId: string, messageId?: string): Promise<LoadedPushRules> {
     await Promise.resolve();
-    const doc = this.#users.get(userId);
-    return { version: doc?.version ?? 0, lookup: readPushRulesEntry(doc?.pushRules) };
+    const doc = this.#doc(userId);
+    const loaded = { version: doc.version, lookup: readPushRulesEntry(doc.pushRules) };
+    const recorded = messageId === undefined ? undefined : findRecorded(doc, messageId);
+    return recorded === undefined ? loaded : { ...loaded, recorded };
   }
 
-  async savePushRules(userId: string, expectedVersion: number, ruleset: Ruleset, defaultsRevision: string): Promise<SaveOutcome> {
+  async savePushRules(
+    userId: string,
+    expectedVersion: number,
+    ruleset: Ruleset,
+    defaultsRevision: string,
+    record?: RecordedWrite,
+  ): Promise<SaveOutcome> {
     await Promise.resolve();
-    const doc = this.#users.get(userId);
-    if ((doc?.version ?? 0) !== expectedVersion) return { saved: false };
+    const doc = this.#doc(userId);
+    if (doc.version !== expectedVersion) return { saved: false };
     const version = expectedVersion + 1;
     const pushRules = { contentJson: encodePushRulesContent(ruleset), defaultsRevision };
-    this.#users.set(userId, { version, pushRules, pushersVersion: doc?.pushersVersion ?? 0 });
+    this.#users.set(userId, { ...doc, version, pushRules, recentWrites: this.#withRecord(doc, record) });
     return { saved: true, version };
   }
 
@@ -77,11 +91,35 @@ export class InMemoryPushStore implements PushStore {
     return before - this.#pushers.length;
   }
 
-  async bumpPushersVersion(userId: string): Promise<number> {
+  async bumpPushersVersion(userId: string, record?: RecordedWrite): Promise<number> {
     await Promise.resolve();
-    const doc = this.#users.get(userId) ?? { version: 0, pushersVersion: 0 };
-    doc.pushersVersion += 1;
-    this.#users.set(userId, doc);
-    return doc.pushersVersion;
+    const doc = this.#doc(userId);
+    const pushersVersion = doc.pushersVersion + 1;
+    this.#users.set(userId, { ...doc, pushersVersion, recentWrites: this.#withRecord(doc, record) });
+    return pushersVersion;
   }
+
+  async findRecordedWrite(userId: string, messageId: string): Promise<RecordedWrite | undefined> {
+    await Promise.resolve();
+    return findRecorded(this.#doc(userId), messageId);
+  }
+
+  async recordWrite(userId: string, record: RecordedWrite): Promise<void> {
+    await Promise.resolve();
+    const doc = this.#doc(userId);
+    this.#users.set(userId, { ...doc, recentWrites: this.#withRecord(doc, record) });
+  }
+
+  #doc(userId: string): UserDocument {
+    return this.#users.get(userId) ?? { version: 0, pushersVersion: 0, recentWrites: [] };
+  }
+
+  #withRecord(doc: UserDocument, record: RecordedWrite | undefined): readonly RecordedWrite[] {
+    if (record === undefined) return doc.recentWrites;
+    return [...doc.recentWrites, { ...record }].slice(-this.#window);
+  }
+}
+
+function findRecorded(doc: UserDocument, messageId: string): RecordedWrite | undefined {
+  return doc.recentWrites.findLast((w) => w.messageId === messageId);
 }

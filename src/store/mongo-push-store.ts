@@ -1,8 +1,8 @@
-import type { Collection, Db } from 'mongodb';
+import type { Collection, Db, UpdateFilter } from 'mongodb';
 import type { Ruleset } from '../push-rules/push-rule.js';
 import type { PusherData, PusherKey, StoredPusher } from '../pushers/pusher.js';
 import { classifyMongoError, isDuplicateKey } from './mongo-errors.js';
-import type { LoadedPushRules, PushStore, SaveOutcome } from './push-store.js';
+import { DEFAULT_RECORDED_WRITES_WINDOW, type LoadedPushRules, type PushStore, type RecordedWrite, type SaveOutcome } from './push-store.js';
 import { encodePushRulesContent, readPushRulesEntry } from './push-rules-entry.js';
 
 /**
@@ -15,6 +15,8 @@ export interface AccountDataDocument {
   version?: number;
   push_rules?: { content_json?: string; defaults_revision?: string };
   pushers_version?: number;
+  /** The newest recorded writes, oldest first, at most the configured window. */
+  recent_writes?: { message_id: string; reply_json: string }[];
 }
 
 export interface PusherDocument {
@@ -33,15 +35,19 @@ export interface PusherDocument {
 export interface MongoPushStoreOptions {
   readonly accountDataCollection: string;
   readonly pushersCollection: string;
+  /** Recorded writes kept per user (see `RecordedWrite`). */
+  readonly recordedWritesWindow?: number;
 }
 
 export class MongoPushStore implements PushStore {
   readonly #accountData: Collection<AccountDataDocument>;
   readonly #pushers: Collection<PusherDocument>;
+  readonly #window: number;
 
   constructor(db: Db, options: MongoPushStoreOptions) {
     this.#accountData = db.collection<AccountDataDocument>(options.accountDataCollection);
     this.#pushers = db.collection<PusherDocument>(options.pushersCollection);
+    this.#window = options.recordedWritesWindow ?? DEFAULT_RECORDED_WRITES_WINDOW;
   }
 
   /** Creates the indexes the queries rely on. Idempotent; run at start-up. */
@@ -54,18 +60,24 @@ export class MongoPushStore implements PushStore {
     });
   }
 
-  async loadPushRules(userId: string): Promise<LoadedPushRules> {
-    const doc = await guard(async () =>
-      this.#accountData.findOne({ _id: userId }, { projection: { version: 1, push_rules: 1 } }),
-    );
+  async loadPushRules(userId: string, messageId?: string): Promise<LoadedPushRules> {
+    const projection = messageId === undefined ? { version: 1, push_rules: 1 } : { version: 1, push_rules: 1, recent_writes: 1 };
+    const doc = await guard(async () => this.#accountData.findOne({ _id: userId }, { projection }));
     const entry = doc?.push_rules;
     const lookup = readPushRulesEntry(
       entry === undefined ? undefined : { contentJson: entry.content_json, defaultsRevision: entry.defaults_revision },
     );
-    return { version: doc?.version ?? 0, lookup };
+    const recorded = messageId === undefined ? undefined : findRecorded(doc, messageId);
+    return recorded === undefined ? { version: doc?.version ?? 0, lookup } : { version: doc?.version ?? 0, lookup, recorded };
   }
 
-  async savePushRules(userId: string, expectedVersion: number, ruleset: Ruleset, defaultsRevision: string): Promise<SaveOutcome> {
+  async savePushRules(
+    userId: string,
+    expectedVersion: number,
+    ruleset: Ruleset,
+    defaultsRevision: string,
+    record?: RecordedWrite,
+  ): Promise<SaveOutcome> {
     const pushRules = { content_json: encodePushRulesContent(ruleset), defaults_revision: defaultsRevision };
     const version = expectedVersion + 1;
     // Version 0: the first write. The filter matches a document that exists
@@ -75,7 +87,11 @@ export class MongoPushStore implements PushStore {
     const filter = expectedVersion === 0 ? { _id: userId, version: { $exists: false } } : { _id: userId, version: expectedVersion };
     try {
       const result = await guard(async () =>
-        this.#accountData.updateOne(filter, { $set: { push_rules: pushRules, version } }, { upsert: expectedVersion === 0 }),
+        this.#accountData.updateOne(
+          filter,
+          { $set: { push_rules: pushRules, version }, ...this.#pushRecord(record) },
+          { upsert: expectedVersion === 0 },
+        ),
       );
       return result.matchedCount + result.upsertedCount === 1 ? { saved: true, version } : { saved: false };
     } catch (error) {
@@ -137,16 +153,38 @@ export class MongoPushStore implements PushStore {
     return result.deletedCount;
   }
 
-  async bumpPushersVersion(userId: string): Promise<number> {
+  async bumpPushersVersion(userId: string, record?: RecordedWrite): Promise<number> {
     const doc = await guard(async () =>
       this.#accountData.findOneAndUpdate(
         { _id: userId },
-        { $inc: { pushers_version: 1 } },
+        { $inc: { pushers_version: 1 }, ...this.#pushRecord(record) },
         { upsert: true, returnDocument: 'after', projection: { pushers_version: 1 } },
       ),
     );
     return doc?.pushers_version ?? 1;
   }
+
+  async findRecordedWrite(userId: string, messageId: string): Promise<RecordedWrite | undefined> {
+    const doc = await guard(async () => this.#accountData.findOne({ _id: userId }, { projection: { recent_writes: 1 } }));
+    return findRecorded(doc, messageId);
+  }
+
+  async recordWrite(userId: string, record: RecordedWrite): Promise<void> {
+    await guard(async () => this.#accountData.updateOne({ _id: userId }, this.#pushRecord(record), { upsert: true }));
+  }
+
+  /** Appends to the window and drops the oldest beyond its size, in the same update. */
+  #pushRecord(record: RecordedWrite | undefined): Pick<UpdateFilter<AccountDataDocument>, '$push'> {
+    if (record === undefined) return {};
+    const entry = { message_id: record.messageId, reply_json: record.replyJson };
+    return { $push: { recent_writes: { $each: [entry], $slice: -this.#window } } };
+  }
+}
+
+function findRecorded(doc: Pick<AccountDataDocument, 'recent_writes'> | null, messageId: string): RecordedWrite | undefined {
+  // Newest first: an id recorded twice (see PushService) answers as last recorded.
+  const entry = doc?.recent_writes?.findLast((w) => w.message_id === messageId);
+  return entry === undefined ? undefined : { messageId: entry.message_id, replyJson: entry.reply_json };
 }
 
 async function guard<T>(operation: () => Promise<T>): Promise<T> {

@@ -14,6 +14,19 @@ import type { PusherKey, StoredPusher } from '../pushers/pusher.js';
 export interface LoadedPushRules {
   readonly version: number;
   readonly lookup: PushRulesLookup | { readonly found: 'failed' };
+  /** The recorded write with the `messageId` asked for, when it was already applied. */
+  readonly recorded?: RecordedWrite;
+}
+
+/**
+ * A write already applied for a user, remembered under the request's AMQP
+ * `messageId` so that a redelivered request gets the same reply and is not
+ * applied twice. Each user keeps a bounded window of the most recent ones.
+ */
+export interface RecordedWrite {
+  readonly messageId: string;
+  /** The reply that was sent, as JSON text. */
+  readonly replyJson: string;
 }
 
 export type SaveOutcome = { readonly saved: true; readonly version: number } | { readonly saved: false };
@@ -27,14 +40,23 @@ export type SaveOutcome = { readonly saved: true; readonly version: number } | {
  * may retry) and any other error for permanent ones.
  */
 export interface PushStore {
-  loadPushRules(userId: string): Promise<LoadedPushRules>;
+  /** With `messageId`, also looks for a recorded write with that id. */
+  loadPushRules(userId: string, messageId?: string): Promise<LoadedPushRules>;
 
   /**
    * Compare-and-set: stores the ruleset as the user's `m.push_rules` content
    * if the document is still at `expectedVersion` (0: no document yet), and
    * bumps the version. `{saved: false}` when another writer got there first.
+   * `record` joins the user's window of recorded writes in the same atomic
+   * update, so a write and its record are never separated.
    */
-  savePushRules(userId: string, expectedVersion: number, ruleset: Ruleset, defaultsRevision: string): Promise<SaveOutcome>;
+  savePushRules(
+    userId: string,
+    expectedVersion: number,
+    ruleset: Ruleset,
+    defaultsRevision: string,
+    record?: RecordedWrite,
+  ): Promise<SaveOutcome>;
 
   /** Stores the ruleset only if the user has no push-rules entry at all (not even a corrupt one). */
   insertPushRulesIfAbsent(userId: string, ruleset: Ruleset, defaultsRevision: string): Promise<boolean>;
@@ -46,9 +68,17 @@ export interface PushStore {
   deletePusher(key: PusherKey): Promise<boolean>;
   /** Deletes pushers with this app_id and pushkey owned by anyone but `key.userId`. */
   deletePushersOfOtherUsers(key: PusherKey): Promise<number>;
-  /** Bumps and returns the user's pushers version (for change events). */
-  bumpPushersVersion(userId: string): Promise<number>;
+  /** Bumps and returns the user's pushers version (for change events), recording `record` with it. */
+  bumpPushersVersion(userId: string, record?: RecordedWrite): Promise<number>;
+
+  /** The recorded write with this `messageId`, if it is still in the user's window. */
+  findRecordedWrite(userId: string, messageId: string): Promise<RecordedWrite | undefined>;
+  /** Adds a write to the user's window (for writes that changed nothing else). */
+  recordWrite(userId: string, record: RecordedWrite): Promise<void>;
 }
+
+/** How many recorded writes each user keeps unless configured otherwise. */
+export const DEFAULT_RECORDED_WRITES_WINDOW = 100;
 
 /** A transient storage failure: nothing was decided, the request may be retried. */
 export class StoreUnavailableError extends Error {

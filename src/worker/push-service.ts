@@ -13,7 +13,7 @@ import { decidePusherSet, type PusherPolicy, type RawPusherSetAction } from '../
 import { toWirePusher } from '../pushers/pusher.js';
 import { mapResult, type Result } from '../result/result.js';
 import type { Command } from '../rpc/command.js';
-import { StoreUnavailableError, type LoadedPushRules, type PushStore } from '../store/push-store.js';
+import { StoreUnavailableError, type LoadedPushRules, type PushStore, type RecordedWrite } from '../store/push-store.js';
 import { backoffDelay, type BackoffPolicy } from './backoff.js';
 import { KeyedSerializer } from './keyed-serializer.js';
 import { failure, success, type Reply } from './reply.js';
@@ -40,6 +40,14 @@ export interface HandleOutcome {
   readonly conflicts: number;
   /** An unexpected failure behind a Database reply, for the log. */
   readonly failure?: unknown;
+  /** The request's `messageId` was already applied: this is the recorded reply, nothing was written. */
+  readonly replayed?: true;
+}
+
+/** What the transport knows about a request beyond its body. */
+export interface RequestContext {
+  /** The AMQP `messageId`: writes carrying one are applied at most once per user. */
+  readonly messageId?: string | undefined;
 }
 
 type RulesetWrite = (view: PushRulesEventView) => Result<Ruleset>;
@@ -60,9 +68,9 @@ export class PushService {
     this.#options = options;
   }
 
-  async handle(command: Command): Promise<HandleOutcome> {
+  async handle(command: Command, context: RequestContext = {}): Promise<HandleOutcome> {
     try {
-      return await this.#dispatch(command);
+      return await this.#dispatch(command, context.messageId);
     } catch (error) {
       if (error instanceof StoreUnavailableError) {
         return { reply: failure(matrixError('Unavailable', MESSAGES.storeUnavailable)), conflicts: 0 };
@@ -71,7 +79,7 @@ export class PushService {
     }
   }
 
-  async #dispatch(command: Command): Promise<HandleOutcome> {
+  async #dispatch(command: Command, messageId: string | undefined): Promise<HandleOutcome> {
     const { userId } = command;
     switch (command.op) {
       case 'get_pushrules':
@@ -83,19 +91,19 @@ export class PushService {
       case 'get_pushrule_enabled':
         return this.#read(userId, (view) => mapResult(getPushRuleEnabled(view, command.address), (enabled) => ({ enabled })));
       case 'set_pushrule':
-        return this.#write(userId, (view) => setPushRule(view, command.request));
+        return this.#write(userId, messageId, (view) => setPushRule(view, command.request));
       case 'delete_pushrule':
-        return this.#write(userId, (view) => deletePushRule(view, command.address));
+        return this.#write(userId, messageId, (view) => deletePushRule(view, command.address));
       case 'set_pushrule_actions':
-        return this.#write(userId, (view) => setPushRuleActions(view, command.address, command.actions));
+        return this.#write(userId, messageId, (view) => setPushRuleActions(view, command.address, command.actions));
       case 'set_pushrule_enabled':
-        return this.#write(userId, (view) => setPushRuleEnabled(view, command.address, command.enabled));
+        return this.#write(userId, messageId, (view) => setPushRuleEnabled(view, command.address, command.enabled));
       case 'get_pushers': {
         const pushers = await this.#store.listPushers(userId);
         return { reply: success({ pushers: pushers.map(toWirePusher) }), conflicts: 0 };
       }
       case 'set_pusher':
-        return this.#setPusher(userId, command.action);
+        return this.#setPusher(userId, messageId, command.action);
     }
   }
 
@@ -123,17 +131,21 @@ export class PushService {
     return { reply: result.ok ? success(result.value) : failure(result.error), conflicts: 0 };
   }
 
-  async #write(userId: string, operation: RulesetWrite): Promise<HandleOutcome> {
+  async #write(userId: string, messageId: string | undefined, operation: RulesetWrite): Promise<HandleOutcome> {
     return this.#perUser.run(userId, async () => this.#withRetries(async () => {
-      const loaded = await this.#store.loadPushRules(userId);
+      // Looked up on every attempt: after a conflict, the winner may have
+      // been a redelivered copy of this very request.
+      const loaded = await this.#store.loadPushRules(userId, messageId);
+      if (loaded.recorded !== undefined) return { done: replayOf(loaded.recorded), replayed: true };
       const result = operation(viewOf(loaded, userId));
       if (!result.ok) return { done: failure(result.error) };
-      return this.#save(userId, loaded.version, result.value, success({}));
+      return this.#save(userId, loaded.version, result.value, success({}), messageId);
     }));
   }
 
-  async #save(userId: string, version: number, ruleset: Ruleset, reply: Reply): Promise<Attempt> {
-    const saved = await this.#store.savePushRules(userId, version, ruleset, DEFAULT_RULES_REVISION);
+  async #save(userId: string, version: number, ruleset: Ruleset, reply: Reply, messageId?: string): Promise<Attempt> {
+    const record = recordOf(messageId, reply);
+    const saved = await this.#store.savePushRules(userId, version, ruleset, DEFAULT_RULES_REVISION, record);
     if (!saved.saved) return { conflict: true };
     return { done: reply, change: { user_id: userId, type: 'm.push_rules', version: saved.version } };
   }
@@ -145,6 +157,7 @@ export class PushService {
       if (round > 0) await sleep(backoffDelay(backoff, round - 1, random));
       const outcome = await attempt();
       if ('done' in outcome) {
+        if (outcome.replayed === true) return { reply: outcome.done, conflicts: round, replayed: true };
         return outcome.change === undefined
           ? { reply: outcome.done, conflicts: round }
           : { reply: outcome.done, change: outcome.change, conflicts: round };
@@ -153,7 +166,18 @@ export class PushService {
     return { reply: failure(matrixError('Unavailable', MESSAGES.tooManyConflicts)), conflicts: maxWriteAttempts };
   }
 
-  async #setPusher(userId: string, action: RawPusherSetAction): Promise<HandleOutcome> {
+  /**
+   * Pushers live in their own collection, so a pusher write and its record
+   * are two updates: a crash between them lets a redelivery apply the same
+   * change again, which leaves the same pushers (a set is a replace by
+   * value, a delete of a missing pusher is a no-op) and at worst announces
+   * one more change event.
+   */
+  async #setPusher(userId: string, messageId: string | undefined, action: RawPusherSetAction): Promise<HandleOutcome> {
+    if (messageId !== undefined) {
+      const recorded = await this.#store.findRecordedWrite(userId, messageId);
+      if (recorded !== undefined) return { reply: replayOf(recorded), conflicts: 0, replayed: true };
+    }
     const plan = decidePusherSet(userId, action, this.#options.pusherPolicy);
     if (!plan.ok) return { reply: failure(plan.error), conflicts: 0 };
     let changed: boolean;
@@ -164,13 +188,33 @@ export class PushService {
       if (plan.value.removeFromOtherUsers) await this.#store.deletePushersOfOtherUsers(plan.value.key);
       changed = true;
     }
-    if (!changed) return { reply: success({}), conflicts: 0 };
-    const version = await this.#store.bumpPushersVersion(userId);
-    return { reply: success({}), change: { user_id: userId, type: 'm.pushers', version }, conflicts: 0 };
+    const reply = success({});
+    const record = recordOf(messageId, reply);
+    if (!changed) {
+      if (record !== undefined) await this.#store.recordWrite(userId, record);
+      return { reply, conflicts: 0 };
+    }
+    const version = await this.#store.bumpPushersVersion(userId, record);
+    return { reply, change: { user_id: userId, type: 'm.pushers', version }, conflicts: 0 };
   }
 }
 
-type Attempt = { readonly done: Reply; readonly change?: ChangeEvent | undefined } | { readonly conflict: true };
+type Attempt =
+  | { readonly done: Reply; readonly change?: ChangeEvent | undefined; readonly replayed?: true }
+  | { readonly conflict: true };
+
+function recordOf(messageId: string | undefined, reply: Reply): RecordedWrite | undefined {
+  return messageId === undefined ? undefined : { messageId, replyJson: JSON.stringify(reply) };
+}
+
+/** The recorded reply; the store only ever holds what `recordOf` wrote. */
+function replayOf(recorded: RecordedWrite): Reply {
+  const reply = JSON.parse(recorded.replyJson) as unknown;
+  if (typeof reply !== 'object' || reply === null || typeof (reply as { ok?: unknown }).ok !== 'boolean') {
+    throw new Error(`recorded reply for messageId ${recorded.messageId} is not a reply`);
+  }
+  return reply as Reply;
+}
 
 /** A lookup that failed is, for every op but `get_pushrules`, an unreadable event. */
 function viewOf(loaded: LoadedPushRules, userId: string): PushRulesEventView {

@@ -17,10 +17,10 @@ afterAll(async () => {
   await client.close();
 });
 
-pushStoreContract('MongoDB', async () => {
+pushStoreContract('MongoDB', async (fixtureOptions) => {
   await Promise.resolve();
   return {
-    store: new MongoPushStore(db, options),
+    store: new MongoPushStore(db, { ...options, ...fixtureOptions }),
     putRaw: async (userId, entry) => {
       const pushRules: Record<string, unknown> = {};
       if (entry.contentJson !== undefined) pushRules['content_json'] = entry.contentJson;

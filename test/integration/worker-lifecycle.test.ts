@@ -7,6 +7,7 @@ import { InMemoryPushStore } from '../../src/store/in-memory-push-store.js';
 import type { PushStore } from '../../src/store/push-store.js';
 import { PushService } from '../../src/worker/push-service.js';
 import { RpcCaller } from './support/rpc-caller.js';
+import { wrapStore } from '../support/store-doubles.js';
 import { deleteTopology, uniqueNames } from './support/worker-harness.js';
 
 const names = uniqueNames();
@@ -18,19 +19,12 @@ afterAll(async () => {
 /** A store whose reads take `delayMs`, so a request stays in flight long enough to close under it. */
 function slowStore(delayMs: number): PushStore {
   const store = new InMemoryPushStore();
-  return {
-    loadPushRules: async (u) => {
+  return wrapStore(store, {
+    loadPushRules: async (u, id) => {
       await sleep(delayMs);
-      return store.loadPushRules(u);
+      return store.loadPushRules(u, id);
     },
-    savePushRules: async (u, v, r, d) => store.savePushRules(u, v, r, d),
-    insertPushRulesIfAbsent: async (u, r, d) => store.insertPushRulesIfAbsent(u, r, d),
-    listPushers: async (u) => store.listPushers(u),
-    upsertPusher: async (p) => store.upsertPusher(p),
-    deletePusher: async (k) => store.deletePusher(k),
-    deletePushersOfOtherUsers: async (k) => store.deletePushersOfOtherUsers(k),
-    bumpPushersVersion: async (u) => store.bumpPushersVersion(u),
-  };
+  });
 }
 
 describe('worker lifecycle', () => {

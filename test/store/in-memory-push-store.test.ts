@@ -1,8 +1,8 @@
 import { InMemoryPushStore } from '../../src/store/in-memory-push-store.js';
 import { pushStoreContract } from './push-store-contract.js';
 
-pushStoreContract('in memory', async () => {
-  const store = new InMemoryPushStore();
+pushStoreContract('in memory', async (options) => {
+  const store = new InMemoryPushStore(options);
   await Promise.resolve();
   return {
     store,

@@ -31,7 +31,11 @@ function aPusher(userId: string, overrides: Partial<StoredPusher> = {}): StoredP
  * What every PushStore adapter must do. Run by the in-memory unit test and
  * by the MongoDB integration test with the same expectations.
  */
-export function pushStoreContract(name: string, makeFixture: () => Promise<StoreFixture>): void {
+export interface FixtureOptions {
+  readonly recordedWritesWindow?: number;
+}
+
+export function pushStoreContract(name: string, makeFixture: (options?: FixtureOptions) => Promise<StoreFixture>): void {
   describe(`PushStore contract: ${name}`, () => {
     let fixture: StoreFixture;
     let user: string;
@@ -127,6 +131,44 @@ export function pushStoreContract(name: string, makeFixture: () => Promise<Store
       expect(await fixture.store.bumpPushersVersion(user)).toBe(2);
       expect(await fixture.store.loadPushRules(user)).toEqual({ version: 0, lookup: { found: false } });
       expect(await fixture.store.savePushRules(user, 0, aRuleset(), 'v1.19')).toEqual({ saved: true, version: 1 });
+    });
+
+    describe('recorded writes', () => {
+      const record = (messageId: string) => ({ messageId, replyJson: `{"ok":true,"body":{"n":"${messageId}"}}` });
+
+      it('records a write in the same compare-and-set save and finds it by messageId', async () => {
+        await fixture.store.savePushRules(user, 0, aRuleset(), 'v1.19', record('m1'));
+        expect(await fixture.store.findRecordedWrite(user, 'm1')).toEqual(record('m1'));
+        expect((await fixture.store.loadPushRules(user, 'm1')).recorded).toEqual(record('m1'));
+        expect((await fixture.store.loadPushRules(user, 'm2')).recorded).toBeUndefined();
+        expect(await fixture.store.loadPushRules(user)).not.toHaveProperty('recorded');
+      });
+
+      it('records nothing when the save loses the compare-and-set', async () => {
+        await fixture.store.savePushRules(user, 0, aRuleset(), 'v1.19');
+        expect(await fixture.store.savePushRules(user, 0, aRuleset(), 'v1.19', record('lost'))).toEqual({ saved: false });
+        expect(await fixture.store.findRecordedWrite(user, 'lost')).toBeUndefined();
+      });
+
+      it('records with a pushers version bump, or alone, and keeps writes of other users apart', async () => {
+        await fixture.store.bumpPushersVersion(user, record('p1'));
+        await fixture.store.recordWrite(user, record('p2'));
+        expect(await fixture.store.findRecordedWrite(user, 'p1')).toEqual(record('p1'));
+        expect(await fixture.store.findRecordedWrite(user, 'p2')).toEqual(record('p2'));
+        expect(await fixture.store.findRecordedWrite(aUser(), 'p1')).toBeUndefined();
+        // Recording never touches the push rules or their version.
+        expect(await fixture.store.loadPushRules(user)).toEqual({ version: 0, lookup: { found: false } });
+      });
+
+      it('keeps only the newest writes of the configured window', async () => {
+        const small = (await makeFixture({ recordedWritesWindow: 3 })).store;
+        await small.savePushRules(user, 0, aRuleset(), 'v1.19', record('w1'));
+        await small.recordWrite(user, record('w2'));
+        await small.savePushRules(user, 1, aRuleset(), 'v1.19', record('w3'));
+        await small.bumpPushersVersion(user, record('w4'));
+        expect(await small.findRecordedWrite(user, 'w1')).toBeUndefined();
+        for (const id of ['w2', 'w3', 'w4']) expect(await small.findRecordedWrite(user, id)).toEqual(record(id));
+      });
     });
   });
 }
