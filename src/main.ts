@@ -1,15 +1,98 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { MongoClient } from 'mongodb';
+import type { Config } from './config/config-schema.js';
 import { ConfigError, loadConfig } from './config/load-config.js';
-import { createLogger } from './logging/logger.js';
+import { createLogger, type Logger } from './logging/logger.js';
+import { HealthServer } from './observability/health-server.js';
+import { WorkerMetrics } from './observability/metrics.js';
+import type { Command } from './rpc/command.js';
 import { RpcWorker } from './rpc/rpc-worker.js';
 import { MongoPushStore } from './store/mongo-push-store.js';
+import { backoffDelay } from './worker/backoff.js';
 import { PushService } from './worker/push-service.js';
 
-/** `npm start`: one worker process. Stops cleanly on SIGTERM/SIGINT. */
+/**
+ * `npm start`: one worker process.
+ *
+ * SIGTERM/SIGINT: stop consuming, answer every request in flight, close
+ * connections, exit 0. A second signal, or `shutdown.timeoutMs` passing,
+ * exits 1 at once; requests not yet acknowledged then go back to the queue.
+ */
 async function main(): Promise<void> {
-  let config;
+  const config = readConfig();
+  const log = createLogger(config.log.level);
+  const stopSignal = new AbortController();
+  // A function, not the property: signals flip it between awaits.
+  const stopped = () => stopSignal.signal.aborted;
+  // Created once the database answers; signals and probes may come sooner.
+  const running: { worker?: RpcWorker } = {};
+
+  const metrics = new WorkerMetrics(() => running.worker?.inFlight ?? 0);
+  const mongo = new MongoClient(config.mongodb.url, { serverSelectionTimeoutMS: config.mongodb.serverSelectionTimeoutMs });
+  const db = mongo.db(config.mongodb.database);
+  const health = config.health.enabled
+    ? new HealthServer({
+        host: config.health.host,
+        port: config.health.port,
+        probes: { consuming: () => running.worker?.consuming ?? false, database: async () => ping(db) },
+        metrics: async () => ({ contentType: metrics.registry.contentType, body: await metrics.registry.metrics() }),
+      })
+    : undefined;
+
+  const stop = (signal: NodeJS.Signals) => {
+    if (stopped()) {
+      log.warn({ signal, inFlight: running.worker?.inFlight ?? 0 }, 'second signal: exiting now');
+      process.exit(1);
+    }
+    stopSignal.abort();
+    log.info({ signal, inFlight: running.worker?.inFlight ?? 0 }, 'stopping: finishing requests in flight');
+    setTimeout(() => {
+      log.error({ inFlight: running.worker?.inFlight ?? 0, timeoutMs: config.shutdown.timeoutMs }, 'shutdown timed out: exiting now');
+      process.exit(1);
+    }, config.shutdown.timeoutMs).unref();
+    void (async () => {
+      await running.worker?.close();
+      await mongo.close().catch(() => undefined);
+      await health?.close();
+      log.info('stopped');
+      process.exit(0);
+    })();
+  };
+  process.on('SIGTERM', stop);
+  process.on('SIGINT', stop);
+
+  if (health !== undefined) {
+    const port = await health.listen();
+    log.info({ host: config.health.host, port }, 'health and metrics listening');
+  }
+
+  const store = new MongoPushStore(db, { ...config.mongodb, recordedWritesWindow: config.writes.recordedWritesWindow });
+  // The driver connects (and reconnects) by itself; until the database
+  // first answers there is nothing to serve, so wait for it here.
+  await untilDone(log, config, stopSignal.signal, 'MongoDB', async () => store.ensureIndexes());
+  if (stopped()) return;
+
+  const service = new PushService(store, {
+    maxWriteAttempts: config.writes.maxAttempts,
+    backoff: { baseMs: config.writes.backoffBaseMs, maxMs: config.writes.backoffMaxMs },
+    pusherPolicy: { allowInsecureGateways: config.pushers.allowInsecureGateways },
+    limits: config.limits,
+  });
+  const worker = new RpcWorker(service, {
+    amqp: config.amqp,
+    limits: config.limits,
+    logger: log,
+    observer: metrics,
+    ...(config.faults.crashOnUserId === '' ? {} : { beforeServe: crashOn(config.faults.crashOnUserId, log) }),
+  });
+  running.worker = worker;
+  await worker.start();
+  if (!stopped()) log.info({ database: config.mongodb.database }, 'worker started');
+}
+
+function readConfig(): Readonly<Config> {
   try {
-    config = loadConfig();
+    return loadConfig();
   } catch (error) {
     if (error instanceof ConfigError) {
       process.stderr.write(`matrix-push-worker: ${error.message}\n`);
@@ -17,41 +100,43 @@ async function main(): Promise<void> {
     }
     throw error;
   }
-  const log = createLogger(config.log.level);
+}
 
-  const mongo = new MongoClient(config.mongodb.url, { serverSelectionTimeoutMS: config.mongodb.serverSelectionTimeoutMs });
-  await mongo.connect();
-  const store = new MongoPushStore(mongo.db(config.mongodb.database), {
-    ...config.mongodb,
-    recordedWritesWindow: config.writes.recordedWritesWindow,
-  });
-  await store.ensureIndexes();
+async function ping(db: ReturnType<MongoClient['db']>): Promise<boolean> {
+  try {
+    await db.command({ ping: 1 });
+    return true;
+  } catch {
+    return false;
+  }
+}
 
-  const service = new PushService(store, {
-    maxWriteAttempts: config.writes.maxAttempts,
-    backoff: { baseMs: config.writes.backoffBaseMs, maxMs: config.writes.backoffMaxMs },
-    pusherPolicy: { allowInsecureGateways: config.pushers.allowInsecureGateways },
-  });
-  const worker = new RpcWorker(service, { amqp: config.amqp, maxRequestBytes: config.limits.maxRequestBytes, logger: log });
-
-  let stopping = false;
-  const stop = (signal: NodeJS.Signals) => {
-    if (stopping) {
-      log.warn({ signal }, 'second signal: exiting now');
-      process.exit(1);
+/** Retries `operation` with the reconnect backoff until it succeeds or the process is stopping. */
+async function untilDone(log: Logger, config: Readonly<Config>, signal: AbortSignal, what: string, operation: () => Promise<void>): Promise<void> {
+  const policy = { baseMs: config.amqp.reconnectBaseMs, maxMs: config.amqp.reconnectMaxMs };
+  for (let attempt = 0; !signal.aborted; attempt += 1) {
+    try {
+      await operation();
+      return;
+    } catch (error) {
+      const delayMs = Math.max(policy.baseMs, backoffDelay(policy, attempt));
+      log.warn({ err: error, attempt: attempt + 1, retryInMs: delayMs }, `cannot reach ${what}; retrying`);
+      await sleep(delayMs, undefined, { signal }).catch(() => undefined);
     }
-    stopping = true;
-    log.info({ signal, inFlight: worker.inFlight }, 'stopping: finishing requests in flight');
-    void worker
-      .close()
-      .then(async () => mongo.close())
-      .then(() => process.exit(0));
-  };
-  process.on('SIGTERM', stop);
-  process.on('SIGINT', stop);
+  }
+}
 
-  await worker.start();
-  log.info({ database: config.mongodb.database }, 'worker started');
+/**
+ * Test-only fault injection (`faults.crashOnUserId`): the process dies the
+ * way an out-of-memory kill or a segfault would, with the request unacked.
+ */
+function crashOn(userId: string, log: Logger): (command: Command) => void {
+  log.warn({ userId }, 'TEST-ONLY fault injection is on: this worker crashes on requests for this user');
+  return (command) => {
+    if (command.userId !== userId) return;
+    log.fatal({ userId }, 'fault injection: crashing');
+    process.kill(process.pid, 'SIGKILL');
+  };
 }
 
 main().catch((error: unknown) => {

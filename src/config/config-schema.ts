@@ -15,6 +15,11 @@ export const ConfigSchema = Type.Object(
         deadLetterQueue: Name,
         prefetch: Type.Integer({ minimum: 1, maximum: 65535 }),
         eventsExchange: Name,
+        /** AMQP users whose requests are served; empty: any publisher. */
+        trustedPublishers: Type.Array(Name, { uniqueItems: true }),
+        heartbeatSeconds: Type.Integer({ minimum: 0, maximum: 600 }),
+        reconnectBaseMs: Type.Integer({ minimum: 10, maximum: 60000 }),
+        reconnectMaxMs: Type.Integer({ minimum: 10, maximum: 300000 }),
       },
       { additionalProperties: false },
     ),
@@ -38,7 +43,35 @@ export const ConfigSchema = Type.Object(
       { additionalProperties: false },
     ),
     limits: Type.Object(
-      { maxRequestBytes: Type.Integer({ minimum: 1024, maximum: 16 * 1024 * 1024 }) },
+      {
+        maxRequestBytes: Type.Integer({ minimum: 1024, maximum: 4 * 1024 * 1024 }),
+        maxStringBytes: Type.Integer({ minimum: 64, maximum: 1024 * 1024 }),
+        maxActionsPerRule: Type.Integer({ minimum: 1, maximum: 10000 }),
+        maxConditionsPerRule: Type.Integer({ minimum: 1, maximum: 10000 }),
+        maxUserRules: Type.Integer({ minimum: 1, maximum: 100000 }),
+        // MongoDB refuses documents over 16 MiB; the ruleset shares its
+        // document with the recorded writes, so it stays well below.
+        maxRulesetBytes: Type.Integer({ minimum: 64 * 1024, maximum: 8 * 1024 * 1024 }),
+        maxPushersPerUser: Type.Integer({ minimum: 1, maximum: 10000 }),
+      },
+      { additionalProperties: false },
+    ),
+    shutdown: Type.Object({ timeoutMs: Type.Integer({ minimum: 100, maximum: 600000 }) }, { additionalProperties: false }),
+    health: Type.Object(
+      {
+        enabled: Type.Boolean(),
+        host: Type.String({ minLength: 1 }),
+        /** 0: any free port (logged at start). */
+        port: Type.Integer({ minimum: 0, maximum: 65535 }),
+      },
+      { additionalProperties: false },
+    ),
+    /** Test-only fault injection; every setting here is off by default. Never set in production. */
+    faults: Type.Object(
+      {
+        /** The worker process exits abruptly when it takes a request for this user ID. */
+        crashOnUserId: Type.String(),
+      },
       { additionalProperties: false },
     ),
     pushers: Type.Object({ allowInsecureGateways: Type.Boolean() }, { additionalProperties: false }),
@@ -58,7 +91,9 @@ export type Config = Static<typeof ConfigSchema>;
  * Environment variables, each overriding one setting. The kind says how the
  * text is read; the value is then validated with everything else.
  */
-export const ENVIRONMENT: readonly { readonly name: string; readonly path: readonly [keyof Config, string]; readonly kind: 'string' | 'integer' | 'boolean' }[] = [
+export type EnvironmentKind = 'string' | 'integer' | 'boolean' | 'list';
+
+export const ENVIRONMENT: readonly { readonly name: string; readonly path: readonly [keyof Config, string]; readonly kind: EnvironmentKind }[] = [
   { name: 'AMQP_URL', path: ['amqp', 'url'], kind: 'string' },
   { name: 'RPC_QUEUE', path: ['amqp', 'queue'], kind: 'string' },
   { name: 'RPC_QUEUE_TYPE', path: ['amqp', 'queueType'], kind: 'string' },
@@ -67,6 +102,10 @@ export const ENVIRONMENT: readonly { readonly name: string; readonly path: reado
   { name: 'RPC_DEAD_LETTER_QUEUE', path: ['amqp', 'deadLetterQueue'], kind: 'string' },
   { name: 'RPC_PREFETCH', path: ['amqp', 'prefetch'], kind: 'integer' },
   { name: 'EVENTS_EXCHANGE', path: ['amqp', 'eventsExchange'], kind: 'string' },
+  { name: 'TRUSTED_PUBLISHERS', path: ['amqp', 'trustedPublishers'], kind: 'list' },
+  { name: 'AMQP_HEARTBEAT_SECONDS', path: ['amqp', 'heartbeatSeconds'], kind: 'integer' },
+  { name: 'AMQP_RECONNECT_BASE_MS', path: ['amqp', 'reconnectBaseMs'], kind: 'integer' },
+  { name: 'AMQP_RECONNECT_MAX_MS', path: ['amqp', 'reconnectMaxMs'], kind: 'integer' },
   { name: 'MONGODB_URL', path: ['mongodb', 'url'], kind: 'string' },
   { name: 'MONGODB_DATABASE', path: ['mongodb', 'database'], kind: 'string' },
   { name: 'MONGODB_SERVER_SELECTION_TIMEOUT_MS', path: ['mongodb', 'serverSelectionTimeoutMs'], kind: 'integer' },
@@ -75,6 +114,17 @@ export const ENVIRONMENT: readonly { readonly name: string; readonly path: reado
   { name: 'WRITE_BACKOFF_MAX_MS', path: ['writes', 'backoffMaxMs'], kind: 'integer' },
   { name: 'WRITE_RECORDED_WINDOW', path: ['writes', 'recordedWritesWindow'], kind: 'integer' },
   { name: 'MAX_REQUEST_BYTES', path: ['limits', 'maxRequestBytes'], kind: 'integer' },
+  { name: 'MAX_STRING_BYTES', path: ['limits', 'maxStringBytes'], kind: 'integer' },
+  { name: 'MAX_ACTIONS_PER_RULE', path: ['limits', 'maxActionsPerRule'], kind: 'integer' },
+  { name: 'MAX_CONDITIONS_PER_RULE', path: ['limits', 'maxConditionsPerRule'], kind: 'integer' },
+  { name: 'MAX_USER_RULES', path: ['limits', 'maxUserRules'], kind: 'integer' },
+  { name: 'MAX_RULESET_BYTES', path: ['limits', 'maxRulesetBytes'], kind: 'integer' },
+  { name: 'MAX_PUSHERS_PER_USER', path: ['limits', 'maxPushersPerUser'], kind: 'integer' },
+  { name: 'SHUTDOWN_TIMEOUT_MS', path: ['shutdown', 'timeoutMs'], kind: 'integer' },
+  { name: 'HEALTH_ENABLED', path: ['health', 'enabled'], kind: 'boolean' },
+  { name: 'HEALTH_HOST', path: ['health', 'host'], kind: 'string' },
+  { name: 'HEALTH_PORT', path: ['health', 'port'], kind: 'integer' },
+  { name: 'FAULT_CRASH_ON_USER_ID', path: ['faults', 'crashOnUserId'], kind: 'string' },
   { name: 'ALLOW_INSECURE_PUSH_GATEWAYS', path: ['pushers', 'allowInsecureGateways'], kind: 'boolean' },
   { name: 'LOG_LEVEL', path: ['log', 'level'], kind: 'string' },
 ];

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { Ajv } from 'ajv';
-import { ConfigSchema, ENVIRONMENT, type Config } from './config-schema.js';
+import { ConfigSchema, ENVIRONMENT, type Config, type EnvironmentKind } from './config-schema.js';
 
 export class ConfigError extends Error {
   constructor(message: string) {
@@ -49,10 +49,13 @@ function applyEnvironment(raw: unknown, env: NodeJS.ProcessEnv): unknown {
   return config;
 }
 
-function parse(name: string, text: string, kind: 'string' | 'integer' | 'boolean'): unknown {
+function parse(name: string, text: string, kind: EnvironmentKind): unknown {
   switch (kind) {
     case 'string':
       return text;
+    case 'list':
+      // Comma-separated; blanks around names are not part of them.
+      return text.split(',').map((item) => item.trim()).filter((item) => item !== '');
     case 'integer':
       if (!/^-?\d+$/.test(text.trim())) throw new ConfigError(`${name} must be an integer, got ${JSON.stringify(text)}`);
       return Number(text);

@@ -37,6 +37,18 @@ export const MESSAGES = {
   tooManyConflicts: "Too many concurrent changes to this user's push rules; try again.",
   storageFailure: 'The push rules store failed.',
   internalError: 'Internal error.',
+  untrustedPublisher: 'The publisher of this request is not trusted.',
+} as const;
+
+/** Messages for the configured limits; they name the limit so a caller can stay under it. */
+export const LIMIT_MESSAGES = {
+  requestTooLarge: (max: number) => `Request body is larger than ${max} bytes.`,
+  stringTooLong: (path: string, max: number) => `${path} is longer than ${max} bytes.`,
+  tooManyActions: (max: number) => `Too many actions: a rule may have at most ${max}.`,
+  tooManyConditions: (max: number) => `Too many conditions: a rule may have at most ${max}.`,
+  tooManyRules: (max: number) => `Too many push rules: a user may have at most ${max} of their own.`,
+  rulesetTooLarge: (max: number) => `The push rules would be larger than ${max} bytes.`,
+  tooManyPushers: (max: number) => `Too many pushers: a user may have at most ${max}.`,
 } as const;
 
 export type MessageKey = keyof typeof MESSAGES;

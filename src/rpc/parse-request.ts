@@ -1,5 +1,5 @@
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
-import { matrixError } from '../errors/error-catalogue.js';
+import { LIMIT_MESSAGES, matrixError } from '../errors/error-catalogue.js';
 import { isJsonObject, type JsonObject } from '../matrix/json.js';
 import { isValidUserId } from '../matrix/user-id.js';
 import type { RawPusherSetAction } from '../pushers/decide-pusher-set.js';
@@ -7,6 +7,7 @@ import { validateActions } from '../push-rules/validate-actions.js';
 import { validateRuleBody } from '../push-rules/validate-rule-body.js';
 import { fail, ok, type Result } from '../result/result.js';
 import type { Command } from './command.js';
+import { checkRequestLimits, type RequestLimits } from './request-limits.js';
 import { isOp, REQUEST_SCHEMAS, type Op, type RequestOf } from './request-schemas.js';
 
 // Compiled once per process; compiling on the request path would cost more
@@ -16,19 +17,15 @@ const validators = Object.fromEntries(
   Object.entries(REQUEST_SCHEMAS).map(([op, schema]) => [op, ajv.compile(schema)]),
 ) as { readonly [O in Op]: ValidateFunction<RequestOf<O>> };
 
-export interface ParseOptions {
-  /** Bodies larger than this are refused before they are parsed. */
-  readonly maxBytes: number;
-}
-
 /**
  * Turns a raw request body into a command, or the contract's error for it:
- * TooLarge, BadJson (not JSON, not an object, schema, user ID, rule body) or
- * Unrecognized (unknown op). Nothing here touches storage.
+ * TooLarge, BadJson (not JSON, not an object, schema, user ID, rule body),
+ * Unrecognized (unknown op) or InvalidParam (over a per-request limit).
+ * Nothing here touches storage.
  */
-export function parseRequest(body: Uint8Array, options: ParseOptions): Result<Command> {
-  if (body.byteLength > options.maxBytes) {
-    return fail(matrixError('TooLarge', `Request body is larger than ${options.maxBytes} bytes.`));
+export function parseRequest(body: Uint8Array, limits: RequestLimits): Result<Command> {
+  if (body.byteLength > limits.maxRequestBytes) {
+    return fail(matrixError('TooLarge', LIMIT_MESSAGES.requestTooLarge(limits.maxRequestBytes)));
   }
   let json: unknown;
   try {
@@ -37,10 +34,11 @@ export function parseRequest(body: Uint8Array, options: ParseOptions): Result<Co
     return fail(matrixError('BadJson', 'Request body is not valid JSON.'));
   }
   if (!isJsonObject(json)) return fail(matrixError('BadJson', 'Request body must be a JSON object.'));
-  return parseRequestObject(json);
+  const command = parseRequestObject(json);
+  return command.ok ? checkRequestLimits(json, command.value, limits) : command;
 }
 
-export function parseRequestObject(json: JsonObject): Result<Command> {
+function parseRequestObject(json: JsonObject): Result<Command> {
   const op = json['op'];
   if (typeof op !== 'string') return fail(matrixError('BadJson', 'Request needs a string op.'));
   if (!isOp(op)) return fail(matrixError('Unrecognized', `Unrecognized op: ${JSON.stringify(op)}.`));

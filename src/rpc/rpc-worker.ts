@@ -1,37 +1,84 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import amqp, { type Channel, type ChannelModel, type ConsumeMessage } from 'amqplib';
 import type { Config } from '../config/config-schema.js';
 import { matrixError, MESSAGES } from '../errors/error-catalogue.js';
 import type { Logger } from '../logging/logger.js';
+import { backoffDelay } from '../worker/backoff.js';
 import type { HandleOutcome, PushService } from '../worker/push-service.js';
 import { failure, type Reply } from '../worker/reply.js';
 import { declareTopology } from './amqp-topology.js';
+import type { Command } from './command.js';
 import { parseRequest } from './parse-request.js';
 import { requestDeadline } from './request-deadline.js';
+import type { RequestLimits } from './request-limits.js';
+
+/** What the worker reports about each request it settles, for metrics. */
+export interface RequestReport {
+  /** The request's op, or `unknown` when the body did not name a valid one. */
+  readonly op: string;
+  /** `ok`, an error kind, `expired` or `dead-lettered`. */
+  readonly outcome: string;
+  readonly seconds: number;
+  readonly conflicts: number;
+  readonly redelivered: boolean;
+  readonly replayed: boolean;
+}
+
+/** Narrow hooks a metrics registry implements; tests pass object literals. */
+export interface WorkerObserver {
+  requestSettled(report: RequestReport): void;
+  reconnected(): void;
+}
 
 export interface RpcWorkerOptions {
   readonly amqp: Config['amqp'];
-  readonly maxRequestBytes: number;
+  readonly limits: RequestLimits;
   readonly logger: Logger;
+  readonly observer?: WorkerObserver;
+  /** Runs before a parsed request is served; main wires test-only fault injection here. */
+  readonly beforeServe?: (command: Command) => void;
   readonly now?: () => number;
+  readonly random?: () => number;
 }
 
 const JSON_CONTENT = 'application/json';
+const NO_OBSERVER: WorkerObserver = { requestSettled: () => undefined, reconnected: () => undefined };
+
+/** One connection and its channel; replaced as a whole when either is lost. */
+interface Session {
+  readonly connection: ChannelModel;
+  readonly channel: Channel;
+  consumerTag?: string;
+  lost: boolean;
+  readonly inFlight: Set<Promise<void>>;
+}
 
 /**
  * Consumes the request queue, hands each request to the service, publishes
- * exactly one reply and then acknowledges. Lifecycle: `start()`, then
- * `close()`, which stops consuming, lets every request in flight finish and
- * reply, and closes the connection. `close()` is idempotent.
+ * exactly one reply and then acknowledges.
+ *
+ * Lifecycle: `start()` connects (retrying with capped, jittered backoff
+ * until the broker answers) and resolves once consuming; `close()` stops
+ * consuming, lets every request in flight finish and reply, and closes the
+ * connection. `close()` is idempotent.
+ *
+ * amqplib does not reconnect by itself. When the connection or channel
+ * closes, or the broker cancels the consumer (queue deleted, node going
+ * down), the session is dropped and a new one is opened with the same
+ * backoff; the topology is declared again on every new session. Requests
+ * that were not acknowledged on the lost channel are redelivered by the
+ * broker to whichever consumer is there.
  */
 export class RpcWorker {
   readonly #service: PushService;
   readonly #options: RpcWorkerOptions;
   readonly #log: Logger;
   readonly #now: () => number;
+  readonly #observer: WorkerObserver;
   readonly #inFlight = new Set<Promise<void>>();
-  #connection: ChannelModel | undefined;
-  #channel: Channel | undefined;
-  #consumerTag: string | undefined;
+  readonly #stopWaiting = new AbortController();
+  #session: Session | undefined;
+  #connecting: Promise<void> | undefined;
   #closing: Promise<void> | undefined;
 
   constructor(service: PushService, options: RpcWorkerOptions) {
@@ -39,37 +86,24 @@ export class RpcWorker {
     this.#options = options;
     this.#log = options.logger;
     this.#now = options.now ?? Date.now;
+    this.#observer = options.observer ?? NO_OBSERVER;
   }
 
   get inFlight(): number {
     return this.#inFlight.size;
   }
 
+  /** Consuming on a live connection: what `/readyz` asks. */
+  get consuming(): boolean {
+    const session = this.#session;
+    return this.#closing === undefined && session !== undefined && !session.lost && session.consumerTag !== undefined;
+  }
+
   async start(): Promise<void> {
-    const { amqp: settings } = this.#options;
-    // Nagle's algorithm holds back a lone small frame (a reply, an ack)
-    // waiting for the peer's delayed ACK: ~40 ms per round trip without this.
-    const connection = await amqp.connect(settings.url, { noDelay: true });
-    this.#connection = connection;
-    connection.on('error', (error: Error) => {
-      this.#log.error({ err: error }, 'AMQP connection error');
-    });
-    const channel = await connection.createChannel();
-    this.#channel = channel;
-    channel.on('error', (error: Error) => {
-      this.#log.error({ err: error }, 'AMQP channel error');
-    });
-    await declareTopology(channel, settings);
-    await channel.prefetch(settings.prefetch);
-    const { consumerTag } = await channel.consume(settings.queue, (message) => {
-      if (message === null) {
-        this.#log.warn({ queue: settings.queue }, 'consumer cancelled by the broker');
-        return;
-      }
-      this.#track(this.#onMessage(channel, message));
-    });
-    this.#consumerTag = consumerTag;
-    this.#log.info({ queue: settings.queue, prefetch: settings.prefetch }, 'consuming requests');
+    if (this.#trustedPublishers().length === 0) {
+      this.#log.warn('amqp.trustedPublishers is empty: any publisher that can reach the queue is trusted');
+    }
+    await this.#connect();
   }
 
   /** Stops consuming, waits for in-flight requests to be answered, disconnects. */
@@ -79,59 +113,163 @@ export class RpcWorker {
   }
 
   async #shutDown(): Promise<void> {
-    const channel = this.#channel;
-    if (channel !== undefined && this.#consumerTag !== undefined) {
-      await channel.cancel(this.#consumerTag).catch((error: unknown) => {
+    this.#stopWaiting.abort();
+    await this.#connecting?.catch(() => undefined);
+    const session = this.#session;
+    if (session !== undefined && !session.lost && session.consumerTag !== undefined) {
+      await session.channel.cancel(session.consumerTag).catch((error: unknown) => {
         this.#log.warn({ err: error }, 'could not cancel the consumer');
       });
     }
     await Promise.allSettled([...this.#inFlight]);
-    await channel?.close().catch(() => undefined);
-    await this.#connection?.close().catch(() => undefined);
+    if (session !== undefined) await closeQuietly(session);
     this.#log.info('worker closed');
   }
 
-  #track(work: Promise<void>): void {
+  /** Opens sessions until one consumes, or the worker is closed. */
+  async #connect(): Promise<void> {
+    this.#connecting ??= (async () => {
+      const { reconnectBaseMs, reconnectMaxMs } = this.#options.amqp;
+      for (let attempt = 0; this.#closing === undefined; attempt += 1) {
+        try {
+          this.#session = await this.#openSession();
+          return;
+        } catch (error) {
+          const delayMs = Math.max(reconnectBaseMs, backoffDelay({ baseMs: reconnectBaseMs, maxMs: reconnectMaxMs }, attempt, this.#options.random));
+          this.#log.warn({ err: error, attempt: attempt + 1, retryInMs: delayMs }, 'cannot reach RabbitMQ; retrying');
+          await sleep(delayMs, undefined, { signal: this.#stopWaiting.signal }).catch(() => undefined);
+        }
+      }
+    })().finally(() => {
+      this.#connecting = undefined;
+    });
+    return this.#connecting;
+  }
+
+  async #openSession(): Promise<Session> {
+    const settings = this.#options.amqp;
+    // Nagle's algorithm holds back a lone small frame (a reply, an ack)
+    // waiting for the peer's delayed ACK: ~40 ms per round trip without this.
+    // Heartbeats let both sides notice a peer that vanished without a FIN.
+    const connection = await amqp.connect(settings.url, { noDelay: true, heartbeat: settings.heartbeatSeconds });
+    let session: Session | undefined;
+    connection.on('error', (error: Error) => {
+      this.#log.error({ err: error }, 'AMQP connection error');
+    });
+    connection.on('close', () => {
+      if (session !== undefined) this.#lose(session, 'connection closed');
+    });
+    try {
+      const channel = await connection.createChannel();
+      session = { connection, channel, lost: false, inFlight: new Set() };
+      const current = session;
+      channel.on('error', (error: Error) => {
+        this.#log.error({ err: error }, 'AMQP channel error');
+      });
+      channel.on('close', () => {
+        this.#lose(current, 'channel closed');
+      });
+      await declareTopology(channel, settings);
+      await channel.prefetch(settings.prefetch);
+      const { consumerTag } = await channel.consume(settings.queue, (message) => {
+        if (message === null) {
+          this.#lose(current, 'consumer cancelled by the broker');
+          return;
+        }
+        this.#track(current, this.#onMessage(channel, message));
+      });
+      current.consumerTag = consumerTag;
+      this.#log.info({ queue: settings.queue, prefetch: settings.prefetch }, 'consuming requests');
+      return current;
+    } catch (error) {
+      await connection.close().catch(() => undefined);
+      throw error;
+    }
+  }
+
+  /**
+   * Drops a session that can no longer consume and opens a new one. The old
+   * one is closed once its requests in flight have settled (on a dead
+   * connection they fail fast; after a consumer cancel they can still reply).
+   */
+  #lose(session: Session, reason: string): void {
+    if (session.lost) return;
+    session.lost = true;
+    if (this.#closing !== undefined) return;
+    this.#log.warn({ reason, inFlight: session.inFlight.size }, 'lost the broker session; reconnecting');
+    void Promise.allSettled([...session.inFlight]).then(async () => closeQuietly(session));
+    void this.#connect().then(() => {
+      if (this.#session !== session && this.#session?.lost === false) {
+        this.#observer.reconnected();
+        this.#log.info('reconnected to RabbitMQ');
+      }
+    });
+  }
+
+  #track(session: Session, work: Promise<void>): void {
     this.#inFlight.add(work);
-    void work.finally(() => this.#inFlight.delete(work));
+    session.inFlight.add(work);
+    void work.finally(() => {
+      this.#inFlight.delete(work);
+      session.inFlight.delete(work);
+    });
+  }
+
+  #trustedPublishers(): readonly string[] {
+    return this.#options.amqp.trustedPublishers;
   }
 
   async #onMessage(channel: Channel, message: ConsumeMessage): Promise<void> {
+    const started = performance.now();
     // amqplib types these properties as `any`; they are whatever the publisher sent.
     const properties = message.properties;
     const replyTo: unknown = properties.replyTo;
     const correlationId: unknown = properties.correlationId;
-    const timestamp: unknown = properties.timestamp;
-    const expiration: unknown = properties.expiration;
+    const messageId: unknown = properties.messageId;
+    const publisher: unknown = properties.userId;
+    const redelivered = message.fields.redelivered;
+    const report = (op: string, outcome: string, extra: Partial<RequestReport> = {}) => {
+      this.#observer.requestSettled({ op, outcome, seconds: (performance.now() - started) / 1000, conflicts: 0, redelivered, replayed: false, ...extra });
+    };
     if (typeof replyTo !== 'string' || replyTo === '' || typeof correlationId !== 'string' || correlationId === '') {
       this.#log.warn(
-        { messageId: properties.messageId as unknown, hasReplyTo: typeof replyTo === 'string', hasCorrelationId: typeof correlationId === 'string' },
+        { messageId, hasReplyTo: typeof replyTo === 'string', hasCorrelationId: typeof correlationId === 'string' },
         'request without replyTo or correlationId cannot be answered: dead-lettered',
       );
       this.#settle(channel, message, 'reject');
+      report('unknown', 'dead-lettered');
       return;
     }
-    const deadline = requestDeadline(timestamp, expiration);
+    const deadline = requestDeadline(properties.timestamp as unknown, properties.expiration as unknown);
     if (deadline !== undefined && deadline <= this.#now()) {
       this.#log.info({ correlationId }, 'request expired before it was taken: dropped');
       this.#settle(channel, message, 'ack');
+      report('unknown', 'expired');
       return;
     }
 
-    const started = performance.now();
-    const messageId: unknown = properties.messageId;
-    const outcome = await this.#serve(message.content, typeof messageId === 'string' && messageId !== '' ? messageId : undefined);
+    const trusted = this.#trustedPublishers();
+    const outcome: HandleOutcome & { op?: string } =
+      trusted.length > 0 && (typeof publisher !== 'string' || !trusted.includes(publisher))
+        ? { reply: failure(matrixError('Forbidden', MESSAGES.untrustedPublisher)), conflicts: 0 }
+        : await this.#serve(message.content, typeof messageId === 'string' && messageId !== '' ? messageId : undefined);
     const published = this.#publish(channel, '', replyTo, outcome.reply, { correlationId, contentType: JSON_CONTENT });
     if (published && outcome.change !== undefined) {
       this.#publish(channel, this.#options.amqp.eventsExchange, outcome.change.type, outcome.change, { contentType: JSON_CONTENT });
     }
     this.#settle(channel, message, published ? 'ack' : 'requeue');
-    this.#logOutcome(outcome, correlationId, performance.now() - started, message.fields.redelivered);
+    const seconds = (performance.now() - started) / 1000;
+    this.#logOutcome(outcome, { correlationId, publisher, redelivered, ms: Math.round(seconds * 100_000) / 100 });
+    report(outcome.op ?? 'unknown', outcome.reply.ok ? 'ok' : outcome.reply.error.kind, {
+      conflicts: outcome.conflicts,
+      replayed: outcome.replayed === true,
+    });
   }
 
   async #serve(body: Buffer, messageId: string | undefined): Promise<HandleOutcome & { op?: string }> {
-    const parsed = parseRequest(body, { maxBytes: this.#options.maxRequestBytes });
+    const parsed = parseRequest(body, this.#options.limits);
     if (!parsed.ok) return { reply: failure(parsed.error), conflicts: 0 };
+    this.#options.beforeServe?.(parsed.value);
     try {
       return { ...(await this.#service.handle(parsed.value, { messageId })), op: parsed.value.op };
     } catch (error) {
@@ -161,13 +299,11 @@ export class RpcWorker {
     }
   }
 
-  #logOutcome(outcome: HandleOutcome & { op?: string }, correlationId: string, ms: number, redelivered: boolean): void {
+  #logOutcome(outcome: HandleOutcome & { op?: string }, context: Record<string, unknown>): void {
     const fields = {
       op: outcome.op,
-      correlationId,
-      ms: Math.round(ms * 100) / 100,
+      ...context,
       conflicts: outcome.conflicts,
-      redelivered,
       ...(outcome.replayed === true ? { replayed: true } : {}),
       outcome: outcome.reply.ok ? 'ok' : outcome.reply.error.kind,
     };
@@ -176,4 +312,9 @@ export class RpcWorker {
     else if (!outcome.reply.ok) this.#log.info(fields, 'request refused');
     else this.#log.debug(fields, 'request served');
   }
+}
+
+async function closeQuietly(session: Session): Promise<void> {
+  await session.channel.close().catch(() => undefined);
+  await session.connection.close().catch(() => undefined);
 }

@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { matrixError, MESSAGES } from '../errors/error-catalogue.js';
+import { LIMIT_MESSAGES, matrixError, MESSAGES } from '../errors/error-catalogue.js';
 import { deletePushRule } from '../push-rules/delete-push-rule.js';
 import { getPushRule } from '../push-rules/get-push-rule.js';
 import { getPushRules } from '../push-rules/get-push-rules.js';
@@ -8,9 +8,10 @@ import { getPushRuleActions, setPushRuleActions } from '../push-rules/push-rule-
 import { getPushRuleEnabled, setPushRuleEnabled } from '../push-rules/push-rule-enabled.js';
 import { viewPushRulesEvent, type PushRulesEventView } from '../push-rules/push-rules-event.js';
 import { DEFAULT_RULES_REVISION } from '../push-rules/server-default-rules.js';
+import { checkRulesetGrowth, type RulesetLimits } from '../push-rules/ruleset-limits.js';
 import { setPushRule } from '../push-rules/set-push-rule.js';
 import { decidePusherSet, type PusherPolicy, type RawPusherSetAction } from '../pushers/decide-pusher-set.js';
-import { toWirePusher } from '../pushers/pusher.js';
+import { toWirePusher, type PusherKey } from '../pushers/pusher.js';
 import { mapResult, type Result } from '../result/result.js';
 import type { Command } from '../rpc/command.js';
 import { StoreUnavailableError, type LoadedPushRules, type PushStore, type RecordedWrite } from '../store/push-store.js';
@@ -23,7 +24,13 @@ export interface PushServiceOptions {
   readonly maxWriteAttempts: number;
   readonly backoff: BackoffPolicy;
   readonly pusherPolicy: PusherPolicy;
+  readonly limits: ServiceLimits;
   readonly random?: () => number;
+}
+
+/** Limits on what a user may accumulate (per-request limits are checked when parsing). */
+export interface ServiceLimits extends RulesetLimits {
+  readonly maxPushersPerUser: number;
 }
 
 /** What clients are told after a write, so `/sync` streams can wake up. */
@@ -137,8 +144,13 @@ export class PushService {
       // been a redelivered copy of this very request.
       const loaded = await this.#store.loadPushRules(userId, messageId);
       if (loaded.recorded !== undefined) return { done: replayOf(loaded.recorded), replayed: true };
-      const result = operation(viewOf(loaded, userId));
+      const view = viewOf(loaded, userId);
+      const result = operation(view);
       if (!result.ok) return { done: failure(result.error) };
+      // An operation only succeeds on a valid view.
+      const before = view.status === 'valid' ? view.ruleset : result.value;
+      const limited = checkRulesetGrowth(before, result.value, this.#options.limits);
+      if (!limited.ok) return { done: failure(limited.error) };
       return this.#save(userId, loaded.version, result.value, success({}), messageId);
     }));
   }
@@ -184,6 +196,8 @@ export class PushService {
     if (plan.value.type === 'delete') {
       changed = await this.#store.deletePusher(plan.value.key);
     } else {
+      const refused = await this.#checkPusherCount(userId, plan.value.key);
+      if (refused !== undefined) return { reply: refused, conflicts: 0 };
       await this.#store.upsertPusher({ ...plan.value.pusher, user_id: userId });
       if (plan.value.removeFromOtherUsers) await this.#store.deletePushersOfOtherUsers(plan.value.key);
       changed = true;
@@ -196,6 +210,20 @@ export class PushService {
     }
     const version = await this.#store.bumpPushersVersion(userId, record);
     return { reply, change: { user_id: userId, type: 'm.pushers', version }, conflicts: 0 };
+  }
+
+  /**
+   * A new pusher beyond the limit is refused; replacing one never is.
+   * Workers serving the same user at the same instant may each let one
+   * through, so the limit can be passed by a few — it bounds abuse, it is
+   * not an invariant.
+   */
+  async #checkPusherCount(userId: string, key: PusherKey): Promise<Reply | undefined> {
+    const { maxPushersPerUser } = this.#options.limits;
+    const pushers = await this.#store.listPushers(userId);
+    if (pushers.length < maxPushersPerUser) return undefined;
+    if (pushers.some((p) => p.app_id === key.appId && p.pushkey === key.pushkey)) return undefined;
+    return failure(matrixError('TooLarge', LIMIT_MESSAGES.tooManyPushers(maxPushersPerUser)));
   }
 }
 

@@ -18,6 +18,19 @@ describe('configuration', () => {
     expect(config.log.level).toBe('debug');
   });
 
+  it('reads a list variable as comma-separated names', () => {
+    expect(loadConfig({ TRUSTED_PUBLISHERS: ' front-1, front-2 ,,' }).amqp.trustedPublishers).toEqual(['front-1', 'front-2']);
+    expect(loadConfig({}).amqp.trustedPublishers).toEqual([]);
+  });
+
+  it('has every fault injection off by default', () => {
+    expect(loadConfig({}).faults).toEqual({ crashOnUserId: '' });
+  });
+
+  it('keeps the ruleset limit far below the 16 MiB MongoDB document limit', () => {
+    expect(() => loadConfig({ MAX_RULESET_BYTES: String(16 * 1024 * 1024) })).toThrow('limits.maxRulesetBytes (MAX_RULESET_BYTES) must be <= 8388608');
+  });
+
   it.each([
     [{ RPC_PREFETCH: 'lots' }, 'RPC_PREFETCH must be an integer, got "lots"'],
     [{ RPC_PREFETCH: '0' }, 'amqp.prefetch (RPC_PREFETCH) must be >= 1'],
@@ -25,6 +38,9 @@ describe('configuration', () => {
     [{ MONGODB_URL: 'postgres://x' }, 'mongodb.url (MONGODB_URL) must match pattern'],
     [{ ALLOW_INSECURE_PUSH_GATEWAYS: 'yes' }, 'ALLOW_INSECURE_PUSH_GATEWAYS must be true or false'],
     [{ LOG_LEVEL: 'loud' }, 'log.level (LOG_LEVEL)'],
+    [{ TRUSTED_PUBLISHERS: 'a,a' }, 'amqp.trustedPublishers (TRUSTED_PUBLISHERS) must NOT have duplicate items'],
+    [{ HEALTH_PORT: '70000' }, 'health.port (HEALTH_PORT) must be <= 65535'],
+    [{ MAX_USER_RULES: '0' }, 'limits.maxUserRules (MAX_USER_RULES) must be >= 1'],
     [{ CONFIG_FILE: '/nonexistent.json' }, 'cannot read the configuration file /nonexistent.json'],
   ])('refuses %o naming the setting', (env, message) => {
     expect(() => loadConfig(env)).toThrow(ConfigError);

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CONTRACT_KINDS } from '../support/expect-result.js';
-import { MAX_REQUEST_BYTES, startHarness, type Harness } from './support/worker-harness.js';
+import { MAX_REQUEST_BYTES, startHarness, TEST_LIMITS, type Harness } from './support/worker-harness.js';
 
 const USER = '@victim:example.org';
 let h: Harness;
@@ -50,6 +50,8 @@ describe('bad input gets a clear error and changes nothing', () => {
     ['a rule body invalid for its kind', { ...address, kind: 'content', rule }, 'BadJson', 'content rules need a pattern.'],
     ['an invalid action', { ...address, rule: { actions: [42], conditions: [] } }, 'BadJson', 'actions[0] must be a string or an object.'],
     ['an invalid condition', { ...address, rule: { actions: [], conditions: [{ kind: 'event_match' }] } }, 'BadJson', 'conditions[0] (event_match) needs key to be a string.'],
+    ['a string over the limit', { ...address, rule_id: 'r'.repeat(TEST_LIMITS.maxStringBytes + 1), rule }, 'InvalidParam', `rule_id is longer than ${TEST_LIMITS.maxStringBytes} bytes.`],
+    ['too many conditions', { ...address, rule: { actions: [], conditions: Array.from({ length: TEST_LIMITS.maxConditionsPerRule + 1 }, () => ({ kind: 'contains_display_name' })) } }, 'InvalidParam', `Too many conditions: a rule may have at most ${TEST_LIMITS.maxConditionsPerRule}.`],
   ] as const)('%s', async (_case, body, kind, message) => {
     const reply = await h.caller.call(h.names.queue, body);
     expect(reply.ok).toBe(false);

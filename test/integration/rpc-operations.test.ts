@@ -3,7 +3,7 @@ import { serverDefaultRuleset } from '../../src/push-rules/server-default-rules.
 import { CONTRACT_KINDS, type ContractKind } from '../support/expect-result.js';
 import { SEED } from '../support/seed-messages.js';
 import type { ContractReply } from './support/rpc-caller.js';
-import { startHarness, type Harness } from './support/worker-harness.js';
+import { startHarness, TEST_LIMITS, type Harness } from './support/worker-harness.js';
 
 let h: Harness;
 let n = 0;
@@ -248,5 +248,38 @@ describe('pusher ops end to end', () => {
     const user = aUser();
     expectFailure(await h.call('set_pusher', user, { action }), kind, message);
     expect(await h.call('get_pushers', user)).toEqual({ ok: true, body: { pushers: [] } });
+  });
+});
+
+describe('limits on what a user accumulates, end to end', () => {
+  it('the rule past maxUserRules gets TooLarge; deleting makes room again', async () => {
+    const user = aUser();
+    await h.call('get_pushrules', user);
+    const room = (i: number) => ({ scope: 'global', kind: 'room', rule_id: `!r${i}:example.org` });
+    for (let i = 0; i < TEST_LIMITS.maxUserRules; i += 1) {
+      expect(await h.call('set_pushrule', user, { ...room(i), rule: { actions: [] } })).toEqual({ ok: true, body: {} });
+    }
+    expectFailure(
+      await h.call('set_pushrule', user, { ...room(99), rule: { actions: [] } }),
+      'TooLarge',
+      `Too many push rules: a user may have at most ${TEST_LIMITS.maxUserRules} of their own.`,
+    );
+    expect(await h.call('delete_pushrule', user, room(0))).toEqual({ ok: true, body: {} });
+    expect(await h.call('set_pushrule', user, { ...room(99), rule: { actions: [] } })).toEqual({ ok: true, body: {} });
+  });
+
+  it('the pusher past maxPushersPerUser gets TooLarge', async () => {
+    const user = aUser();
+    const pusher = (pushkey: string) => ({
+      action: { kind: 'email', app_id: 'm.email', pushkey, app_display_name: 'E', device_display_name: 'E', lang: 'en', data: {} },
+    });
+    for (let i = 0; i < TEST_LIMITS.maxPushersPerUser; i += 1) {
+      expect(await h.call('set_pusher', user, pusher(`p${i}@example.org`))).toEqual({ ok: true, body: {} });
+    }
+    expectFailure(
+      await h.call('set_pusher', user, pusher('extra@example.org')),
+      'TooLarge',
+      `Too many pushers: a user may have at most ${TEST_LIMITS.maxPushersPerUser}.`,
+    );
   });
 });

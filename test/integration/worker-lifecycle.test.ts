@@ -7,6 +7,7 @@ import { InMemoryPushStore } from '../../src/store/in-memory-push-store.js';
 import type { PushStore } from '../../src/store/push-store.js';
 import { PushService } from '../../src/worker/push-service.js';
 import { RpcCaller } from './support/rpc-caller.js';
+import { DEFAULT_LIMITS } from '../support/default-config.js';
 import { wrapStore } from '../support/store-doubles.js';
 import { deleteTopology, uniqueNames } from './support/worker-harness.js';
 
@@ -33,6 +34,7 @@ describe('worker lifecycle', () => {
       maxWriteAttempts: 3,
       backoff: { baseMs: 1, maxMs: 5 },
       pusherPolicy: { allowInsecureGateways: false },
+      limits: DEFAULT_LIMITS,
     });
     const logLines: { msg?: string }[] = [];
     const sink = new Writable({
@@ -41,7 +43,7 @@ describe('worker lifecycle', () => {
         done();
       },
     });
-    const worker = new RpcWorker(service, { amqp: names.amqp, maxRequestBytes: 65536, logger: pino({ level: 'info' }, sink) });
+    const worker = new RpcWorker(service, { amqp: names.amqp, limits: DEFAULT_LIMITS, logger: pino({ level: 'info' }, sink) });
     await worker.start();
     const caller = await RpcCaller.open(names.amqp.url);
     try {

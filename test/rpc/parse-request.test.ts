@@ -2,9 +2,10 @@ import { describe, expect, it } from 'vitest';
 import { parseRequest } from '../../src/rpc/parse-request.js';
 import { OPS } from '../../src/rpc/request-schemas.js';
 import { ALICE } from '../support/builders.js';
+import { DEFAULT_LIMITS } from '../support/default-config.js';
 import { expectError, expectOk } from '../support/expect-result.js';
 
-const LIMIT = { maxBytes: 64 * 1024 };
+const LIMIT = DEFAULT_LIMITS;
 const encode = (value: unknown) => new TextEncoder().encode(typeof value === 'string' ? value : JSON.stringify(value));
 const parse = (value: unknown) => parseRequest(encode(value), LIMIT);
 
@@ -91,7 +92,36 @@ describe('parsing requests: refusals', () => {
 
   it('refuses a body over the size limit before parsing it', () => {
     const body = encode({ op: 'get_pushrules', user_id: ALICE, pad: 'x'.repeat(100) });
-    expectError(parseRequest(body, { maxBytes: 50 }), 'TooLarge', 'Request body is larger than 50 bytes.');
-    expect(parseRequest(body, { maxBytes: body.byteLength }).ok).toBe(true);
+    expectError(parseRequest(body, { ...LIMIT, maxRequestBytes: 50 }), 'TooLarge', 'Request body is larger than 50 bytes.');
+    expect(parseRequest(body, { ...LIMIT, maxRequestBytes: body.byteLength }).ok).toBe(true);
+  });
+
+  describe('per-request limits (InvalidParam naming the limit)', () => {
+    const limits = { ...LIMIT, maxStringBytes: 64, maxActionsPerRule: 2, maxConditionsPerRule: 1 };
+    const cond = (pattern: string) => ({ kind: 'event_match', key: 'content.body', pattern });
+    const limited = (body: unknown) => parseRequest(encode(body), limits);
+
+    it.each([
+      ['a rule_id', { op: 'delete_pushrule', user_id: ALICE, ...address, rule_id: 'r'.repeat(65) }, 'rule_id is longer than 64 bytes.'],
+      ['a condition pattern', { op: 'set_pushrule', user_id: ALICE, ...address, rule: { actions: [], conditions: [cond('p'.repeat(65))] } }, 'rule.conditions.0.pattern is longer than 64 bytes.'],
+      ['a string counted in UTF-8 bytes', { op: 'set_pushrule', user_id: ALICE, ...address, rule: { actions: [], conditions: [cond('é'.repeat(33))] } }, 'rule.conditions.0.pattern is longer than 64 bytes.'],
+      ['a tweak value', { op: 'set_pushrule_actions', user_id: ALICE, ...address, actions: [{ set_tweak: 'sound', value: 's'.repeat(65) }] }, 'actions.0.value is longer than 64 bytes.'],
+      ['a pusher field', { op: 'set_pusher', user_id: ALICE, action: { app_display_name: 'n'.repeat(65) } }, 'action.app_display_name is longer than 64 bytes.'],
+      ['a key in pusher data', { op: 'set_pusher', user_id: ALICE, action: { data: { ['k'.repeat(65)]: 1 } } }, 'A key in action.data is longer than 64 bytes.'],
+      ['too many actions', { op: 'set_pushrule_actions', user_id: ALICE, ...address, actions: ['notify', 'notify', 'notify'] }, 'Too many actions: a rule may have at most 2.'],
+      ['too many actions in a rule', { op: 'set_pushrule', user_id: ALICE, ...address, rule: { actions: ['notify', 'notify', 'notify'], conditions: [] } }, 'Too many actions: a rule may have at most 2.'],
+      ['too many conditions', { op: 'set_pushrule', user_id: ALICE, ...address, rule: { actions: [], conditions: [cond('a'), cond('b')] } }, 'Too many conditions: a rule may have at most 1.'],
+    ])('%s over the limit', (_case, body, message) => {
+      expectError(limited(body), 'InvalidParam', message);
+    });
+
+    it('accepts everything exactly at the limits', () => {
+      const atLimit = { op: 'set_pushrule', user_id: ALICE, ...address, rule_id: 'r'.repeat(64), rule: { actions: ['notify', 'notify'], conditions: [cond('é'.repeat(32))] } };
+      expectOk(limited(atLimit));
+    });
+
+    it('a malformed request is BadJson before any limit is checked', () => {
+      expectError(limited({ op: 'set_pushrule', user_id: ALICE, ...address, rule: { actions: 'x'.repeat(100) } }), 'BadJson', 'rule.actions must be array.');
+    });
   });
 });

@@ -6,12 +6,14 @@ import { PushService, type PushServiceOptions } from '../../src/worker/push-serv
 import { serverDefaultRuleset } from '../../src/push-rules/server-default-rules.js';
 import { ALICE } from '../support/builders.js';
 import { CONTRACT_KINDS } from '../support/expect-result.js';
+import { DEFAULT_LIMITS } from '../support/default-config.js';
 import { wrapStore } from '../support/store-doubles.js';
 
 const OPTIONS: PushServiceOptions = {
   maxWriteAttempts: 4,
   backoff: { baseMs: 0, maxMs: 0 },
   pusherPolicy: { allowInsecureGateways: false },
+  limits: DEFAULT_LIMITS,
 };
 
 const setEnabled: Command = {
@@ -238,5 +240,50 @@ describe('PushService: a write redelivered with the same messageId is applied on
     const remove: Command = { op: 'set_pusher', userId: ALICE, action: { kind: null, app_id: 'a', pushkey: 'k' } };
     await service.handle(remove, { messageId: 'gone' });
     expect(await store.findRecordedWrite(ALICE, 'gone')).toEqual({ messageId: 'gone', replyJson: '{"ok":true,"body":{}}' });
+  });
+});
+
+describe('PushService: limits on what a user accumulates', () => {
+  const tight = { ...OPTIONS, limits: { ...DEFAULT_LIMITS, maxUserRules: 2, maxPushersPerUser: 2 } };
+  const roomRule = (ruleId: string): Command => ({
+    op: 'set_pushrule',
+    userId: ALICE,
+    request: { scope: 'global', kind: 'room', ruleId, body: { actions: ['notify'] } },
+  });
+  const pusher = (pushkey: string, lang = 'en'): Command => ({
+    op: 'set_pusher',
+    userId: ALICE,
+    action: {
+      kind: 'http', app_id: 'a', pushkey, app_display_name: 'A', device_display_name: 'D', lang,
+      data: { url: 'https://push.example.org/_matrix/push/v1/notify' },
+    },
+  });
+
+  it('refuses a rule past maxUserRules with TooLarge and stores nothing', async () => {
+    const store = await withDefaults();
+    const service = new PushService(store, tight);
+    await service.handle(roomRule('!a:x'));
+    await service.handle(roomRule('!b:x'));
+    const version = (await store.loadPushRules(ALICE)).version;
+    expect((await service.handle(roomRule('!c:x'))).reply).toEqual({
+      ok: false,
+      error: { kind: 'TooLarge', ...CONTRACT_KINDS.TooLarge, error: 'Too many push rules: a user may have at most 2 of their own.' },
+    });
+    expect((await store.loadPushRules(ALICE)).version).toBe(version);
+    // Replacing an existing rule does not add one.
+    expect((await service.handle(roomRule('!b:x'))).reply).toEqual({ ok: true, body: {} });
+  });
+
+  it('refuses a pusher past maxPushersPerUser, but lets existing ones be updated', async () => {
+    const store = new InMemoryPushStore();
+    const service = new PushService(store, tight);
+    await service.handle(pusher('k1'));
+    await service.handle(pusher('k2'));
+    expect((await service.handle(pusher('k3'))).reply).toEqual({
+      ok: false,
+      error: { kind: 'TooLarge', ...CONTRACT_KINDS.TooLarge, error: 'Too many pushers: a user may have at most 2.' },
+    });
+    expect((await service.handle(pusher('k2', 'de'))).reply).toEqual({ ok: true, body: {} });
+    expect((await store.listPushers(ALICE)).map((p) => [p.pushkey, p.lang])).toEqual([['k1', 'en'], ['k2', 'de']]);
   });
 });

@@ -7,6 +7,7 @@ import { createLogger } from '../../../src/logging/logger.js';
 import { RpcWorker } from '../../../src/rpc/rpc-worker.js';
 import { MongoPushStore } from '../../../src/store/mongo-push-store.js';
 import { PushService } from '../../../src/worker/push-service.js';
+import { DEFAULT_CONFIG } from '../../support/default-config.js';
 import { RpcCaller, type ContractReply } from './rpc-caller.js';
 
 export interface Names {
@@ -23,14 +24,14 @@ export function uniqueNames(): Names {
     queue,
     database: `test_push_${id}`,
     amqp: {
+      ...DEFAULT_CONFIG.amqp,
       url: inject('amqpUrl'),
       queue,
-      queueType: 'quorum',
-      deliveryLimit: 5,
       deadLetterExchange: `${queue}.dlx`,
       deadLetterQueue: `${queue}.dead`,
-      prefetch: 64,
       eventsExchange: `${queue}.events`,
+      // Tests reconnect within a second, not the production ten.
+      reconnectMaxMs: 1000,
     },
   };
 }
@@ -46,10 +47,22 @@ export interface Harness {
 }
 
 export const MAX_REQUEST_BYTES = 16 * 1024;
+/** Small enough that tests reach each limit with a few requests. */
+export const TEST_LIMITS = {
+  ...DEFAULT_CONFIG.limits,
+  maxRequestBytes: MAX_REQUEST_BYTES,
+  maxStringBytes: 2048,
+  maxActionsPerRule: 8,
+  maxConditionsPerRule: 8,
+  maxUserRules: 12,
+  maxRulesetBytes: 64 * 1024,
+  maxPushersPerUser: 3,
+};
 
 /** One in-process worker on the real broker and database server. */
-export async function startHarness(): Promise<Harness> {
-  const names = uniqueNames();
+export async function startHarness(amqpOverrides: Partial<Config['amqp']> = {}): Promise<Harness> {
+  const unique = uniqueNames();
+  const names = { ...unique, amqp: { ...unique.amqp, ...amqpOverrides } };
   const mongo = new MongoClient(inject('mongoUrl'), { serverSelectionTimeoutMS: 5000 });
   await mongo.connect();
   const db = mongo.db(names.database);
@@ -59,10 +72,11 @@ export async function startHarness(): Promise<Harness> {
     maxWriteAttempts: 12,
     backoff: { baseMs: 2, maxMs: 100 },
     pusherPolicy: { allowInsecureGateways: false },
+    limits: TEST_LIMITS,
   });
   const worker = new RpcWorker(service, {
     amqp: names.amqp,
-    maxRequestBytes: MAX_REQUEST_BYTES,
+    limits: TEST_LIMITS,
     logger: createLogger(process.env['TEST_LOG_LEVEL'] ?? 'silent'),
   });
   await worker.start();

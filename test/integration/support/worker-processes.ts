@@ -11,6 +11,8 @@ export interface WorkerProcess {
   readonly child: ChildProcess;
   /** Parsed JSON log lines seen so far. */
   readonly lines: Record<string, unknown>[];
+  /** Where its `/healthz`, `/readyz` and `/metrics` answer. */
+  readonly healthUrl: string;
 }
 
 /** Environment that points a worker process at a test's own queue and database. */
@@ -25,6 +27,9 @@ export function workerEnvironment(names: Names, extra: Record<string, string> = 
     RPC_DEAD_LETTER_QUEUE: names.amqp.deadLetterQueue,
     EVENTS_EXCHANGE: names.amqp.eventsExchange,
     LOG_LEVEL: 'debug',
+    HEALTH_HOST: '127.0.0.1',
+    HEALTH_PORT: '0',
+    AMQP_RECONNECT_MAX_MS: '1000',
     ...extra,
   };
 }
@@ -37,12 +42,14 @@ export async function startWorkerProcess(env: NodeJS.ProcessEnv): Promise<Worker
   child.stderr.on('data', (chunk: Buffer) => {
     stderr += chunk.toString();
   });
+  let healthUrl = '';
   const started = new Promise<void>((resolve, reject) => {
     const reader = createInterface({ input: child.stdout });
     reader.on('line', (line) => {
       try {
         const parsed = JSON.parse(line) as Record<string, unknown>;
         lines.push(parsed);
+        if (parsed['msg'] === 'health and metrics listening') healthUrl = `http://127.0.0.1:${String(parsed['port'])}`;
         if (parsed['msg'] === 'worker started') resolve();
       } catch {
         // not a log line
@@ -51,7 +58,7 @@ export async function startWorkerProcess(env: NodeJS.ProcessEnv): Promise<Worker
     child.once('exit', (code) => { reject(new Error(`worker exited with ${String(code)} before starting: ${stderr}`)); });
   });
   await started;
-  return { child, lines };
+  return { child, lines, healthUrl };
 }
 
 export async function stopWorkerProcess(worker: WorkerProcess, signal: NodeJS.Signals = 'SIGTERM'): Promise<number | null> {

@@ -1,0 +1,90 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+/** What `/readyz` checks; each probe answers quickly and never throws. */
+export interface ReadinessProbes {
+  readonly consuming: () => boolean;
+  readonly database: () => Promise<boolean>;
+}
+
+export interface HealthServerOptions {
+  readonly host: string;
+  readonly port: number;
+  readonly probes: ReadinessProbes;
+  /** Prometheus text and its content type. */
+  readonly metrics: () => Promise<{ readonly contentType: string; readonly body: string }>;
+}
+
+/**
+ * A small HTTP listener for orchestrators and Prometheus:
+ * - `/healthz`: 200 while the process runs (liveness);
+ * - `/readyz`: 200 when consuming on a live broker session and the
+ *   database answers a ping, else 503 with what is missing (readiness);
+ * - `/metrics`: Prometheus text format.
+ * Plain `node:http`: three fixed routes need no framework.
+ */
+export class HealthServer {
+  readonly #options: HealthServerOptions;
+  readonly #server: Server;
+  #closing: Promise<void> | undefined;
+
+  constructor(options: HealthServerOptions) {
+    this.#options = options;
+    this.#server = createServer((request, response) => {
+      void this.#route(request.method ?? 'GET', (request.url ?? '/').split('?')[0] ?? '/').then(
+        ({ status, contentType, body }) => {
+          response.writeHead(status, { 'content-type': contentType, 'cache-control': 'no-store' });
+          response.end(body);
+        },
+        () => {
+          response.writeHead(500, { 'content-type': 'text/plain' });
+          response.end('internal error\n');
+        },
+      );
+    });
+  }
+
+  /** Listens and returns the bound port (useful with port 0). */
+  async listen(): Promise<number> {
+    await new Promise<void>((resolve, reject) => {
+      this.#server.once('error', reject);
+      this.#server.listen(this.#options.port, this.#options.host, () => {
+        this.#server.off('error', reject);
+        resolve();
+      });
+    });
+    return (this.#server.address() as AddressInfo).port;
+  }
+
+  async close(): Promise<void> {
+    this.#closing ??= new Promise<void>((resolve) => {
+      this.#server.close(() => {
+        resolve();
+      });
+      this.#server.closeAllConnections();
+    });
+    return this.#closing;
+  }
+
+  async #route(method: string, path: string): Promise<{ status: number; contentType: string; body: string }> {
+    const text = 'text/plain; charset=utf-8';
+    if (method !== 'GET' && method !== 'HEAD') return { status: 405, contentType: text, body: 'method not allowed\n' };
+    switch (path) {
+      case '/healthz':
+        return { status: 200, contentType: text, body: 'ok\n' };
+      case '/readyz': {
+        const { probes } = this.#options;
+        const consuming = probes.consuming();
+        const database = await probes.database();
+        const body = JSON.stringify({ consuming, database });
+        return { status: consuming && database ? 200 : 503, contentType: 'application/json', body };
+      }
+      case '/metrics': {
+        const { contentType, body } = await this.#options.metrics();
+        return { status: 200, contentType, body };
+      }
+      default:
+        return { status: 404, contentType: text, body: 'not found\n' };
+    }
+  }
+}

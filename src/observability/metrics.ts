@@ -1,0 +1,69 @@
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { RequestReport, WorkerObserver } from '../rpc/rpc-worker.js';
+
+/**
+ * The worker's Prometheus metrics, on a registry of its own (not the
+ * library's global one) so that tests and embedders get a clean set.
+ */
+export class WorkerMetrics implements WorkerObserver {
+  readonly registry = new Registry();
+  readonly #requests: Counter<'op' | 'outcome'>;
+  readonly #duration: Histogram<'op'>;
+  readonly #conflicts: Counter;
+  readonly #retries: Counter;
+  readonly #redeliveries: Counter;
+  readonly #replays: Counter;
+  readonly #reconnects: Counter;
+
+  /** `inFlight` is read at scrape time, so the gauge never drifts. */
+  constructor(inFlight: () => number, options: { readonly processMetrics?: boolean } = {}) {
+    const registers = [this.registry];
+    if (options.processMetrics ?? true) collectDefaultMetrics({ register: this.registry });
+    this.#requests = new Counter({
+      name: 'push_worker_requests_total',
+      help: 'Requests settled, by op and outcome (ok, an error kind, expired, dead-lettered).',
+      labelNames: ['op', 'outcome'],
+      registers,
+    });
+    this.#duration = new Histogram({
+      name: 'push_worker_request_duration_seconds',
+      help: 'Time from taking a request to acknowledging it, by op.',
+      labelNames: ['op'],
+      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+      registers,
+    });
+    new Gauge({
+      name: 'push_worker_requests_in_flight',
+      help: 'Requests taken and not yet acknowledged.',
+      registers,
+      collect() {
+        this.set(inFlight());
+      },
+    });
+    this.#conflicts = new Counter({ name: 'push_worker_cas_conflicts_total', help: 'Compare-and-set writes that lost to another writer.', registers });
+    this.#retries = new Counter({ name: 'push_worker_cas_retries_total', help: 'Writes attempted again after a compare-and-set conflict.', registers });
+    this.#redeliveries = new Counter({ name: 'push_worker_redeliveries_total', help: 'Requests the broker delivered more than once.', registers });
+    this.#replays = new Counter({
+      name: 'push_worker_replayed_writes_total',
+      help: 'Writes whose messageId was already applied, answered from the record.',
+      registers,
+    });
+    this.#reconnects = new Counter({ name: 'push_worker_amqp_reconnects_total', help: 'Broker sessions re-established after a loss.', registers });
+  }
+
+  requestSettled(report: RequestReport): void {
+    this.#requests.inc({ op: report.op, outcome: report.outcome });
+    this.#duration.observe({ op: report.op }, report.seconds);
+    if (report.conflicts > 0) {
+      this.#conflicts.inc(report.conflicts);
+      // A request that spent its budget stopped after its last conflict.
+      this.#retries.inc(report.outcome === 'Unavailable' ? report.conflicts - 1 : report.conflicts);
+    }
+    if (report.redelivered) this.#redeliveries.inc();
+    if (report.replayed) this.#replays.inc();
+  }
+
+  reconnected(): void {
+    this.#reconnects.inc();
+  }
+}
