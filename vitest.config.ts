@@ -11,7 +11,7 @@ export default defineConfig({
         test: {
           name: 'unit',
           include: ['test/**/*.test.ts'],
-          exclude: ['test/integration/**'],
+          exclude: ['test/integration/**', 'test/faults/**'],
         },
       },
       {
@@ -20,6 +20,18 @@ export default defineConfig({
           include: ['test/integration/**/*.test.ts'],
           globalSetup: ['test/integration/global-setup.ts'],
           testTimeout: 60_000,
+          hookTimeout: 120_000,
+        },
+      },
+      {
+        test: {
+          // They stop and start the shared services: after every other
+          // project (a higher group runs later), one file at a time.
+          name: 'faults',
+          include: ['test/faults/**/*.test.ts'],
+          globalSetup: ['test/faults/global-setup.ts'],
+          sequence: { groupOrder: 1 },
+          testTimeout: 120_000,
           hookTimeout: 120_000,
         },
       },

@@ -6,6 +6,11 @@
 #   scripts/services.sh down    stop what `up` started (and nothing else)
 #   scripts/services.sh status  say what answers
 #
+# For the fault tests, which take the local services away under load:
+#   scripts/services.sh stop-rabbitmq | start-rabbitmq   stop/start the broker application (rabbitmqctl stop_app/start_app)
+#   scripts/services.sh stop-mongo | start-mongo         stop (SIGTERM) / start the MongoDB stand-in
+#   scripts/services.sh add-amqp-user NAME PASSWORD      (re)create a broker user with full permissions on /
+#
 # A service is skipped when its URL is given (AMQP_URL / MONGODB_URL) or when
 # something already answers on its port.
 # - RabbitMQ: Debian's rabbitmq-server, installed with apt-get when missing.
@@ -116,6 +121,37 @@ down() {
   : >"$STARTED"
 }
 
+mongo_pid() {
+  if [[ -f "$MONGO_DIR/pid" ]] && kill -0 "$(cat "$MONGO_DIR/pid")" 2>/dev/null; then cat "$MONGO_DIR/pid"; return; fi
+  pgrep -f 'de.bwaldvogel.mongo.H2MongoServer' | head -n 1
+}
+
+stop_mongo() {
+  local pid
+  pid="$(mongo_pid || true)"
+  if [[ -z "$pid" ]]; then log "MongoDB stand-in: not running"; return; fi
+  # SIGTERM: the stand-in closes its H2 store cleanly, so nothing written is lost.
+  kill "$pid"
+  for _ in $(seq 1 80); do kill -0 "$pid" 2>/dev/null || break; sleep 0.25; done
+  log "MongoDB stand-in: stopped"
+}
+
+rabbitmqctl_() { PATH="$PATH:/usr/sbin" rabbitmqctl "$@"; }
+
+start_rabbitmq_app() {
+  rabbitmqctl_ -q start_app >/dev/null
+  rabbitmqctl_ -q await_startup --timeout 60 >/dev/null
+  wait_port 5672 RabbitMQ 60
+  log "RabbitMQ: application started"
+}
+
+add_amqp_user() {
+  rabbitmqctl_ -q delete_user "$1" >/dev/null 2>&1 || true
+  rabbitmqctl_ -q add_user "$1" "$2" >/dev/null
+  rabbitmqctl_ -q set_permissions -p / "$1" '.*' '.*' '.*' >/dev/null
+  log "RabbitMQ: user $1 ready"
+}
+
 status() {
   answers 5672 && log "RabbitMQ answers on 5672" || log "RabbitMQ: nothing on 5672"
   answers 27017 && log "MongoDB answers on 27017" || log "MongoDB: nothing on 27017"
@@ -125,5 +161,10 @@ case "${1:-}" in
   up) rabbitmq_up; mongo_up ;;
   down) down ;;
   status) status ;;
-  *) echo "usage: $0 up|down|status" >&2; exit 64 ;;
+  stop-rabbitmq) rabbitmqctl_ -q stop_app >/dev/null; log "RabbitMQ: application stopped" ;;
+  start-rabbitmq) start_rabbitmq_app ;;
+  stop-mongo) stop_mongo ;;
+  start-mongo) mongo_up ;;
+  add-amqp-user) add_amqp_user "${2:?name}" "${3:?password}" ;;
+  *) echo "usage: $0 up|down|status|stop-rabbitmq|start-rabbitmq|stop-mongo|start-mongo|add-amqp-user NAME PASSWORD" >&2; exit 64 ;;
 esac

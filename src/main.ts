@@ -83,7 +83,7 @@ async function main(): Promise<void> {
     limits: config.limits,
     logger: log,
     observer: metrics,
-    ...(config.faults.crashOnUserId === '' ? {} : { beforeServe: crashOn(config.faults.crashOnUserId, log) }),
+    ...faultInjection(config.faults, log),
   });
   running.worker = worker;
   await worker.start();
@@ -127,15 +127,22 @@ async function untilDone(log: Logger, config: Readonly<Config>, signal: AbortSig
 }
 
 /**
- * Test-only fault injection (`faults.crashOnUserId`): the process dies the
- * way an out-of-memory kill or a segfault would, with the request unacked.
+ * Test-only fault injection (`faults.*`): the process dies the way an
+ * out-of-memory kill or a segfault would, with the request unacknowledged —
+ * before serving it (a poison request) or after applying it (a lost reply).
  */
-function crashOn(userId: string, log: Logger): (command: Command) => void {
-  log.warn({ userId }, 'TEST-ONLY fault injection is on: this worker crashes on requests for this user');
-  return (command) => {
-    if (command.userId !== userId) return;
-    log.fatal({ userId }, 'fault injection: crashing');
-    process.kill(process.pid, 'SIGKILL');
+function faultInjection(faults: Config['faults'], log: Logger): { beforeServe?: (c: Command) => void; afterServe?: (c: Command) => void } {
+  const crashFor = (userId: string, when: string) => {
+    log.warn({ userId, when }, 'TEST-ONLY fault injection is on: this worker crashes on requests for this user');
+    return (command: Command) => {
+      if (command.userId !== userId) return;
+      log.fatal({ userId, when }, 'fault injection: crashing');
+      process.kill(process.pid, 'SIGKILL');
+    };
+  };
+  return {
+    ...(faults.crashOnUserId === '' ? {} : { beforeServe: crashFor(faults.crashOnUserId, 'before serving') }),
+    ...(faults.crashAfterApplyOnUserId === '' ? {} : { afterServe: crashFor(faults.crashAfterApplyOnUserId, 'after applying') }),
   };
 }
 

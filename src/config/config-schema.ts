@@ -69,8 +69,10 @@ export const ConfigSchema = Type.Object(
     /** Test-only fault injection; every setting here is off by default. Never set in production. */
     faults: Type.Object(
       {
-        /** The worker process exits abruptly when it takes a request for this user ID. */
+        /** The worker process dies when it takes a request for this user ID. */
         crashOnUserId: Type.String(),
+        /** The worker process dies after applying a request for this user ID, before replying. */
+        crashAfterApplyOnUserId: Type.String(),
       },
       { additionalProperties: false },
     ),
@@ -125,6 +127,7 @@ export const ENVIRONMENT: readonly { readonly name: string; readonly path: reado
   { name: 'HEALTH_HOST', path: ['health', 'host'], kind: 'string' },
   { name: 'HEALTH_PORT', path: ['health', 'port'], kind: 'integer' },
   { name: 'FAULT_CRASH_ON_USER_ID', path: ['faults', 'crashOnUserId'], kind: 'string' },
+  { name: 'FAULT_CRASH_AFTER_APPLY_ON_USER_ID', path: ['faults', 'crashAfterApplyOnUserId'], kind: 'string' },
   { name: 'ALLOW_INSECURE_PUSH_GATEWAYS', path: ['pushers', 'allowInsecureGateways'], kind: 'boolean' },
   { name: 'LOG_LEVEL', path: ['log', 'level'], kind: 'string' },
 ];

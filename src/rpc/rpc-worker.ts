@@ -35,8 +35,9 @@ export interface RpcWorkerOptions {
   readonly limits: RequestLimits;
   readonly logger: Logger;
   readonly observer?: WorkerObserver;
-  /** Runs before a parsed request is served; main wires test-only fault injection here. */
+  /** Run around serving a parsed request; main wires test-only fault injection here. */
   readonly beforeServe?: (command: Command) => void;
+  readonly afterServe?: (command: Command) => void;
   readonly now?: () => number;
   readonly random?: () => number;
 }
@@ -271,7 +272,9 @@ export class RpcWorker {
     if (!parsed.ok) return { reply: failure(parsed.error), conflicts: 0 };
     this.#options.beforeServe?.(parsed.value);
     try {
-      return { ...(await this.#service.handle(parsed.value, { messageId })), op: parsed.value.op };
+      const outcome = await this.#service.handle(parsed.value, { messageId });
+      this.#options.afterServe?.(parsed.value);
+      return { ...outcome, op: parsed.value.op };
     } catch (error) {
       // The service turns every failure into a reply; this is a bug, and
       // the caller still gets an answer.

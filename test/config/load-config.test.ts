@@ -24,7 +24,7 @@ describe('configuration', () => {
   });
 
   it('has every fault injection off by default', () => {
-    expect(loadConfig({}).faults).toEqual({ crashOnUserId: '' });
+    expect(loadConfig({}).faults).toEqual({ crashOnUserId: '', crashAfterApplyOnUserId: '' });
   });
 
   it('keeps the ruleset limit far below the 16 MiB MongoDB document limit', () => {

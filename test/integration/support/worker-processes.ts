@@ -62,7 +62,8 @@ export async function startWorkerProcess(env: NodeJS.ProcessEnv): Promise<Worker
 }
 
 export async function stopWorkerProcess(worker: WorkerProcess, signal: NodeJS.Signals = 'SIGTERM'): Promise<number | null> {
-  if (worker.child.exitCode !== null) return worker.child.exitCode;
+  // A process killed by a signal has no exit code, only a signal code.
+  if (worker.child.exitCode !== null || worker.child.signalCode !== null) return worker.child.exitCode;
   const exited = once(worker.child, 'exit') as Promise<[number | null]>;
   worker.child.kill(signal);
   const [code] = await exited;

@@ -1,0 +1,167 @@
+import { randomUUID } from 'node:crypto';
+import amqp, { type Channel, type ChannelModel, type ConsumeMessage, type Message } from 'amqplib';
+import type { Reply } from '../worker/reply.js';
+
+const REPLY_QUEUE = 'amq.rabbitmq.reply-to';
+
+export type TransportFailure = 'timeout' | 'connection-lost' | 'unroutable' | 'closed';
+
+/** A request that got no reply; the worker may or may not have applied it. */
+export class RpcTransportError extends Error {
+  readonly reason: TransportFailure;
+
+  constructor(reason: TransportFailure, message: string) {
+    super(message);
+    this.name = 'RpcTransportError';
+    this.reason = reason;
+  }
+}
+
+export interface RpcClientOptions {
+  readonly url: string;
+  /** The workers' request queue. */
+  readonly queue: string;
+  /** Per-call deadline unless a call gives its own; also sent as `expiration`. */
+  readonly timeoutMs?: number;
+}
+
+export interface RequestOptions {
+  readonly timeoutMs?: number;
+  /** Idempotency key: a write retried with the same id is applied once. */
+  readonly messageId?: string;
+}
+
+interface Pending {
+  readonly resolve: (reply: Reply) => void;
+  readonly reject: (error: RpcTransportError) => void;
+  readonly timer: NodeJS.Timeout;
+}
+
+interface Session {
+  readonly connection: ChannelModel;
+  readonly channel: Channel;
+  readonly pending: Map<string, Pending>;
+}
+
+/**
+ * The caller's side of the RPC contract: direct reply-to, TCP_NODELAY, a
+ * deadline per call that is also the request's `expiration`, and `mandatory`
+ * publishes so that a request no queue takes fails at once.
+ *
+ * When the connection goes, every pending call fails fast with
+ * `connection-lost` (the reply-to pseudo-queue belongs to the connection,
+ * so their replies could never arrive), and the next call connects again.
+ */
+export class RpcClient {
+  readonly #options: RpcClientOptions;
+  #session: Promise<Session> | undefined;
+  /** The session `#session` resolved to, so a late close of an old one changes nothing. */
+  #live: Session | undefined;
+  #closed = false;
+
+  constructor(options: RpcClientOptions) {
+    this.#options = options;
+  }
+
+  /** Resolves with the reply envelope; rejects with `RpcTransportError` when there is none. */
+  async request(body: object, options: RequestOptions = {}): Promise<Reply> {
+    if (this.#closed) throw new RpcTransportError('closed', 'the client is closed');
+    const session = await this.#connected();
+    const timeoutMs = options.timeoutMs ?? this.#options.timeoutMs ?? 10_000;
+    const correlationId = randomUUID();
+    return new Promise<Reply>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        session.pending.delete(correlationId);
+        reject(new RpcTransportError('timeout', `no reply within ${timeoutMs} ms`));
+      }, timeoutMs);
+      session.pending.set(correlationId, { resolve, reject, timer });
+      try {
+        session.channel.publish('', this.#options.queue, Buffer.from(JSON.stringify(body)), {
+          mandatory: true,
+          replyTo: REPLY_QUEUE,
+          correlationId,
+          contentType: 'application/json',
+          expiration: String(timeoutMs),
+          timestamp: Date.now(),
+          ...(options.messageId === undefined ? {} : { messageId: options.messageId }),
+        });
+      } catch {
+        settle(session, correlationId, (p) => {
+          p.reject(new RpcTransportError('connection-lost', 'the broker connection is closed'));
+        });
+      }
+    });
+  }
+
+  /** Rejects pending calls with `closed` and disconnects. Idempotent. */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    const session = await this.#session?.catch(() => undefined);
+    if (session === undefined) return;
+    failAll(session, 'closed', 'the client was closed');
+    await session.connection.close().catch(() => undefined);
+  }
+
+  async #connected(): Promise<Session> {
+    this.#session ??= this.#open().catch((error: unknown) => {
+      this.#session = undefined;
+      throw new RpcTransportError('connection-lost', `cannot reach the broker: ${(error as Error).message}`);
+    });
+    return this.#session;
+  }
+
+  async #open(): Promise<Session> {
+    const connection = await amqp.connect(this.#options.url, { noDelay: true });
+    const channel = await connection.createChannel();
+    const session: Session = { connection, channel, pending: new Map() };
+    const lost = () => {
+      if (this.#live === session) {
+        this.#live = undefined;
+        this.#session = undefined;
+      }
+      failAll(session, 'connection-lost', 'the broker connection was lost before the reply');
+    };
+    connection.on('error', () => undefined);
+    connection.on('close', lost);
+    channel.on('error', () => undefined);
+    channel.on('close', () => {
+      lost();
+      void connection.close().catch(() => undefined);
+    });
+    channel.on('return', (message: Message) => {
+      settle(session, String(message.properties.correlationId), (p) => {
+        p.reject(new RpcTransportError('unroutable', 'no queue took the request: is any worker running?'));
+      });
+    });
+    await channel.consume(
+      REPLY_QUEUE,
+      (message: ConsumeMessage | null) => {
+        if (message === null) return;
+        const id = String(message.properties.correlationId);
+        settle(session, id, (p) => {
+          p.resolve(JSON.parse(message.content.toString('utf8')) as Reply);
+        });
+      },
+      { noAck: true },
+    );
+    this.#live = session;
+    return session;
+  }
+}
+
+function settle(session: Session, correlationId: string, how: (pending: Pending) => void): void {
+  const pending = session.pending.get(correlationId);
+  if (pending === undefined) return;
+  clearTimeout(pending.timer);
+  session.pending.delete(correlationId);
+  how(pending);
+}
+
+function failAll(session: Session, reason: TransportFailure, message: string): void {
+  for (const id of [...session.pending.keys()]) {
+    settle(session, id, (p) => {
+      p.reject(new RpcTransportError(reason, message));
+    });
+  }
+}

@@ -1,0 +1,60 @@
+import { MongoClient, type Db } from 'mongodb';
+import { inject } from 'vitest';
+import { RpcClient } from '../../../src/client/rpc-client.js';
+import { deleteTopology, uniqueNames, type Names } from '../../integration/support/worker-harness.js';
+import { startWorkerProcess, stopWorkerProcess, workerEnvironment, type WorkerProcess } from '../../integration/support/worker-processes.js';
+
+/** Worker processes on a queue and database of the test's own, a client, and the database to inspect. */
+export interface FaultWorld {
+  readonly names: Names;
+  readonly workers: WorkerProcess[];
+  readonly client: RpcClient;
+  readonly db: Db;
+  startWorker(extraEnv?: Record<string, string>): Promise<WorkerProcess>;
+  /** Version and user rule IDs of a user's stored push rules. */
+  stored(user: string): Promise<{ version: number; ruleIds: string[] }>;
+  close(): Promise<void>;
+}
+
+export async function openFaultWorld(workerCount: number, extraEnv: Record<string, string> = {}): Promise<FaultWorld> {
+  const names = uniqueNames();
+  const mongo = new MongoClient(inject('mongoUrl'), { serverSelectionTimeoutMS: 5000 });
+  const db = mongo.db(names.database);
+  const workers: WorkerProcess[] = [];
+  const startWorker = async (env: Record<string, string> = {}) => {
+    const worker = await startWorkerProcess(workerEnvironment(names, { ...extraEnv, ...env }));
+    workers.push(worker);
+    return worker;
+  };
+  await Promise.all(Array.from({ length: workerCount }, async () => startWorker()));
+  const client = new RpcClient({ url: names.amqp.url, queue: names.queue, timeoutMs: 10_000 });
+  return {
+    names,
+    workers,
+    client,
+    db,
+    startWorker,
+    stored: async (user) => {
+      const doc = await db
+        .collection<{ _id: string; version?: number; push_rules?: { content_json?: string } }>('account_data')
+        .findOne({ _id: user });
+      const content = JSON.parse(doc?.push_rules?.content_json ?? '{"global":{}}') as {
+        global: Record<string, { rule_id: string; default: boolean }[]>;
+      };
+      const ruleIds = Object.values(content.global).flat().filter((r) => !r.default).map((r) => r.rule_id);
+      return { version: doc?.version ?? 0, ruleIds };
+    },
+    close: async () => {
+      await client.close();
+      await Promise.all(workers.map(async (w) => stopWorkerProcess(w, 'SIGKILL')));
+      await deleteTopology(names).catch(() => undefined);
+      await db.dropDatabase().catch(() => undefined);
+      await mongo.close();
+    },
+  };
+}
+
+/** Log lines of every worker, with the worker's index. */
+export function logLines(world: FaultWorld, msg: string): Record<string, unknown>[] {
+  return world.workers.flatMap((w, i) => w.lines.filter((l) => l['msg'] === msg).map((l) => ({ ...l, worker: i })));
+}
