@@ -308,6 +308,7 @@ export class RpcWorker {
       ...context,
       conflicts: outcome.conflicts,
       ...(outcome.replayed === true ? { replayed: true } : {}),
+      ...(outcome.cause === undefined ? {} : { cause: outcome.cause }),
       outcome: outcome.reply.ok ? 'ok' : outcome.reply.error.kind,
     };
     if (outcome.failure !== undefined) this.#log.error({ ...fields, err: outcome.failure }, 'request failed unexpectedly');

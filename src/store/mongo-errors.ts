@@ -6,6 +6,24 @@ const TRANSIENT_CODES = new Set([6, 7, 89, 91, 189, 262, 9001, 10107, 11600, 116
 
 export const DUPLICATE_KEY = 11000;
 
+/**
+ * Socket errors that can escape the driver unwrapped: a write racing the
+ * server closing the connection surfaces as Node's EPIPE ("This socket has
+ * been ended by the other party"), not as a MongoNetworkError.
+ */
+const SOCKET_ERROR_CODES = new Set([
+  'EPIPE', 'ECONNRESET', 'ECONNREFUSED', 'ECONNABORTED', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH',
+  'ERR_STREAM_DESTROYED', 'ERR_SOCKET_CLOSED', 'ERR_STREAM_WRITE_AFTER_END',
+]);
+
+function isSocketError(error: unknown): boolean {
+  for (let current: unknown = error, depth = 0; current instanceof Error && depth < 5; current = current.cause, depth += 1) {
+    const code = (current as { code?: unknown }).code;
+    if (typeof code === 'string' && SOCKET_ERROR_CODES.has(code)) return true;
+  }
+  return false;
+}
+
 export function isDuplicateKey(error: unknown): boolean {
   return error instanceof MongoError && error.code === DUPLICATE_KEY;
 }
@@ -18,6 +36,7 @@ export function isDuplicateKey(error: unknown): boolean {
 export function classifyMongoError(error: unknown): unknown {
   if (error instanceof StoreUnavailableError) return error;
   const transient =
+    isSocketError(error) ||
     error instanceof MongoNetworkError ||
     error instanceof MongoServerSelectionError ||
     (error instanceof MongoError &&

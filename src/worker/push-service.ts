@@ -47,6 +47,8 @@ export interface HandleOutcome {
   readonly conflicts: number;
   /** An unexpected failure behind a Database reply, for the log. */
   readonly failure?: unknown;
+  /** Why the store was unavailable, for the log. */
+  readonly cause?: string;
   /** The request's `messageId` was already applied: this is the recorded reply, nothing was written. */
   readonly replayed?: true;
 }
@@ -80,7 +82,7 @@ export class PushService {
       return await this.#dispatch(command, context.messageId);
     } catch (error) {
       if (error instanceof StoreUnavailableError) {
-        return { reply: failure(matrixError('Unavailable', MESSAGES.storeUnavailable)), conflicts: 0 };
+        return { reply: failure(matrixError('Unavailable', MESSAGES.storeUnavailable)), conflicts: 0, cause: error.message };
       }
       return { reply: failure(matrixError('Database', MESSAGES.storageFailure)), conflicts: 0, failure: error };
     }

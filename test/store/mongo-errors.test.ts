@@ -8,6 +8,8 @@ describe('MongoDB error classification', () => {
     ['a network error', new MongoNetworkError('connection reset')],
     ['a primary stepping down', new MongoServerError({ code: 189, errmsg: 'stepped down' })],
     ['a shutdown in progress', new MongoServerError({ code: 91, errmsg: 'shutting down' })],
+    ['a socket ended under a write (Node EPIPE, unwrapped)', Object.assign(new Error('This socket has been ended by the other party'), { code: 'EPIPE' })],
+    ['a reset socket as the cause', new Error('write failed', { cause: Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' }) })],
   ])('%s is transient', (_case, error) => {
     const classified = classifyMongoError(error);
     expect(classified).toBeInstanceOf(StoreUnavailableError);
