@@ -27,7 +27,8 @@ afterAll(async () => {
 
 describe('RabbitMQ restarted under load', () => {
   it('workers reconnect and serve again; retrying callers all succeed, each write applied once', async () => {
-    let running = true;
+    // An object, so that the closures' writes are visible to the narrowing.
+    const state = { running: true };
     let firstOkAfterRestart: number | undefined;
     let restartedAt = Number.POSITIVE_INFINITY;
     const load = runLoad({
@@ -36,14 +37,14 @@ describe('RabbitMQ restarted under load', () => {
       timeoutMs: 3_000,
       retry: true,
       retryDelayMs: 100,
-      running: () => running,
+      running: () => state.running,
       next: (i) => {
         const user = USERS[i % USERS.length] ?? '';
         return { user, messageId: `broker-${i}`, body: { op: 'set_pushrule', user_id: user, scope: 'global', kind: 'room', rule_id: `!b${i}:example.org`, rule: { actions: [] } } };
       },
     });
     const watcher = (async () => {
-      while (running) {
+      while (state.running) {
         if (Date.now() > restartedAt && firstOkAfterRestart === undefined) {
           const reply = await world.client.request({ op: 'get_pushers', user_id: USERS[0] }, { timeoutMs: 1_000 }).catch(() => undefined);
           if (reply?.ok === true) firstOkAfterRestart = Date.now();
@@ -63,7 +64,7 @@ describe('RabbitMQ restarted under load', () => {
     const deadline = restartedAt + SERVE_AGAIN_WITHIN_MS;
     while (logLines(world, 'reconnected to RabbitMQ').length < world.workers.length && Date.now() < deadline) await sleep(100);
     await sleep(2_000);
-    running = false;
+    state.running = false;
     const [outcomes] = await Promise.all([load, watcher]);
 
     const reconnects = logLines(world, 'reconnected to RabbitMQ');
