@@ -23,6 +23,11 @@ export interface RpcClientOptions {
   readonly queue: string;
   /** Per-call deadline unless a call gives its own; also sent as `expiration`. */
   readonly timeoutMs?: number;
+  /**
+   * The broker user of `url`, sent as each request's `userId` so that workers
+   * with trusted publishers accept it (RabbitMQ refuses any other value).
+   */
+  readonly publisherUserId?: string;
 }
 
 export interface RequestOptions {
@@ -84,6 +89,7 @@ export class RpcClient {
           expiration: String(timeoutMs),
           timestamp: Date.now(),
           ...(options.messageId === undefined ? {} : { messageId: options.messageId }),
+          ...(this.#options.publisherUserId === undefined ? {} : { userId: this.#options.publisherUserId }),
         });
       } catch {
         settle(session, correlationId, (p) => {

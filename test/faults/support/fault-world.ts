@@ -27,7 +27,7 @@ export async function openFaultWorld(workerCount: number, extraEnv: Record<strin
     return worker;
   };
   await Promise.all(Array.from({ length: workerCount }, async () => startWorker()));
-  const client = new RpcClient({ url: names.amqp.url, queue: names.queue, timeoutMs: 10_000 });
+  const client = new RpcClient({ url: names.amqp.url, queue: names.queue, timeoutMs: 10_000, publisherUserId: 'guest' });
   return {
     names,
     workers,
