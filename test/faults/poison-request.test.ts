@@ -9,18 +9,20 @@ import { runLoad, tally } from './support/load.js';
 /**
  * A request that kills every worker it reaches (test-only fault injection:
  * FAULT_CRASH_ON_USER_ID). Each crash returns it to the quorum queue with
- * its delivery count raised; past `amqp.deliveryLimit` (5) the broker moves
+ * its delivery count raised; past `amqp.deliveryLimit` the broker moves
  * it to the dead-letter queue. A supervisor (here the test, in production
  * the orchestrator) restarts the workers, and other requests are served
  * all along.
  */
 const POISON = '@poison:example.org';
+/** Above the default 5, so that the poison lives long enough to show others being served between crashes. */
+const DELIVERY_LIMIT = 10;
 const USER = '@bystander:example.org';
 let world: FaultWorld;
 let supervising = true;
 
 beforeAll(async () => {
-  world = await openFaultWorld(0, { FAULT_CRASH_ON_USER_ID: POISON });
+  world = await openFaultWorld(0, { FAULT_CRASH_ON_USER_ID: POISON, RPC_DELIVERY_LIMIT: String(DELIVERY_LIMIT) });
   // Restarts a worker whenever it dies, as an orchestrator would; a worker
   // may die before it has even said it started.
   const supervise = async (): Promise<void> => {
@@ -102,7 +104,7 @@ describe('a poison request', () => {
     expect((await world.stored(USER)).version).toBe(1 + outcomes.length);
     console.info(
       `[fault: poison] dead-lettered for delivery_limit (at least ${crashes} crashes seen in logs) after ${parkedAt - sentAt} ms ` +
-        `(delivery limit ${world.names.amqp.deliveryLimit}); ${servedMeanwhile.length} other writes served meanwhile; ` +
+        `(delivery limit ${DELIVERY_LIMIT}); ${servedMeanwhile.length} other writes served meanwhile; ` +
         `${parkedMessages.length - 1} other requests dead-lettered with it, ` +
         `${outcomes.filter((o) => o.failedAttempts.length > 0).length} writes retried by their callers, all applied once`,
     );
