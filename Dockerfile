@@ -18,4 +18,10 @@ RUN npm install --omit=dev --no-audit --no-fund && npm cache clean --force
 COPY --from=build /app/dist ./dist
 COPY config ./config
 USER node
+# Health and metrics: /healthz, /readyz, /metrics.
+EXPOSE 9464
+HEALTHCHECK --interval=10s --timeout=3s --start-period=30s \
+  CMD ["node", "-e", "fetch('http://127.0.0.1:9464/readyz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
+# SIGTERM drains in-flight requests; allow shutdown.timeoutMs before a kill.
+STOPSIGNAL SIGTERM
 CMD ["node", "dist/main.js"]
