@@ -98,8 +98,12 @@ mongo_up() {
   if [[ -n "${MONGODB_URL:-}" ]]; then log "MongoDB: using MONGODB_URL"; return; fi
   if answers 27017; then log "MongoDB: already answering on 27017"; return; fi
   mongo_jars
-  log "MongoDB stand-in: starting (data in $MONGO_DIR/data.mv)"
-  setsid nohup java -Xmx1g -cp "$MONGO_DIR/lib/*" de.bwaldvogel.mongo.H2MongoServer "$MONGO_DIR/data.mv" \
+  # After stop-mongo, start again on the data file the stopped server used
+  # (it may belong to another checkout that started it).
+  local data="$MONGO_DIR/data.mv"
+  if [[ -f "$MONGO_DIR/stopped-data-file" ]]; then data="$(cat "$MONGO_DIR/stopped-data-file")"; rm -f "$MONGO_DIR/stopped-data-file"; fi
+  log "MongoDB stand-in: starting (data in $data)"
+  setsid nohup java -Xmx1g -cp "$MONGO_DIR/lib/*" de.bwaldvogel.mongo.H2MongoServer "$data" \
     >"$MONGO_DIR/server.log" 2>&1 </dev/null &
   echo $! >"$MONGO_DIR/pid"
   mark_started mongo
@@ -130,6 +134,8 @@ stop_mongo() {
   local pid
   pid="$(mongo_pid || true)"
   if [[ -z "$pid" ]]; then log "MongoDB stand-in: not running"; return; fi
+  # Its last argument is its data file; start-mongo reuses it.
+  tr '\0' '\n' <"/proc/$pid/cmdline" | tail -n 1 >"$MONGO_DIR/stopped-data-file"
   # SIGTERM: the stand-in closes its H2 store cleanly, so nothing written is lost.
   kill "$pid"
   for _ in $(seq 1 80); do kill -0 "$pid" 2>/dev/null || break; sleep 0.25; done
