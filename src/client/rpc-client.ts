@@ -92,6 +92,9 @@ export class RpcClient {
           ...(this.#options.publisherUserId === undefined ? {} : { userId: this.#options.publisherUserId }),
         });
       } catch {
+        // The channel is closed but its close event has not run yet: drop
+        // the session now, so the next call connects instead of failing too.
+        this.#drop(session);
         settle(session, correlationId, (p) => {
           p.reject(new RpcTransportError('connection-lost', 'the broker connection is closed'));
         });
@@ -109,6 +112,13 @@ export class RpcClient {
     await session.connection.close().catch(() => undefined);
   }
 
+  #drop(session: Session): void {
+    if (this.#live !== session) return;
+    this.#live = undefined;
+    this.#session = undefined;
+    void session.connection.close().catch(() => undefined);
+  }
+
   async #connected(): Promise<Session> {
     this.#session ??= this.#open().catch((error: unknown) => {
       this.#session = undefined;
@@ -122,10 +132,7 @@ export class RpcClient {
     const channel = await connection.createChannel();
     const session: Session = { connection, channel, pending: new Map() };
     const lost = () => {
-      if (this.#live === session) {
-        this.#live = undefined;
-        this.#session = undefined;
-      }
+      this.#drop(session);
       failAll(session, 'connection-lost', 'the broker connection was lost before the reply');
     };
     connection.on('error', () => undefined);

@@ -19,32 +19,40 @@ const POISON = '@poison:example.org';
 const DELIVERY_LIMIT = 10;
 const USER = '@bystander:example.org';
 let world: FaultWorld;
-let supervising = true;
+const supervision = { on: true };
+const supervising = () => supervision.on;
+const supervisors: Promise<void>[] = [];
 
 beforeAll(async () => {
   world = await openFaultWorld(0, { FAULT_CRASH_ON_USER_ID: POISON, RPC_DELIVERY_LIMIT: String(DELIVERY_LIMIT) });
   // Restarts a worker whenever it dies, as an orchestrator would; a worker
   // may die before it has even said it started.
   const supervise = async (): Promise<void> => {
-    while (supervising) {
+    while (supervising()) {
       let worker: WorkerProcess | undefined;
       try {
         worker = await world.startWorker();
       } catch {
         continue;
       }
+      if (!supervising()) {
+        // Started while the test was closing: nobody else will stop it.
+        worker.child.kill('SIGKILL');
+        break;
+      }
       if (worker.child.exitCode === null && worker.child.signalCode === null) {
         await new Promise((resolve) => worker.child.once('exit', resolve));
       }
     }
   };
-  for (let i = 0; i < 2; i += 1) void supervise();
+  for (let i = 0; i < 2; i += 1) supervisors.push(supervise());
   while (world.workers.length < 2) await sleep(100);
   expect((await world.client.request({ op: 'get_pushrules', user_id: USER })).ok).toBe(true);
 });
 afterAll(async () => {
-  supervising = false;
+  supervision.on = false;
   await world.close();
+  await Promise.all(supervisors);
 });
 
 describe('a poison request', () => {

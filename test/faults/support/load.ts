@@ -66,6 +66,11 @@ async function send(options: LoadOptions, request: LoadRequest): Promise<LoadOut
       outcome = error.reason;
     }
     const transient = outcome === 'Unavailable' || outcome === 'timeout' || outcome === 'connection-lost' || outcome === 'unroutable';
+    if (outcome !== 'ok') {
+      // A failure can come back without any I/O (a closed channel): let
+      // timers and socket events run before the next attempt.
+      await sleep(0);
+    }
     if (outcome === 'ok' || !transient || !options.retry || attempt >= (options.maxAttempts ?? 200)) {
       return { request, outcome, failedAttempts, sentAt, doneAt: Date.now(), timeoutMs: options.timeoutMs };
     }
