@@ -81,3 +81,19 @@ function decodeRule(kind: RuleKind, candidate: unknown): PushRule | undefined {
 export function encodeRulesetContent(ruleset: Ruleset): { readonly global: Ruleset } {
   return { global: ruleset };
 }
+
+const contentJsonCache = new WeakMap<Ruleset, string>();
+
+/**
+ * The event content as JSON text. A write measures it (ruleset limits) and
+ * then stores it; rulesets are never mutated, so the text is kept per
+ * ruleset object and the stringify happens once per write.
+ */
+export function rulesetContentJson(ruleset: Ruleset): string {
+  let json = contentJsonCache.get(ruleset);
+  if (json === undefined) {
+    json = JSON.stringify(encodeRulesetContent(ruleset));
+    contentJsonCache.set(ruleset, json);
+  }
+  return json;
+}

@@ -1,6 +1,6 @@
 import { LIMIT_MESSAGES, matrixError } from '../errors/error-catalogue.js';
 import { fail, ok, type Result } from '../result/result.js';
-import { encodeRulesetContent } from './decode-ruleset.js';
+import { rulesetContentJson } from './decode-ruleset.js';
 import { RULE_KINDS, type Ruleset } from './push-rule.js';
 
 export interface RulesetLimits {
@@ -34,5 +34,5 @@ export function countUserRules(ruleset: Ruleset): number {
 }
 
 function contentBytes(ruleset: Ruleset): number {
-  return Buffer.byteLength(JSON.stringify(encodeRulesetContent(ruleset)), 'utf8');
+  return Buffer.byteLength(rulesetContentJson(ruleset), 'utf8');
 }

@@ -1,4 +1,4 @@
-import { encodeRulesetContent } from '../push-rules/decode-ruleset.js';
+import { rulesetContentJson } from '../push-rules/decode-ruleset.js';
 import type { Ruleset } from '../push-rules/push-rule.js';
 import type { LoadedPushRules } from './push-store.js';
 
@@ -9,7 +9,7 @@ import type { LoadedPushRules } from './push-store.js';
  * restrict, and nothing ever queries inside a ruleset.
  */
 export function encodePushRulesContent(ruleset: Ruleset): string {
-  return JSON.stringify(encodeRulesetContent(ruleset));
+  return rulesetContentJson(ruleset);
 }
 
 /**

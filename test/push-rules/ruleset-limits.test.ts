@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { rulesetContentJson } from '../../src/push-rules/decode-ruleset.js';
 import { checkRulesetGrowth, countUserRules } from '../../src/push-rules/ruleset-limits.js';
 import { aContentRule, aRuleset, aSimpleRule } from '../support/builders.js';
 import { expectError } from '../support/expect-result.js';
@@ -34,5 +35,16 @@ describe('ruleset limits', () => {
     expectError(checkRulesetGrowth(aRuleset(), big, small), 'TooLarge', 'The push rules would be larger than 65536 bytes.');
     // Shrinking an oversized ruleset is always allowed.
     expect(checkRulesetGrowth(big, aRuleset({ room: rooms(199, 'x'.repeat(300)) }), small).ok).toBe(true);
+  });
+});
+
+describe('the stored JSON text of a ruleset', () => {
+  it('is the event content, computed once per ruleset object', () => {
+    const ruleset = aRuleset({ room: rooms(2) });
+    const first = rulesetContentJson(ruleset);
+    expect(JSON.parse(first)).toEqual({ global: ruleset });
+    expect(rulesetContentJson(ruleset)).toBe(first);
+    // A different object (every write makes a new one) gets its own text.
+    expect(rulesetContentJson(aRuleset({ room: rooms(1) }))).not.toBe(first);
   });
 });
