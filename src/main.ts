@@ -1,4 +1,3 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import { MongoClient } from 'mongodb';
 import type { Config } from './config/config-schema.js';
 import { ConfigError, loadConfig } from './config/load-config.js';
@@ -8,7 +7,7 @@ import { WorkerMetrics } from './observability/metrics.js';
 import type { Command } from './rpc/command.js';
 import { RpcWorker } from './rpc/rpc-worker.js';
 import { MongoPushStore } from './store/mongo-push-store.js';
-import { backoffDelay } from './worker/backoff.js';
+import { retryUntilDone } from './worker/retry-until-done.js';
 import { PushService } from './worker/push-service.js';
 
 /**
@@ -69,7 +68,13 @@ async function main(): Promise<void> {
   const store = new MongoPushStore(db, { ...config.mongodb, recordedWritesWindow: config.writes.recordedWritesWindow });
   // The driver connects (and reconnects) by itself; until the database
   // first answers there is nothing to serve, so wait for it here.
-  await untilDone(log, config, stopSignal.signal, 'MongoDB', async () => store.ensureIndexes());
+  await retryUntilDone(async () => store.ensureIndexes(), {
+    policy: { baseMs: config.amqp.reconnectBaseMs, maxMs: config.amqp.reconnectMaxMs },
+    signal: stopSignal.signal,
+    onFailure: (error, attempt, retryInMs) => {
+      log.warn({ err: error, attempt, retryInMs }, 'cannot reach MongoDB; retrying');
+    },
+  });
   if (stopped()) return;
 
   const service = new PushService(store, {
@@ -108,21 +113,6 @@ async function ping(db: ReturnType<MongoClient['db']>): Promise<boolean> {
     return true;
   } catch {
     return false;
-  }
-}
-
-/** Retries `operation` with the reconnect backoff until it succeeds or the process is stopping. */
-async function untilDone(log: Logger, config: Readonly<Config>, signal: AbortSignal, what: string, operation: () => Promise<void>): Promise<void> {
-  const policy = { baseMs: config.amqp.reconnectBaseMs, maxMs: config.amqp.reconnectMaxMs };
-  for (let attempt = 0; !signal.aborted; attempt += 1) {
-    try {
-      await operation();
-      return;
-    } catch (error) {
-      const delayMs = Math.max(policy.baseMs, backoffDelay(policy, attempt));
-      log.warn({ err: error, attempt: attempt + 1, retryInMs: delayMs }, `cannot reach ${what}; retrying`);
-      await sleep(delayMs, undefined, { signal }).catch(() => undefined);
-    }
   }
 }
 

@@ -1,9 +1,8 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import amqp, { type Channel, type ChannelModel, type ConsumeMessage } from 'amqplib';
 import type { Config } from '../config/config-schema.js';
 import { matrixError, MESSAGES } from '../errors/error-catalogue.js';
 import type { Logger } from '../logging/logger.js';
-import { backoffDelay } from '../worker/backoff.js';
+import { retryUntilDone } from '../worker/retry-until-done.js';
 import type { HandleOutcome, PushService } from '../worker/push-service.js';
 import { failure, type Reply } from '../worker/reply.js';
 import { declareTopology } from './amqp-topology.js';
@@ -129,21 +128,21 @@ export class RpcWorker {
 
   /** Opens sessions until one consumes, or the worker is closed. */
   async #connect(): Promise<void> {
-    this.#connecting ??= (async () => {
-      const { reconnectBaseMs, reconnectMaxMs } = this.#options.amqp;
-      for (let attempt = 0; this.#closing === undefined; attempt += 1) {
-        try {
-          this.#session = await this.#openSession();
-          return;
-        } catch (error) {
-          const delayMs = Math.max(reconnectBaseMs, backoffDelay({ baseMs: reconnectBaseMs, maxMs: reconnectMaxMs }, attempt, this.#options.random));
-          this.#log.warn({ err: error, attempt: attempt + 1, retryInMs: delayMs }, 'cannot reach RabbitMQ; retrying');
-          await sleep(delayMs, undefined, { signal: this.#stopWaiting.signal }).catch(() => undefined);
-        }
-      }
-    })().finally(() => {
-      this.#connecting = undefined;
-    });
+    const { reconnectBaseMs, reconnectMaxMs } = this.#options.amqp;
+    this.#connecting ??= retryUntilDone(async () => this.#openSession(), {
+      policy: { baseMs: reconnectBaseMs, maxMs: reconnectMaxMs },
+      signal: this.#stopWaiting.signal,
+      ...(this.#options.random === undefined ? {} : { random: this.#options.random }),
+      onFailure: (error, attempt, retryInMs) => {
+        this.#log.warn({ err: error, attempt, retryInMs }, 'cannot reach RabbitMQ; retrying');
+      },
+    })
+      .then((session) => {
+        if (session !== undefined) this.#session = session;
+      })
+      .finally(() => {
+        this.#connecting = undefined;
+      });
     return this.#connecting;
   }
 
