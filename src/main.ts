@@ -2,6 +2,7 @@ import { MongoClient } from 'mongodb';
 import type { Config } from './config/config-schema.js';
 import { ConfigError, loadConfig } from './config/load-config.js';
 import { createLogger, type Logger } from './logging/logger.js';
+import { signalShutdown } from './lifecycle/signal-shutdown.js';
 import { HealthServer } from './observability/health-server.js';
 import { WorkerMetrics } from './observability/metrics.js';
 import type { Command } from './rpc/command.js';
@@ -38,25 +39,18 @@ async function main(): Promise<void> {
       })
     : undefined;
 
-  const stop = (signal: NodeJS.Signals) => {
-    if (stopped()) {
-      log.warn({ signal, inFlight: running.worker?.inFlight ?? 0 }, 'second signal: exiting now');
-      process.exit(1);
-    }
-    stopSignal.abort();
-    log.info({ signal, inFlight: running.worker?.inFlight ?? 0 }, 'stopping: finishing requests in flight');
-    setTimeout(() => {
-      log.error({ inFlight: running.worker?.inFlight ?? 0, timeoutMs: config.shutdown.timeoutMs }, 'shutdown timed out: exiting now');
-      process.exit(1);
-    }, config.shutdown.timeoutMs).unref();
-    void (async () => {
+  const stop = signalShutdown({
+    abort: stopSignal,
+    timeoutMs: config.shutdown.timeoutMs,
+    inFlight: () => running.worker?.inFlight ?? 0,
+    log,
+    exit: (code) => process.exit(code),
+    close: async () => {
       await running.worker?.close();
       await mongo.close().catch(() => undefined);
       await health?.close();
-      log.info('stopped');
-      process.exit(0);
-    })();
-  };
+    },
+  });
   process.on('SIGTERM', stop);
   process.on('SIGINT', stop);
 
