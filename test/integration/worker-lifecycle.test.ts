@@ -56,6 +56,8 @@ describe('worker lifecycle', () => {
       expect(worker.inFlight).toBe(0);
       // The shutdown ran once, however many times close() was called.
       expect(logLines.filter((l) => l.msg === 'worker closed')).toHaveLength(1);
+      // No trusted publishers configured: said once, at start.
+      expect(logLines.filter((l) => l.msg?.includes('any publisher that can reach the queue is trusted') === true)).toHaveLength(1);
       expect((await reply).ok).toBe(true);
 
       // Nothing consumes any more: a new request waits in the queue.
@@ -66,6 +68,40 @@ describe('worker lifecycle', () => {
       expect(messageCount).toBe(1);
     } finally {
       await caller.close();
+    }
+  });
+
+  it('a consumer cancelled by the broker is handled like a lost connection: a new session consumes again', async () => {
+    const own = uniqueNames();
+    const amqp = { ...own.amqp, reconnectBaseMs: 50, reconnectMaxMs: 200 };
+    const service = new PushService(new InMemoryPushStore(), {
+      maxWriteAttempts: 3,
+      backoff: { baseMs: 1, maxMs: 5 },
+      pusherPolicy: { allowInsecureGateways: false },
+      limits: DEFAULT_LIMITS,
+    });
+    let reconnects = 0;
+    const worker = new RpcWorker(service, {
+      amqp,
+      limits: DEFAULT_LIMITS,
+      logger: pino({ level: 'silent' }),
+      observer: { requestSettled: () => undefined, reconnected: () => (reconnects += 1) },
+    });
+    await worker.start();
+    const caller = await RpcCaller.open(amqp.url);
+    try {
+      expect(worker.consuming).toBe(true);
+      // Deleting the queue makes RabbitMQ cancel every consumer on it.
+      await caller.channel.deleteQueue(amqp.queue);
+      for (let i = 0; i < 200 && reconnects === 0; i += 1) await sleep(10);
+      expect(reconnects).toBe(1);
+      expect(worker.consuming).toBe(true);
+      // The new session declared the queue again and serves from it.
+      expect((await caller.call(amqp.queue, { op: 'get_pushers', user_id: '@cancel:example.org' }, {}, 5_000)).ok).toBe(true);
+    } finally {
+      await caller.close();
+      await worker.close();
+      await deleteTopology(own);
     }
   });
 });
