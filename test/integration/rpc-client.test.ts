@@ -1,0 +1,91 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { RpcClient, RpcTransportError } from '../../src/client/rpc-client.js';
+import { startHarness, type Harness } from './support/worker-harness.js';
+
+let h: Harness;
+beforeAll(async () => {
+  h = await startHarness();
+});
+afterAll(async () => {
+  await h.close();
+});
+
+const aClient = (queue = h.names.queue) => new RpcClient({ url: h.names.amqp.url, queue, timeoutMs: 5_000 });
+const reasonOf = async (call: Promise<unknown>) =>
+  call.then(
+    () => 'resolved',
+    (error: unknown) => (error instanceof RpcTransportError ? error.reason : String(error)),
+  );
+
+describe('RpcClient', () => {
+  it('gets the reply envelope through a real worker, sending messageId, expiration and timestamp', async () => {
+    const client = aClient();
+    try {
+      const user = '@client:example.org';
+      expect(await client.request({ op: 'get_pushrules', user_id: user })).toMatchObject({ ok: true });
+      const body = { op: 'set_pushrule_enabled', user_id: user, scope: 'global', kind: 'override', rule_id: '.m.rule.master', enabled: true };
+      expect(await client.request(body, { messageId: 'client-1' })).toEqual({ ok: true, body: {} });
+      expect(await client.request(body, { messageId: 'client-1' })).toEqual({ ok: true, body: {} });
+      const doc = await h.db.collection('account_data').findOne({ _id: user as never });
+      expect(doc?.['version']).toBe(2);
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('fails at once with unroutable when no queue takes the request', async () => {
+    const client = aClient(`no.such.queue.${randomUUID()}`);
+    const started = Date.now();
+    expect(await reasonOf(client.request({ op: 'get_pushers', user_id: '@x:example.org' }))).toBe('unroutable');
+    expect(Date.now() - started).toBeLessThan(2_000);
+    await client.close();
+  });
+
+  it('times out at the per-call deadline, which it also sends as the request expiration', async () => {
+    // A queue with no consumer: the request waits there.
+    const queue = `idle.${randomUUID()}`;
+    await h.caller.channel.assertQueue(queue, { autoDelete: true });
+    const client = aClient(queue);
+    const started = Date.now();
+    const call = reasonOf(client.request({ op: 'get_pushers', user_id: '@x:example.org' }, { timeoutMs: 600, messageId: 'm-1' }));
+    await new Promise((r) => setTimeout(r, 100));
+    const waiting = await h.caller.channel.get(queue, { noAck: true });
+    expect(waiting && waiting.properties).toMatchObject({
+      expiration: '600',
+      messageId: 'm-1',
+      // The broker rewrites direct reply-to into the caller's own address.
+      replyTo: expect.stringMatching(/^amq\.rabbitmq\.reply-to\./) as unknown,
+      contentType: 'application/json',
+    });
+    expect(waiting && typeof waiting.properties.timestamp).toBe('number');
+    expect(await call).toBe('timeout');
+    expect(Date.now() - started).toBeGreaterThanOrEqual(600);
+    await client.close();
+    await h.caller.channel.deleteQueue(queue);
+  });
+
+  it('fails pending calls fast with connection-lost when the channel goes, and connects again for the next call', async () => {
+    // RabbitMQ closes a channel that publishes a userId other than its own user.
+    const client = new RpcClient({ url: h.names.amqp.url, queue: h.names.queue, timeoutMs: 5_000, publisherUserId: 'impostor' });
+    const started = Date.now();
+    const reasons = await Promise.all([1, 2].map(async () => reasonOf(client.request({ op: 'get_pushers', user_id: '@x:example.org' }))));
+    expect(reasons).toEqual(['connection-lost', 'connection-lost']);
+    expect(Date.now() - started).toBeLessThan(2_000);
+    // Not `closed`: the client opened a new connection for this call (and lost it the same way).
+    expect(await reasonOf(client.request({ op: 'get_pushers', user_id: '@x:example.org' }))).toBe('connection-lost');
+    await client.close();
+  });
+
+  it('close() rejects pending calls with closed, is idempotent, and refuses later calls', async () => {
+    const queue = `idle.${randomUUID()}`;
+    await h.caller.channel.assertQueue(queue, { autoDelete: true });
+    const client = aClient(queue);
+    const pending = reasonOf(client.request({ op: 'get_pushers', user_id: '@x:example.org' }));
+    await new Promise((r) => setTimeout(r, 100));
+    await Promise.all([client.close(), client.close()]);
+    expect(await pending).toBe('closed');
+    expect(await reasonOf(client.request({ op: 'get_pushers', user_id: '@x:example.org' }))).toBe('closed');
+    await h.caller.channel.deleteQueue(queue);
+  });
+});
