@@ -60,9 +60,15 @@ async function main(): Promise<void> {
   }
 
   const store = new MongoPushStore(db, { ...config.mongodb, recordedWritesWindow: config.writes.recordedWritesWindow });
-  // The driver connects (and reconnects) by itself; until the database
-  // first answers there is nothing to serve, so wait for it here.
-  await retryUntilDone(async () => store.ensureIndexes(), {
+  // Until the database first answers there is nothing to serve, so wait
+  // for it here. Connect explicitly on each attempt: after a failed first
+  // connection the driver's topology stays closed ("Topology is closed")
+  // and its auto-connect never tries again. Once connected, the driver
+  // reconnects by itself.
+  await retryUntilDone(async () => {
+    await mongo.connect();
+    await store.ensureIndexes();
+  }, {
     policy: { baseMs: config.amqp.reconnectBaseMs, maxMs: config.amqp.reconnectMaxMs },
     signal: stopSignal.signal,
     onFailure: (error, attempt, retryInMs) => {

@@ -54,9 +54,19 @@ describe('RabbitMQ restarted under load', () => {
     })();
 
     await sleep(1_500);
+    const health = world.workers[0]?.healthUrl ?? '';
+    const readiness = async () => {
+      const response = await fetch(`${health}/readyz`);
+      return { status: response.status, body: (await response.json()) };
+    };
+    expect(await readiness()).toEqual({ status: 200, body: { consuming: true, database: true } });
     await services('stop-rabbitmq');
     const stoppedAt = Date.now();
-    await sleep(3_000);
+    await sleep(1_000);
+    // Not ready while the broker is away; alive all along.
+    expect(await readiness()).toEqual({ status: 503, body: { consuming: false, database: true } });
+    expect((await fetch(`${health}/healthz`)).status).toBe(200);
+    await sleep(2_000);
     // From the moment the broker is asked to start: the workers may be in
     // before the script has confirmed that it is up.
     restartedAt = Date.now();
@@ -67,6 +77,10 @@ describe('RabbitMQ restarted under load', () => {
     state.running = false;
     const [outcomes] = await Promise.all([load, watcher]);
 
+    expect(await readiness()).toEqual({ status: 200, body: { consuming: true, database: true } });
+    const metrics = await (await fetch(`${health}/metrics`)).text();
+    expect(metrics).toContain('push_worker_amqp_reconnects_total 1');
+    expect(metrics).toMatch(/push_worker_requests_total\{op="set_pushrule",outcome="ok"\} [1-9]/);
     const reconnects = logLines(world, 'reconnected to RabbitMQ');
     expect(reconnects.map((l) => l['worker']).sort()).toEqual([0, 1]);
     const reconnectMs = reconnects.map((l) => Date.parse(String(l['time'])) - restartedAt);
