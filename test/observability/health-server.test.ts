@@ -46,10 +46,13 @@ describe('health server', () => {
     expect((await get('/healthz', 'POST')).status).toBe(405);
   });
 
-  it('close() is idempotent', async () => {
-    await serve();
+  it('close() stops listening, and closing again is the same close', async () => {
+    const get = await serve();
+    expect((await get('/healthz')).status).toBe(200);
     const closing = server;
     await Promise.all([closing?.close(), closing?.close()]);
+    await closing?.close();
+    await expect(get('/healthz')).rejects.toThrow(/fetch failed/);
   });
 });
 
