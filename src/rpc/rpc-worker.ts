@@ -100,7 +100,7 @@ export class RpcWorker {
   }
 
   async start(): Promise<void> {
-    if (this.#trustedPublishers().length === 0) {
+    if (this.#options.amqp.trustedPublishers.length === 0) {
       this.#log.warn('amqp.trustedPublishers is empty: any publisher that can reach the queue is trusted');
     }
     await this.#connect();
@@ -215,10 +215,6 @@ export class RpcWorker {
     });
   }
 
-  #trustedPublishers(): readonly string[] {
-    return this.#options.amqp.trustedPublishers;
-  }
-
   async #onMessage(channel: Channel, message: ConsumeMessage): Promise<void> {
     const started = performance.now();
     // amqplib types these properties as `any`; they are whatever the publisher sent.
@@ -248,7 +244,7 @@ export class RpcWorker {
       return;
     }
 
-    const trusted = this.#trustedPublishers();
+    const trusted = this.#options.amqp.trustedPublishers;
     const outcome: HandleOutcome & { op?: string } =
       trusted.length > 0 && (typeof publisher !== 'string' || !trusted.includes(publisher))
         ? { reply: failure(matrixError('Forbidden', MESSAGES.untrustedPublisher)), conflicts: 0 }
