@@ -4,7 +4,7 @@ import type { Reply } from '../worker/reply.js';
 
 const REPLY_QUEUE = 'amq.rabbitmq.reply-to';
 
-export type TransportFailure = 'timeout' | 'connection-lost' | 'unroutable' | 'closed';
+export type TransportFailure = 'timeout' | 'connection-lost' | 'unroutable' | 'closed' | 'bad-reply';
 
 /** A request that got no reply; the worker may or may not have applied it. */
 export class RpcTransportError extends Error {
@@ -153,7 +153,9 @@ export class RpcClient {
         if (message === null) return;
         const id = String(message.properties.correlationId);
         settle(session, id, (p) => {
-          p.resolve(JSON.parse(message.content.toString('utf8')) as Reply);
+          const reply = parseReply(message.content);
+          if (reply === undefined) p.reject(new RpcTransportError('bad-reply', 'the reply is not a JSON object'));
+          else p.resolve(reply);
         });
       },
       { noAck: true },
@@ -176,5 +178,15 @@ function failAll(session: Session, reason: TransportFailure, message: string): v
     settle(session, id, (p) => {
       p.reject(new RpcTransportError(reason, message));
     });
+  }
+}
+
+/** The envelope, trusted to be the contract's once it is a JSON object. */
+function parseReply(content: Buffer): Reply | undefined {
+  try {
+    const value: unknown = JSON.parse(content.toString('utf8'));
+    return typeof value === 'object' && value !== null && 'ok' in value ? (value as Reply) : undefined;
+  } catch {
+    return undefined;
   }
 }

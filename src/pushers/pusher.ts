@@ -45,3 +45,20 @@ export function pusherMatches(pusher: StoredPusher, key: PusherKey): boolean {
 export function toWirePusher({ user_id: _owner, ...pusher }: StoredPusher): Pusher {
   return pusher;
 }
+
+/**
+ * The body of Matrix `POST /pushers/set`: `kind: null` deletes the pusher
+ * with this `app_id` and `pushkey`; otherwise every field but `profile_tag`
+ * and `append` is required (the worker names the missing ones).
+ */
+export interface PusherSetAction {
+  readonly pushkey: string;
+  readonly kind: PusherKind | null;
+  readonly app_id: string;
+  readonly app_display_name?: string;
+  readonly device_display_name?: string;
+  readonly profile_tag?: string;
+  readonly lang?: string;
+  readonly data?: PusherData;
+  readonly append?: boolean;
+}

@@ -1,0 +1,169 @@
+import { randomUUID } from 'node:crypto';
+import type { PushAction, PushRule, RuleBody, Ruleset } from '../push-rules/push-rule.js';
+import type { RuleAddress } from '../push-rules/rule-address.js';
+import type { Pusher, PusherSetAction } from '../pushers/pusher.js';
+import type { Reply } from '../worker/reply.js';
+import { PushRulesError } from './push-rules-error.js';
+import { RpcClient, RpcTransportError, type RequestOptions } from './rpc-client.js';
+
+// The package entry (`matrix-push-worker/client`) is this file, so its error type and address type come with it.
+export { PushRulesError } from './push-rules-error.js';
+export type { RuleAddress } from '../push-rules/rule-address.js';
+
+/** The part of `RpcClient` this client needs; tests fake it with an object literal. */
+export interface RpcTransport {
+  request(body: object, options: RequestOptions): Promise<Reply>;
+  close(): Promise<void>;
+}
+
+export interface PushRulesClientOptions {
+  /** The broker, e.g. `amqp://user:password@rabbitmq:5672`. */
+  readonly url: string;
+  /** The workers' request queue; `matrix.push.rpc` unless they are configured otherwise. */
+  readonly queue?: string;
+  /** Default per-call deadline in ms (10 000); also sent as each request's `expiration`. */
+  readonly timeoutMs?: number;
+  /** The broker user of `url`; needed when the workers have trusted publishers. */
+  readonly publisherUserId?: string;
+}
+
+export interface CallOptions {
+  readonly timeoutMs?: number;
+}
+
+export interface WriteOptions extends CallOptions {
+  /**
+   * The write's idempotency key; a fresh UUID when omitted. To retry a write
+   * whose outcome is unknown (a `PushRulesError` with a `reason`), send it
+   * again with the same `messageId`: it is applied at most once.
+   */
+  readonly messageId?: string;
+}
+
+export interface SetPushRuleOptions extends WriteOptions {
+  /** Place the rule just before this one (same kind). */
+  readonly before?: string;
+  /** Place the rule just after this one (same kind). */
+  readonly after?: string;
+}
+
+/** A write's success body: Matrix answers `{}`. */
+export type EmptyBody = Record<string, never>;
+
+export const DEFAULT_QUEUE = 'matrix.push.rpc';
+
+/**
+ * A front homeserver's client for the worker pool: one method per operation
+ * of the RPC contract, each resolving with the Matrix response body of that
+ * endpoint and rejecting with `PushRulesError` only.
+ *
+ * `userId` is the user the front has authenticated; the workers act on that
+ * user's data and nothing else.
+ */
+export class PushRulesClient {
+  readonly #transport: RpcTransport;
+
+  constructor(options: PushRulesClientOptions, transport?: RpcTransport) {
+    this.#transport =
+      transport ??
+      new RpcClient({
+        url: options.url,
+        queue: options.queue ?? DEFAULT_QUEUE,
+        ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
+        ...(options.publisherUserId === undefined ? {} : { publisherUserId: options.publisherUserId }),
+      });
+  }
+
+  async getPushRules(userId: string, options: CallOptions = {}): Promise<{ readonly global: Ruleset }> {
+    return this.#read({ op: 'get_pushrules', user_id: userId }, options);
+  }
+
+  async getPushRule(userId: string, address: RuleAddress, options: CallOptions = {}): Promise<PushRule> {
+    return this.#read({ op: 'get_pushrule', user_id: userId, ...wireAddress(address) }, options);
+  }
+
+  async setPushRule(userId: string, address: RuleAddress, rule: RuleBody, options: SetPushRuleOptions = {}): Promise<EmptyBody> {
+    const { before, after } = options;
+    return this.#write(
+      {
+        op: 'set_pushrule',
+        user_id: userId,
+        ...wireAddress(address),
+        rule,
+        ...(before === undefined ? {} : { before }),
+        ...(after === undefined ? {} : { after }),
+      },
+      options,
+    );
+  }
+
+  async deletePushRule(userId: string, address: RuleAddress, options: WriteOptions = {}): Promise<EmptyBody> {
+    return this.#write({ op: 'delete_pushrule', user_id: userId, ...wireAddress(address) }, options);
+  }
+
+  async getPushRuleActions(
+    userId: string,
+    address: RuleAddress,
+    options: CallOptions = {},
+  ): Promise<{ readonly actions: readonly PushAction[] }> {
+    return this.#read({ op: 'get_pushrule_actions', user_id: userId, ...wireAddress(address) }, options);
+  }
+
+  async setPushRuleActions(
+    userId: string,
+    address: RuleAddress,
+    actions: readonly PushAction[],
+    options: WriteOptions = {},
+  ): Promise<EmptyBody> {
+    return this.#write({ op: 'set_pushrule_actions', user_id: userId, ...wireAddress(address), actions }, options);
+  }
+
+  async getPushRuleEnabled(userId: string, address: RuleAddress, options: CallOptions = {}): Promise<{ readonly enabled: boolean }> {
+    return this.#read({ op: 'get_pushrule_enabled', user_id: userId, ...wireAddress(address) }, options);
+  }
+
+  async setPushRuleEnabled(userId: string, address: RuleAddress, enabled: boolean, options: WriteOptions = {}): Promise<EmptyBody> {
+    return this.#write({ op: 'set_pushrule_enabled', user_id: userId, ...wireAddress(address), enabled }, options);
+  }
+
+  async getPushers(userId: string, options: CallOptions = {}): Promise<{ readonly pushers: readonly Pusher[] }> {
+    return this.#read({ op: 'get_pushers', user_id: userId }, options);
+  }
+
+  async setPusher(userId: string, action: PusherSetAction, options: WriteOptions = {}): Promise<EmptyBody> {
+    return this.#write({ op: 'set_pusher', user_id: userId, action }, options);
+  }
+
+  /** Rejects pending calls (`reason: 'closed'`) and disconnects. Idempotent. */
+  async close(): Promise<void> {
+    await this.#transport.close();
+  }
+
+  async #read<T>(body: object, options: CallOptions): Promise<T> {
+    return this.#call<T>(body, options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs });
+  }
+
+  async #write(body: object, options: WriteOptions): Promise<EmptyBody> {
+    return this.#call<EmptyBody>(body, {
+      messageId: options.messageId ?? randomUUID(),
+      ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
+    });
+  }
+
+  async #call<T>(body: object, options: RequestOptions): Promise<T> {
+    let reply: Reply;
+    try {
+      reply = await this.#transport.request(body, options);
+    } catch (error) {
+      if (error instanceof RpcTransportError) throw PushRulesError.fromTransport(error.reason);
+      throw error;
+    }
+    if (!reply.ok) throw new PushRulesError(reply.error);
+    // The worker validated what it stored and answers the contract's shapes.
+    return reply.body as T;
+  }
+}
+
+function wireAddress(address: RuleAddress): { scope: string; kind: string; rule_id: string } {
+  return { scope: address.scope, kind: address.kind, rule_id: address.ruleId };
+}

@@ -1,0 +1,44 @@
+import type { ErrorKind, MatrixErrorBody } from '../errors/error-catalogue.js';
+import { ERROR_KINDS } from '../errors/error-catalogue.js';
+import type { TransportFailure } from './rpc-client.js';
+
+/** What a caller sees when a transport failure stands in for the reply. */
+const TRANSPORT_MESSAGES: Record<TransportFailure, string> = {
+  timeout: 'The push rules service did not answer in time; try again.',
+  'connection-lost': 'The connection to the push rules service was lost; try again.',
+  unroutable: 'No push rules worker is taking requests; try again.',
+  closed: 'The push rules client is closed.',
+  'bad-reply': 'The push rules service sent a reply that is not JSON.',
+};
+
+/**
+ * The one error `PushRulesClient` throws: a worker's Matrix error, or a
+ * transport failure as `Unavailable` (503) with its `reason`. A front
+ * answers `status` with `{errcode, error: message}`.
+ */
+export class PushRulesError extends Error {
+  readonly kind: ErrorKind;
+  readonly errcode: string;
+  readonly status: number;
+  /** Set when no reply arrived: the write may or may not have been applied (retry it with the same `messageId`). */
+  readonly reason: TransportFailure | undefined;
+
+  constructor(body: MatrixErrorBody, reason?: TransportFailure) {
+    super(body.error);
+    this.name = 'PushRulesError';
+    this.kind = body.kind;
+    this.errcode = body.errcode;
+    this.status = body.status;
+    this.reason = reason;
+  }
+
+  static fromTransport(reason: TransportFailure): PushRulesError {
+    const { errcode, status } = ERROR_KINDS.Unavailable;
+    return new PushRulesError({ kind: 'Unavailable', errcode, status, error: TRANSPORT_MESSAGES[reason] }, reason);
+  }
+
+  /** The standard Matrix error body. */
+  toMatrixBody(): { readonly errcode: string; readonly error: string } {
+    return { errcode: this.errcode, error: this.message };
+  }
+}

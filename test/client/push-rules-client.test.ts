@@ -1,0 +1,125 @@
+import { describe, expect, it } from 'vitest';
+import { PushRulesClient, PushRulesError, type RpcTransport } from '../../src/client/push-rules-client.js';
+import { RpcTransportError, type RequestOptions, type TransportFailure } from '../../src/client/rpc-client.js';
+import type { Reply } from '../../src/worker/reply.js';
+
+interface Sent {
+  readonly body: Record<string, unknown>;
+  readonly options: RequestOptions;
+}
+
+/** A transport that records what it is asked to send and answers `reply`. */
+function recordingTransport(answer: (body: Record<string, unknown>) => Promise<Reply> = async () => Promise.resolve({ ok: true, body: {} })) {
+  const sent: Sent[] = [];
+  const closes = { count: 0 };
+  const transport: RpcTransport = {
+    request: async (body, options) => {
+      sent.push({ body: body as Record<string, unknown>, options });
+      return answer(body as Record<string, unknown>);
+    },
+    close: async () => {
+      closes.count += 1;
+      return Promise.resolve();
+    },
+  };
+  return { client: new PushRulesClient({ url: 'amqp://unused' }, transport), sent, closes };
+}
+
+const USER = '@alice:example.org';
+const ADDRESS = { scope: 'global', kind: 'override', ruleId: 'my.rule' } as const;
+const WIRE_ADDRESS = { scope: 'global', kind: 'override', rule_id: 'my.rule' };
+const PUSHER = { pushkey: 'k', kind: 'http', app_id: 'a', app_display_name: 'A', device_display_name: 'D', lang: 'en', data: { url: 'https://p.example.org/_matrix/push/v1/notify' } } as const;
+
+type Call = (client: PushRulesClient) => Promise<unknown>;
+
+describe('PushRulesClient requests', () => {
+  it.each<[string, Call, Record<string, unknown>]>([
+    ['getPushRules', async (c) => c.getPushRules(USER), { op: 'get_pushrules', user_id: USER }],
+    ['getPushRule', async (c) => c.getPushRule(USER, ADDRESS), { op: 'get_pushrule', user_id: USER, ...WIRE_ADDRESS }],
+    ['getPushRuleActions', async (c) => c.getPushRuleActions(USER, ADDRESS), { op: 'get_pushrule_actions', user_id: USER, ...WIRE_ADDRESS }],
+    ['getPushRuleEnabled', async (c) => c.getPushRuleEnabled(USER, ADDRESS), { op: 'get_pushrule_enabled', user_id: USER, ...WIRE_ADDRESS }],
+    ['getPushers', async (c) => c.getPushers(USER), { op: 'get_pushers', user_id: USER }],
+  ])('%s sends the contract body and no messageId', async (_name, call, expected) => {
+    const { client, sent } = recordingTransport();
+    await call(client);
+    expect(sent).toEqual([{ body: expected, options: {} }]);
+  });
+
+  it.each<[string, Call, Record<string, unknown>]>([
+    [
+      'setPushRule',
+      async (c) => c.setPushRule(USER, ADDRESS, { actions: ['notify'], conditions: [] }),
+      { op: 'set_pushrule', user_id: USER, ...WIRE_ADDRESS, rule: { actions: ['notify'], conditions: [] } },
+    ],
+    [
+      'setPushRule with placement',
+      async (c) => c.setPushRule(USER, ADDRESS, { actions: [] }, { before: 'b', after: 'a' }),
+      { op: 'set_pushrule', user_id: USER, ...WIRE_ADDRESS, rule: { actions: [] }, before: 'b', after: 'a' },
+    ],
+    ['deletePushRule', async (c) => c.deletePushRule(USER, ADDRESS), { op: 'delete_pushrule', user_id: USER, ...WIRE_ADDRESS }],
+    [
+      'setPushRuleActions',
+      async (c) => c.setPushRuleActions(USER, ADDRESS, ['notify', { set_tweak: 'sound', value: 'default' }]),
+      { op: 'set_pushrule_actions', user_id: USER, ...WIRE_ADDRESS, actions: ['notify', { set_tweak: 'sound', value: 'default' }] },
+    ],
+    [
+      'setPushRuleEnabled',
+      async (c) => c.setPushRuleEnabled(USER, ADDRESS, false),
+      { op: 'set_pushrule_enabled', user_id: USER, ...WIRE_ADDRESS, enabled: false },
+    ],
+    ['setPusher', async (c) => c.setPusher(USER, PUSHER), { op: 'set_pusher', user_id: USER, action: PUSHER }],
+  ])('%s sends the contract body with a fresh messageId', async (_name, call, expected) => {
+    const { client, sent } = recordingTransport();
+    await call(client);
+    await call(client);
+    expect(sent.map((s) => s.body)).toEqual([expected, expected]);
+    const ids = sent.map((s) => s.options.messageId);
+    expect(ids[0]).toMatch(/^[0-9a-f-]{36}$/);
+    expect(ids[1]).not.toBe(ids[0]);
+  });
+
+  it('sends the messageId and deadline a write is given, so a retry is applied once', async () => {
+    const { client, sent } = recordingTransport();
+    await client.setPushRuleEnabled(USER, ADDRESS, true, { messageId: 'retry-me', timeoutMs: 250 });
+    expect(sent[0]?.options).toEqual({ messageId: 'retry-me', timeoutMs: 250 });
+  });
+
+  it('sends the deadline a read is given', async () => {
+    const { client, sent } = recordingTransport();
+    await client.getPushers(USER, { timeoutMs: 99 });
+    expect(sent[0]?.options).toEqual({ timeoutMs: 99 });
+  });
+});
+
+describe('PushRulesClient replies', () => {
+  it('resolves with the success body', async () => {
+    const { client } = recordingTransport(async () => Promise.resolve({ ok: true, body: { enabled: false } }));
+    expect(await client.getPushRuleEnabled(USER, ADDRESS)).toEqual({ enabled: false });
+  });
+
+  it('rejects with the worker error as PushRulesError', async () => {
+    const error = { kind: 'NotFound', errcode: 'M_NOT_FOUND', error: 'Push rule not found.', status: 404 } as const;
+    const { client } = recordingTransport(async () => Promise.resolve({ ok: false, error }));
+    const thrown = await client.getPushRule(USER, ADDRESS).catch((e: unknown) => e);
+    expect(thrown).toBeInstanceOf(PushRulesError);
+    expect(thrown).toMatchObject({ kind: 'NotFound', errcode: 'M_NOT_FOUND', status: 404, message: 'Push rule not found.', reason: undefined });
+    expect((thrown as PushRulesError).toMatrixBody()).toEqual({ errcode: 'M_NOT_FOUND', error: 'Push rule not found.' });
+  });
+
+  it.each<TransportFailure>(['timeout', 'connection-lost', 'unroutable', 'closed', 'bad-reply'])(
+    'turns the transport failure %s into Unavailable 503 with that reason',
+    async (reason) => {
+      const { client } = recordingTransport(async () => Promise.reject(new RpcTransportError(reason, 'x')));
+      const thrown = await client.deletePushRule(USER, ADDRESS).catch((e: unknown) => e);
+      expect(thrown).toBeInstanceOf(PushRulesError);
+      expect(thrown).toMatchObject({ kind: 'Unavailable', errcode: 'M_UNKNOWN', status: 503, reason });
+      expect((thrown as PushRulesError).message).not.toBe('');
+    },
+  );
+
+  it('close() closes the transport', async () => {
+    const { client, closes } = recordingTransport();
+    await client.close();
+    expect(closes.count).toBe(1);
+  });
+});
