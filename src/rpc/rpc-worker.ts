@@ -5,6 +5,7 @@ import type { Logger } from '../logging/logger.js';
 import { retryUntilDone } from '../worker/retry-until-done.js';
 import type { HandleOutcome, PushService } from '../worker/push-service.js';
 import { failure, type Reply } from '../worker/reply.js';
+import { AckBatcher } from './ack-batcher.js';
 import { declareTopology } from './amqp-topology.js';
 import type { Command } from './command.js';
 import { parseRequest } from './parse-request.js';
@@ -51,6 +52,7 @@ interface Session {
   consumerTag?: string;
   lost: boolean;
   readonly inFlight: Set<Promise<void>>;
+  readonly acks: AckBatcher;
 }
 
 /**
@@ -161,7 +163,22 @@ export class RpcWorker {
     });
     try {
       const channel = await connection.createChannel();
-      session = { connection, channel, lost: false, inFlight: new Set() };
+      session = {
+        connection,
+        channel,
+        lost: false,
+        inFlight: new Set(),
+        acks: new AckBatcher(channel, (flush) =>
+          setImmediate(() => {
+            try {
+              flush();
+            } catch (error) {
+              // The channel is gone: the broker redelivers the requests elsewhere.
+              this.#log.warn({ err: error }, 'could not acknowledge answered requests; the broker will redeliver them');
+            }
+          }),
+        ),
+      };
       const current = session;
       channel.on('error', (error: Error) => {
         this.#log.error({ err: error }, 'AMQP channel error');
@@ -176,7 +193,8 @@ export class RpcWorker {
           this.#lose(current, 'consumer cancelled by the broker');
           return;
         }
-        this.#track(current, this.#onMessage(channel, message));
+        current.acks.delivered(message.fields.deliveryTag);
+        this.#track(current, this.#onMessage(current, message));
       });
       current.consumerTag = consumerTag;
       this.#log.info({ queue: settings.queue, prefetch: settings.prefetch }, 'consuming requests');
@@ -215,7 +233,8 @@ export class RpcWorker {
     });
   }
 
-  async #onMessage(channel: Channel, message: ConsumeMessage): Promise<void> {
+  async #onMessage(session: Session, message: ConsumeMessage): Promise<void> {
+    const { channel } = session;
     const started = performance.now();
     // amqplib types these properties as `any`; they are whatever the publisher sent.
     const properties = message.properties;
@@ -232,14 +251,14 @@ export class RpcWorker {
         { messageId, hasReplyTo: typeof replyTo === 'string', hasCorrelationId: typeof correlationId === 'string' },
         'request without replyTo or correlationId cannot be answered: dead-lettered',
       );
-      this.#settle(channel, message, 'reject');
+      this.#settle(session, message, 'reject');
       report('unknown', 'dead-lettered');
       return;
     }
     const deadline = requestDeadline(properties.timestamp as unknown, properties.expiration as unknown);
     if (deadline !== undefined && deadline <= this.#now()) {
       this.#log.info({ correlationId }, 'request expired before it was taken: dropped');
-      this.#settle(channel, message, 'ack');
+      this.#settle(session, message, 'ack');
       report('unknown', 'expired');
       return;
     }
@@ -253,7 +272,7 @@ export class RpcWorker {
     if (published && outcome.change !== undefined) {
       this.#publish(channel, this.#options.amqp.eventsExchange, outcome.change.type, outcome.change, { contentType: JSON_CONTENT });
     }
-    this.#settle(channel, message, published ? 'ack' : 'requeue');
+    this.#settle(session, message, published ? 'ack' : 'requeue');
     const seconds = (performance.now() - started) / 1000;
     this.#logOutcome(outcome, { correlationId, publisher, redelivered, ms: Math.round(seconds * 100_000) / 100 });
     report(outcome.op ?? 'unknown', outcome.reply.ok ? 'ok' : outcome.reply.error.kind, {
@@ -287,15 +306,22 @@ export class RpcWorker {
     }
   }
 
-  #settle(channel: Channel, message: ConsumeMessage, how: 'ack' | 'reject' | 'requeue'): void {
+  /** Acks go through the session's batcher (sent by the next event-loop turn); nacks at once. */
+  #settle(session: Session, message: ConsumeMessage, how: 'ack' | 'reject' | 'requeue'): void {
+    const tag = message.fields.deliveryTag;
+    if (how === 'ack') {
+      session.acks.answered(tag);
+      return;
+    }
+    session.acks.settledElsewhere(tag);
     try {
-      if (how === 'ack') channel.ack(message);
-      else channel.nack(message, false, how === 'requeue');
+      session.channel.nack(message, false, how === 'requeue');
     } catch (error) {
       // The channel is gone: the broker redelivers the request elsewhere.
       this.#log.warn({ err: error }, 'could not settle a request; the broker will redeliver it');
     }
   }
+
 
   #logOutcome(outcome: HandleOutcome & { op?: string }, context: Record<string, unknown>): void {
     const fields = {
@@ -314,6 +340,12 @@ export class RpcWorker {
 }
 
 async function closeQuietly(session: Session): Promise<void> {
+  try {
+    // Acks still waiting for their turn go out before the channel closes.
+    session.acks.flush();
+  } catch {
+    // The channel is already gone; the broker redelivers what was not acked.
+  }
   await session.channel.close().catch(() => undefined);
   await session.connection.close().catch(() => undefined);
 }
