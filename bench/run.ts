@@ -1,0 +1,250 @@
+/**
+ * `npm run bench`: the worker against the limits of the broker and the store
+ * on this machine, every figure next to a baseline measured in the same run.
+ * See bench/README.md for the scenarios and how to read the table.
+ *
+ *   --seconds N   measured seconds per scenario (3; `--long`: 10)
+ *   --warmup N    unmeasured seconds before each (1; `--long`: 2)
+ *   --only RE     run only scenarios whose id matches (baselines always run)
+ *   --profile     workers write V8 CPU profiles to bench/results/profiles/
+ */
+import { randomUUID } from 'node:crypto';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import * as os from 'node:os';
+import { parseArgs } from 'node:util';
+import amqp from 'amqplib';
+import { MongoClient } from 'mongodb';
+import { PushRulesClient } from '../src/client/push-rules-client.js';
+import { RpcClient } from '../src/client/rpc-client.js';
+import { MongoPushStore } from '../src/store/mongo-push-store.js';
+import { runClosedLoop } from './support/closed-loop.js';
+import { findPid, ROOT, startEchoConsumer, startWorker, type Child } from './support/processes.js';
+import { cpuSeconds, peakRssBytes, rssBytes } from './support/proc-stats.js';
+import { checkTargets, markdown, type Group, type ScenarioResult } from './support/report.js';
+import {
+  echoCall,
+  mixedCall,
+  seedUsers,
+  storeCall,
+  STORE_OPS,
+  UserPool,
+  WORKER_OPS,
+  workerCall,
+  type Call,
+  type StoreOp,
+  type WorkerOp,
+} from './support/workloads.js';
+
+const { values: flags } = parseArgs({
+  options: {
+    seconds: { type: 'string' },
+    warmup: { type: 'string' },
+    long: { type: 'boolean', default: false },
+    only: { type: 'string' },
+    profile: { type: 'boolean', default: false },
+  },
+});
+const MEASURE_MS = Number(flags.seconds ?? (flags.long ? 10 : 3)) * 1000;
+const WARMUP_MS = Number(flags.warmup ?? (flags.long ? 2 : 1)) * 1000;
+const ONLY = flags.only === undefined ? undefined : new RegExp(flags.only);
+const CONCURRENCIES = [1, 16, 64] as const;
+const USERS = 1000;
+
+const AMQP_URL = process.env['AMQP_URL'] ?? 'amqp://guest:guest@127.0.0.1:5672';
+const MONGODB_URL = process.env['MONGODB_URL'] ?? 'mongodb://127.0.0.1:27017';
+const id = randomUUID().slice(0, 8);
+const names = {
+  queue: `bench.push.rpc.${id}`,
+  echoQueue: `bench.echo.${id}`,
+  database: `bench_push_${id}`,
+};
+
+/** A worker (or echo consumer) configured like production but on the benchmark's own queue and database. */
+function childEnv(queue: string, database = names.database): NodeJS.ProcessEnv {
+  return {
+    ...process.env,
+    AMQP_URL,
+    MONGODB_URL,
+    MONGODB_DATABASE: database,
+    RPC_QUEUE: queue,
+    RPC_DEAD_LETTER_EXCHANGE: `${queue}.dlx`,
+    RPC_DEAD_LETTER_QUEUE: `${queue}.dead`,
+    EVENTS_EXCHANGE: `${queue}.events`,
+    HEALTH_HOST: '127.0.0.1',
+    HEALTH_PORT: '0',
+  };
+}
+
+const results: ScenarioResult[] = [];
+/** The workers serving now. */
+const workers: Child[] = [];
+/** The kernel's RSS high-water mark of every worker stopped so far. */
+const stoppedPeaks: number[] = [];
+const PROFILE_ARGS = flags.profile ? ['--cpu-prof', '--cpu-prof-dir', `${ROOT}bench/results/profiles`] : [];
+
+async function addWorker(database?: string): Promise<void> {
+  workers.push(await startWorker(childEnv(names.queue, database), PROFILE_ARGS));
+}
+
+async function stopWorkers(): Promise<void> {
+  for (const w of workers) stoppedPeaks.push(peakRssBytes(w.pid));
+  await Promise.all(workers.map(async (w) => w.stop()));
+  workers.length = 0;
+}
+const others = { rabbitmq: findPid('beam.smp'), mongodb: findPid('H2MongoServer') };
+
+interface Scenario {
+  readonly id: string;
+  readonly group: Group;
+  readonly op: string;
+  readonly concurrency: number;
+  readonly call: Call;
+  readonly userRules?: number;
+  readonly users?: number;
+}
+
+async function measure(scenario: Scenario): Promise<void> {
+  if (ONLY !== undefined && scenario.group !== 'broker' && scenario.group !== 'store' && !ONLY.test(scenario.id)) return;
+  const watched: Record<string, number | undefined> = {
+    ...Object.fromEntries(workers.map((w, i) => [`worker${workers.length > 1 ? String(i + 1) : ''}`, w.pid])),
+    ...others,
+  };
+  const cpuBefore = Object.fromEntries(Object.entries(watched).map(([name, pid]) => [name, pid === undefined ? Number.NaN : cpuSeconds(pid)]));
+  const loadBefore = process.cpuUsage();
+  const rss = { max: undefined as number | undefined };
+  const sampler = setInterval(() => {
+    for (const w of workers) rss.max = Math.max(rss.max ?? 0, rssBytes(w.pid));
+  }, 250);
+  const started = performance.now();
+  const loop = await runClosedLoop({ concurrency: scenario.concurrency, warmupMs: WARMUP_MS, measureMs: MEASURE_MS, call: scenario.call });
+  const wallSeconds = (performance.now() - started) / 1000;
+  clearInterval(sampler);
+  const load = process.cpuUsage(loadBefore);
+  const cpu: Record<string, number> = { load: ((load.user + load.system) / 1e6 / wallSeconds) * 100 };
+  for (const [name, pid] of Object.entries(watched)) {
+    if (pid !== undefined) cpu[name] = ((cpuSeconds(pid) - (cpuBefore[name] ?? Number.NaN)) / wallSeconds) * 100;
+  }
+  const result: ScenarioResult = {
+    ...loop,
+    id: scenario.id,
+    group: scenario.group,
+    op: scenario.op,
+    workers: scenario.group === 'worker' || scenario.group === 'growth' ? workers.length : 0,
+    userRules: scenario.userRules ?? 0,
+    users: scenario.users ?? USERS,
+    cpu,
+    workerRssBytes: rss.max,
+  };
+  results.push(result);
+  const errors = result.errors > 0 ? ` errors ${result.errors} (${result.firstError ?? ''})` : '';
+  console.error(`${scenario.id.padEnd(44)} ${Math.round(result.throughput).toString().padStart(7)}/s  p50 ${result.p50Ms.toFixed(2)} ms  p99 ${result.p99Ms.toFixed(2)} ms${errors}`);
+}
+
+async function main(): Promise<void> {
+  console.error(`bench ${id}: ${MEASURE_MS / 1000} s measured after ${WARMUP_MS / 1000} s warm-up per scenario; ${os.cpus().length} CPUs`);
+  const mongo = new MongoClient(MONGODB_URL);
+  await mongo.connect();
+  const store = new MongoPushStore(mongo.db(names.database), { accountDataCollection: 'account_data', pushersCollection: 'pushers' });
+  await store.ensureIndexes();
+  const users = new UserPool('bench', USERS);
+  await seedUsers(store, users);
+  const cleanups: (() => Promise<unknown>)[] = [];
+  try {
+    // Broker limit: the same RPC client code against a consumer that only echoes.
+    const echo = await startEchoConsumer(childEnv(names.echoQueue));
+    cleanups.push(async () => deleteQueues(names.echoQueue));
+    const echoClient = new RpcClient({ url: AMQP_URL, queue: names.echoQueue });
+    for (const c of CONCURRENCIES) await measure({ id: `broker/echo/c${c}`, group: 'broker', op: 'echo', concurrency: c, call: echoCall(echoClient) });
+    await echoClient.close();
+    await echo.stop();
+
+    // Store limits: the worker's database calls, no broker.
+    for (const op of Object.keys(STORE_OPS) as StoreOp[]) {
+      for (const c of CONCURRENCIES) await measure({ id: `store/${op}/c${c}`, group: 'store', op, concurrency: c, call: storeCall(store, users, op, c) });
+    }
+
+    await addWorker();
+    cleanups.push(async () => deleteQueues(names.queue));
+    const client = new PushRulesClient({ url: AMQP_URL, queue: names.queue });
+    cleanups.push(async () => client.close());
+    const workerScenarios = async (concurrencies: readonly number[]) => {
+      for (const op of Object.keys(WORKER_OPS) as WorkerOp[]) {
+        for (const c of concurrencies) {
+          await measure({ id: `worker/${op}/w${workers.length}/c${c}`, group: 'worker', op, concurrency: c, call: workerCall(client, users, op, c) });
+        }
+      }
+      for (const c of concurrencies) {
+        await measure({ id: `worker/mixed/w${workers.length}/c${c}`, group: 'worker', op: 'mixed', concurrency: c, call: mixedCall(client, users, c) });
+      }
+    };
+    await workerScenarios(CONCURRENCIES);
+    await addWorker();
+    await workerScenarios([16, 64]);
+    await stopWorkers();
+
+    // Growth, one worker at c=64: rules per ruleset, then users the load is
+    // spread over. Each row has a database of its own, so no row measures
+    // the data another row left behind.
+    const growth = async (row: Omit<Scenario, 'group' | 'op' | 'concurrency' | 'call'>, pool: UserPool, userRules: number) => {
+      if (ONLY !== undefined && !ONLY.test(row.id)) return;
+      const database = `${names.database}_${row.id.replace(/\W/g, '_')}`;
+      const rowStore = new MongoPushStore(mongo.db(database), { accountDataCollection: 'account_data', pushersCollection: 'pushers' });
+      await rowStore.ensureIndexes();
+      await seedUsers(rowStore, pool, userRules);
+      await addWorker(database);
+      try {
+        await measure({ ...row, group: 'growth', op: 'set_pushrule_enabled', concurrency: 64, call: workerCall(client, pool, 'set_pushrule_enabled', 64) });
+      } finally {
+        await stopWorkers();
+        await mongo.db(database).dropDatabase();
+      }
+    };
+    for (const userRules of [0, 100, 1000]) {
+      await growth({ id: `growth/rules${userRules}`, userRules, users: 64 }, new UserPool(`rules${userRules}`, 64), userRules);
+    }
+    for (const count of [1, 100, 10_000]) {
+      await growth({ id: `growth/users${count}`, users: count }, new UserPool(`users${count}`, count), 0);
+    }
+
+    const peak = Math.max(...stoppedPeaks);
+    const checks = checkTargets(results, peak);
+    const table = markdown(results, checks, peak);
+    console.log(table);
+    const stamp = new Date().toISOString().replace(/[:.]/g, '-');
+    mkdirSync(`${ROOT}bench/results`, { recursive: true });
+    const file = `${ROOT}bench/results/bench-${stamp}.json`;
+    writeFileSync(
+      file,
+      `${JSON.stringify(
+        {
+          startedAt: new Date().toISOString(),
+          machine: { cpus: os.cpus().length, cpuModel: os.cpus()[0]?.model, memoryBytes: os.totalmem(), node: process.version },
+          settings: { measureMs: MEASURE_MS, warmupMs: WARMUP_MS, users: USERS, only: flags.only ?? null },
+          workerPeakRssBytes: peak,
+          results,
+          targets: checks,
+        },
+        null,
+        2,
+      )}\n`,
+    );
+    console.error(`\nresults written to ${file}`);
+  } finally {
+    await stopWorkers();
+    for (const cleanup of cleanups.reverse()) await cleanup().catch(() => undefined);
+    await mongo.db(names.database).dropDatabase().catch(() => undefined);
+    await mongo.close();
+  }
+}
+
+async function deleteQueues(queue: string): Promise<void> {
+  const connection = await amqp.connect(AMQP_URL);
+  const channel = await connection.createChannel();
+  await channel.deleteQueue(queue);
+  await channel.deleteQueue(`${queue}.dead`);
+  await channel.deleteExchange(`${queue}.dlx`);
+  await channel.deleteExchange(`${queue}.events`);
+  await connection.close();
+}
+
+await main();

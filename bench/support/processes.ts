@@ -1,0 +1,65 @@
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+
+export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+
+export interface Child {
+  readonly name: string;
+  readonly process: ChildProcess;
+  readonly pid: number;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts a Node process and resolves once a stdout line satisfies `ready`.
+ * Output is kept only to explain a failed start.
+ */
+export async function startChild(name: string, args: readonly string[], env: NodeJS.ProcessEnv, ready: (line: string) => boolean): Promise<Child> {
+  const child = spawn(process.execPath, args, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const output: string[] = [];
+  child.stderr.on('data', (chunk: Buffer) => output.push(chunk.toString()));
+  await new Promise<void>((resolve, reject) => {
+    const reader = createInterface({ input: child.stdout });
+    reader.on('line', (line) => {
+      if (output.length < 200) output.push(line);
+      if (ready(line)) resolve();
+    });
+    child.once('exit', (code, signal) => {
+      reject(new Error(`${name} exited (${String(code ?? signal)}) before it was ready:\n${output.join('\n')}`));
+    });
+  });
+  const pid = child.pid;
+  if (pid === undefined) throw new Error(`${name} has no pid`);
+  return {
+    name,
+    process: child,
+    pid,
+    stop: async () => {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      const exited = once(child, 'exit');
+      child.kill('SIGTERM');
+      await exited;
+    },
+  };
+}
+
+/** The built worker (`dist/main.js`), as `npm start` runs it. */
+export async function startWorker(env: NodeJS.ProcessEnv, nodeArgs: readonly string[] = []): Promise<Child> {
+  return startChild('worker', [...nodeArgs, 'dist/main.js'], env, (line) => line.includes('"worker started"'));
+}
+
+export async function startEchoConsumer(env: NodeJS.ProcessEnv): Promise<Child> {
+  return startChild('echo consumer', ['--import', 'tsx', 'bench/echo-consumer.ts'], env, (line) => line === 'ready');
+}
+
+/** The pid of the one local process whose command line matches, if there is exactly one. */
+export function findPid(pattern: string): number | undefined {
+  try {
+    const pids = execFileSync('pgrep', ['-f', pattern], { encoding: 'utf8' }).trim().split('\n').map(Number);
+    return pids.length === 1 ? pids[0] : undefined;
+  } catch {
+    return undefined;
+  }
+}

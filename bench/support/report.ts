@@ -1,0 +1,136 @@
+import type { LoopResult } from './closed-loop.js';
+import { READ_OPS, STORE_OP_OF, WRITE_OPS, type WorkerOp } from './workloads.js';
+
+export type Group = 'broker' | 'store' | 'worker' | 'growth';
+
+export interface ScenarioResult extends LoopResult {
+  readonly id: string;
+  readonly group: Group;
+  /** `echo`, a store baseline, a worker op or `mixed`. */
+  readonly op: string;
+  readonly workers: number;
+  /** User rules in each ruleset (growth) and users the load is spread over. */
+  readonly userRules: number;
+  readonly users: number;
+  /** CPU use in % of one core while measuring, per process (`load` is the benchmark itself). */
+  readonly cpu: Readonly<Record<string, number>>;
+  /** The highest worker RSS sampled during the scenario. */
+  readonly workerRssBytes: number | undefined;
+}
+
+export interface TargetCheck {
+  readonly target: string;
+  readonly measured: string;
+  readonly met: boolean;
+}
+
+const find = (results: readonly ScenarioResult[], match: Partial<ScenarioResult>) =>
+  results.find((r) => Object.entries(match).every(([key, value]) => r[key as keyof ScenarioResult] === value));
+
+/** The issue's targets for this machine, each with the ratio it was judged on. */
+export function checkTargets(results: readonly ScenarioResult[], peakRssBytes: number): TargetCheck[] {
+  const checks: TargetCheck[] = [];
+  const echo = (concurrency: number) => find(results, { group: 'broker', concurrency });
+  const store = (op: string, concurrency: number) => find(results, { group: 'store', op, concurrency });
+  const worker = (op: string, concurrency: number) => find(results, { group: 'worker', op, concurrency, workers: 1 });
+
+  for (const op of [...READ_OPS, ...WRITE_OPS]) {
+    const share = READ_OPS.includes(op) ? 0.5 : 0.35;
+    const w = worker(op, 64);
+    const b = echo(64);
+    const s = store(STORE_OP_OF[op], 64);
+    if (w === undefined || b === undefined || s === undefined) continue;
+    const limit = Math.min(b.throughput, s.throughput);
+    const ratio = w.throughput / limit;
+    checks.push({
+      target: `${op} at c=64 ≥ ${pct(share)} of min(broker, store ${STORE_OP_OF[op]})`,
+      measured: `${fmt(w.throughput)}/s of ${fmt(limit)}/s (${b.throughput <= s.throughput ? 'broker' : 'store'}) = ${pct(ratio)}`,
+      met: ratio >= share,
+    });
+  }
+  for (const op of [...READ_OPS, ...WRITE_OPS] as WorkerOp[]) {
+    const w = worker(op, 1);
+    const b = echo(1);
+    const s = store(STORE_OP_OF[op], 1);
+    if (w === undefined || b === undefined || s === undefined) continue;
+    const bound = b.p50Ms + s.p50Ms + 0.5;
+    checks.push({
+      target: `${op} p50 at c=1 ≤ broker p50 + store p50 + 0.5 ms`,
+      measured: `${ms(w.p50Ms)} vs ${ms(b.p50Ms)} + ${ms(s.p50Ms)} + 0.5 = ${ms(bound)} (${pct(w.p50Ms / bound)} of the bound)`,
+      met: w.p50Ms <= bound,
+    });
+  }
+  const none = find(results, { group: 'growth', userRules: 0 });
+  const hundred = find(results, { group: 'growth', userRules: 100 });
+  if (none !== undefined && hundred !== undefined) {
+    const ratio = hundred.throughput / none.throughput;
+    checks.push({
+      target: 'writes with 100 user rules ≥ 70% of writes with 0',
+      measured: `${fmt(hundred.throughput)}/s vs ${fmt(none.throughput)}/s = ${pct(ratio)}`,
+      met: ratio >= 0.7,
+    });
+  }
+  checks.push({
+    target: 'worker peak RSS ≤ 200 MB',
+    measured: `${mb(peakRssBytes)} (${pct(peakRssBytes / (200 * 1024 * 1024))} of 200 MB)`,
+    met: peakRssBytes <= 200 * 1024 * 1024,
+  });
+  return checks;
+}
+
+/** The results as markdown: one table per group, ratios to the run's own baselines, then the targets. */
+export function markdown(results: readonly ScenarioResult[], checks: readonly TargetCheck[], peakRssBytes: number): string {
+  const lines: string[] = [];
+  const echoAt = (c: number) => find(results, { group: 'broker', concurrency: c });
+  const storeAt = (op: string, c: number) => find(results, { group: 'store', op, concurrency: c });
+  const cpu = (r: ScenarioResult) =>
+    Object.entries(r.cpu)
+      .map(([name, value]) => `${name} ${Math.round(value)}`)
+      .join(', ');
+  const cpuPerRequest = (r: ScenarioResult) => fmt(cpuMicrosPerRequest(r));
+
+  lines.push('### Baselines', '', '| limit | c | req/s | p50 ms | p99 ms | errors | CPU µs/req | CPU % (per process) |', '|---|---:|---:|---:|---:|---:|---:|---|');
+  for (const r of results.filter((x) => x.group === 'broker' || x.group === 'store')) {
+    lines.push(`| ${r.group === 'broker' ? 'broker (echo consumer)' : `store ${r.op}`} | ${r.concurrency} | ${fmt(r.throughput)} | ${ms(r.p50Ms)} | ${ms(r.p99Ms)} | ${r.errors} | ${cpuPerRequest(r)} | ${cpu(r)} |`);
+  }
+
+  lines.push('', '### Worker', '', '| op | workers | c | req/s | ÷ broker | ÷ store | p50 ms | p99 ms | errors | CPU µs/req | CPU % (per process) |', '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|');
+  for (const r of results.filter((x) => x.group === 'worker')) {
+    const b = echoAt(r.concurrency);
+    const storeOp = r.op in STORE_OP_OF ? STORE_OP_OF[r.op as WorkerOp] : undefined;
+    const s = storeOp === undefined ? undefined : storeAt(storeOp, r.concurrency);
+    lines.push(
+      `| ${r.op} | ${r.workers} | ${r.concurrency} | ${fmt(r.throughput)} | ${ratio(r.throughput, b?.throughput)} | ${ratio(r.throughput, s?.throughput)} | ${ms(r.p50Ms)} | ${ms(r.p99Ms)} | ${r.errors} | ${cpuPerRequest(r)} | ${cpu(r)} |`,
+    );
+  }
+
+  lines.push('', '### Growth (set_pushrule_enabled, 1 worker, c=64)', '', '| user rules | users | req/s | ÷ first row | p50 ms | p99 ms | errors | worker RSS |', '|---:|---:|---:|---:|---:|---:|---:|---:|');
+  const growth = results.filter((x) => x.group === 'growth');
+  const byRules = growth.filter((r) => r.id.startsWith('growth/rules'));
+  const byUsers = growth.filter((r) => r.id.startsWith('growth/users'));
+  for (const rows of [byRules, byUsers]) {
+    const first = rows[0];
+    for (const r of rows) {
+      lines.push(`| ${r.userRules} | ${r.users} | ${fmt(r.throughput)} | ${ratio(r.throughput, first?.throughput)} | ${ms(r.p50Ms)} | ${ms(r.p99Ms)} | ${r.errors} | ${r.workerRssBytes === undefined ? '–' : mb(r.workerRssBytes)} |`);
+    }
+  }
+
+  const heaviest = [...results].filter((r) => r.workerRssBytes !== undefined).sort((a, b) => (b.workerRssBytes ?? 0) - (a.workerRssBytes ?? 0))[0];
+  lines.push('', `Worker peak RSS (kernel high-water mark, whole run): ${mb(peakRssBytes)}; highest sample in \`${heaviest?.id ?? '–'}\`.`);
+
+  lines.push('', '### Targets', '', '| target | measured | met |', '|---|---|---|');
+  for (const check of checks) lines.push(`| ${check.target} | ${check.measured} | ${check.met ? 'yes' : '**no**'} |`);
+  return lines.join('\n');
+}
+
+/** CPU time all watched processes spent per answered request, in µs: what the machine's cores are divided by. */
+export function cpuMicrosPerRequest(r: ScenarioResult): number {
+  const total = Object.values(r.cpu).reduce((sum, value) => sum + (Number.isFinite(value) ? value : 0), 0);
+  return r.throughput === 0 ? Number.NaN : ((total / 100) * 1e6) / r.throughput;
+}
+
+const fmt = (n: number) => (Number.isFinite(n) ? Math.round(n).toLocaleString('en-US') : '–');
+const ms = (n: number) => (Number.isFinite(n) ? n.toFixed(2) : '–');
+const pct = (n: number) => `${Math.round(n * 100)}%`;
+const mb = (bytes: number) => `${(bytes / 1024 / 1024).toFixed(0)} MB`;
+const ratio = (value: number, base: number | undefined) => (base === undefined || base === 0 ? '–' : (value / base).toFixed(2));

@@ -1,0 +1,131 @@
+import { describe, expect, it } from 'vitest';
+import { percentile, runClosedLoop } from '../../bench/support/closed-loop.js';
+import { checkTargets, cpuMicrosPerRequest, type ScenarioResult } from '../../bench/support/report.js';
+import { UserPool } from '../../bench/support/workloads.js';
+
+describe('UserPool.pick', () => {
+  it.each([
+    [1000, 64],
+    [1000, 16],
+    [64, 64],
+  ])('with %i users and %i lanes gives each lane users of its own', (users, lanes) => {
+    const pool = new UserPool('u', users);
+    const seen = new Map<string, number>();
+    for (let lane = 0; lane < lanes; lane += 1) {
+      for (let i = 0; i < 200; i += 1) {
+        const user = pool.pick(lane, i, lanes);
+        expect(seen.get(user) ?? lane).toBe(lane);
+        seen.set(user, lane);
+      }
+    }
+    expect(seen.size).toBe(Math.floor(users / lanes) * lanes);
+  });
+
+  it('shares users between lanes when there are fewer users than lanes', () => {
+    const pool = new UserPool('u', 1);
+    expect(new Set([0, 1, 63].map((lane) => pool.pick(lane, 5, 64)))).toEqual(new Set(['@u-0:bench.example.org']));
+  });
+});
+
+describe('percentile', () => {
+  it.each([
+    [0.5, 50],
+    [0.99, 99],
+    [1, 100],
+  ])('nearest rank %f of 1..100 is %i', (q, expected) => {
+    expect(percentile(Array.from({ length: 100 }, (_, i) => i + 1), q)).toBe(expected);
+  });
+
+  it('is NaN without samples', () => {
+    expect(percentile([], 0.5)).toBeNaN();
+  });
+});
+
+describe('runClosedLoop', () => {
+  it('keeps one request per lane in flight and counts errors apart from answers', async () => {
+    const inFlight = { now: 0, max: 0 };
+    const result = await runClosedLoop({
+      concurrency: 4,
+      warmupMs: 0,
+      measureMs: 100,
+      call: async (_lane, i) => {
+        inFlight.now += 1;
+        inFlight.max = Math.max(inFlight.max, inFlight.now);
+        await new Promise((resolve) => setImmediate(resolve));
+        inFlight.now -= 1;
+        if (i % 2 === 1) throw new Error('odd');
+      },
+    });
+    expect(inFlight.max).toBe(4);
+    expect(result.ops).toBeGreaterThan(0);
+    expect(Math.abs(result.errors - result.ops)).toBeLessThanOrEqual(4);
+    expect(result.firstError).toBe('odd');
+    expect(result.throughput).toBe(result.ops / 0.1);
+  });
+});
+
+/** A scenario result with the fields the targets read. */
+function aResult(overrides: Partial<ScenarioResult>): ScenarioResult {
+  return {
+    id: 'x',
+    group: 'worker',
+    op: 'get_pushrules',
+    workers: 1,
+    userRules: 0,
+    users: 1000,
+    concurrency: 64,
+    ops: 1,
+    errors: 0,
+    firstError: undefined,
+    throughput: 1000,
+    p50Ms: 1,
+    p99Ms: 2,
+    cpu: {},
+    workerRssBytes: undefined,
+    ...overrides,
+  };
+}
+
+describe('checkTargets', () => {
+  const baselines = [
+    aResult({ group: 'broker', op: 'echo', throughput: 10_000, concurrency: 64 }),
+    aResult({ group: 'store', op: 'rules-read', throughput: 8_000, concurrency: 64 }),
+    aResult({ group: 'store', op: 'rules-write', throughput: 3_000, concurrency: 64 }),
+  ];
+
+  it('judges reads against half of the lower baseline', () => {
+    const met = checkTargets([...baselines, aResult({ op: 'get_pushrules', throughput: 4_000 })], 0);
+    const missed = checkTargets([...baselines, aResult({ op: 'get_pushrules', throughput: 3_999 })], 0);
+    expect(met[0]).toMatchObject({ met: true, measured: expect.stringContaining('(store) = 50%') as unknown });
+    expect(missed[0]?.met).toBe(false);
+  });
+
+  it('judges writes against 35% of the lower baseline', () => {
+    const [check] = checkTargets([...baselines, aResult({ op: 'set_pushrule', throughput: 1_050 })], 0);
+    expect(check).toMatchObject({ target: expect.stringContaining('35%') as unknown, met: true });
+  });
+
+  it('judges latency at c=1 against broker p50 + store p50 + 0.5 ms', () => {
+    const at1 = [
+      aResult({ group: 'broker', op: 'echo', concurrency: 1, p50Ms: 0.7 }),
+      aResult({ group: 'store', op: 'rules-read', concurrency: 1, p50Ms: 0.2 }),
+    ];
+    expect(checkTargets([...at1, aResult({ concurrency: 1, p50Ms: 1.4 })], 0)[0]?.met).toBe(true);
+    expect(checkTargets([...at1, aResult({ concurrency: 1, p50Ms: 1.41 })], 0)[0]?.met).toBe(false);
+  });
+
+  it('judges growth and memory', () => {
+    const growth = [
+      aResult({ group: 'growth', userRules: 0, throughput: 1_000 }),
+      aResult({ group: 'growth', userRules: 100, throughput: 690 }),
+    ];
+    const checks = checkTargets(growth, 201 * 1024 * 1024);
+    expect(checks.map((c) => c.met)).toEqual([false, false]);
+  });
+});
+
+describe('cpuMicrosPerRequest', () => {
+  it('divides the CPU of every process by the requests answered', () => {
+    expect(cpuMicrosPerRequest(aResult({ throughput: 2_000, cpu: { worker: 100, rabbitmq: 100 } }))).toBe(1_000);
+  });
+});
