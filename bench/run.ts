@@ -20,7 +20,7 @@ import { MongoPushStore } from '../src/store/mongo-push-store.js';
 import { runClosedLoop } from './support/closed-loop.js';
 import { findPid, ROOT, startEchoConsumer, startWorker, type Child } from './support/processes.js';
 import { cpuSeconds, peakRssBytes, rssBytes } from './support/proc-stats.js';
-import { checkTargets, markdown, type Group, type ScenarioResult } from './support/report.js';
+import { checkTargets, markdown, type Group, type RssPeak, type ScenarioResult } from './support/report.js';
 import {
   echoCall,
   mixedCall,
@@ -78,16 +78,16 @@ function childEnv(queue: string, database = names.database): NodeJS.ProcessEnv {
 const results: ScenarioResult[] = [];
 /** The workers serving now. */
 const workers: Child[] = [];
-/** The kernel's RSS high-water mark of every worker stopped so far. */
-const stoppedPeaks: number[] = [];
+/** The kernel's RSS high-water mark of the workers stopped so far, by what they ran. */
+const peaks: RssPeak[] = [];
 const PROFILE_ARGS = flags.profile ? ['--cpu-prof', '--cpu-prof-dir', `${ROOT}bench/results/profiles`] : [];
 
 async function addWorker(database?: string): Promise<void> {
   workers.push(await startWorker(childEnv(names.queue, database), PROFILE_ARGS));
 }
 
-async function stopWorkers(): Promise<void> {
-  for (const w of workers) stoppedPeaks.push(peakRssBytes(w.pid));
+async function stopWorkers(ran: string): Promise<void> {
+  if (workers.length > 0) peaks.push({ ran, bytes: Math.max(...workers.map((w) => peakRssBytes(w.pid))) });
   await Promise.all(workers.map(async (w) => w.stop()));
   workers.length = 0;
 }
@@ -180,7 +180,7 @@ async function main(): Promise<void> {
     await workerScenarios(CONCURRENCIES);
     await addWorker();
     await workerScenarios([16, 64]);
-    await stopWorkers();
+    await stopWorkers('worker/*');
 
     // Growth, one worker at c=64: rules per ruleset, then users the load is
     // spread over. Each row has a database of its own, so no row measures
@@ -195,7 +195,7 @@ async function main(): Promise<void> {
       try {
         await measure({ ...row, group: 'growth', op: 'set_pushrule_enabled', concurrency: 64, call: workerCall(client, pool, 'set_pushrule_enabled', 64) });
       } finally {
-        await stopWorkers();
+        await stopWorkers(row.id);
         await mongo.db(database).dropDatabase();
       }
     };
@@ -206,9 +206,8 @@ async function main(): Promise<void> {
       await growth({ id: `growth/users${count}`, users: count }, new UserPool(`users${count}`, count), 0);
     }
 
-    const peak = Math.max(...stoppedPeaks);
-    const checks = checkTargets(results, peak);
-    const table = markdown(results, checks, peak);
+    const checks = checkTargets(results, peaks);
+    const table = markdown(results, checks, peaks);
     console.log(table);
     const stamp = new Date().toISOString().replace(/[:.]/g, '-');
     mkdirSync(`${ROOT}bench/results`, { recursive: true });
@@ -220,7 +219,7 @@ async function main(): Promise<void> {
           startedAt: new Date().toISOString(),
           machine: { cpus: os.cpus().length, cpuModel: os.cpus()[0]?.model, memoryBytes: os.totalmem(), node: process.version },
           settings: { measureMs: MEASURE_MS, warmupMs: WARMUP_MS, users: USERS, only: flags.only ?? null },
-          workerPeakRssBytes: peak,
+          workerPeakRss: peaks,
           results,
           targets: checks,
         },
@@ -230,7 +229,7 @@ async function main(): Promise<void> {
     );
     console.error(`\nresults written to ${file}`);
   } finally {
-    await stopWorkers();
+    await stopWorkers('interrupted');
     for (const cleanup of cleanups.reverse()) await cleanup().catch(() => undefined);
     await mongo.db(names.database).dropDatabase().catch(() => undefined);
     await mongo.close();

@@ -18,6 +18,14 @@ export interface ScenarioResult extends LoopResult {
   readonly workerRssBytes: number | undefined;
 }
 
+/** A worker process's RSS high-water mark (`VmHWM`) and the scenarios it ran. */
+export interface RssPeak {
+  readonly ran: string;
+  readonly bytes: number;
+}
+
+const RSS_TARGET_BYTES = 200 * 1024 * 1024;
+
 export interface TargetCheck {
   readonly target: string;
   readonly measured: string;
@@ -28,7 +36,7 @@ const find = (results: readonly ScenarioResult[], match: Partial<ScenarioResult>
   results.find((r) => Object.entries(match).every(([key, value]) => r[key as keyof ScenarioResult] === value));
 
 /** The issue's targets for this machine, each with the ratio it was judged on. */
-export function checkTargets(results: readonly ScenarioResult[], peakRssBytes: number): TargetCheck[] {
+export function checkTargets(results: readonly ScenarioResult[], peaks: readonly RssPeak[]): TargetCheck[] {
   const checks: TargetCheck[] = [];
   const echo = (concurrency: number) => find(results, { group: 'broker', concurrency });
   const store = (op: string, concurrency: number) => find(results, { group: 'store', op, concurrency });
@@ -70,16 +78,22 @@ export function checkTargets(results: readonly ScenarioResult[], peakRssBytes: n
       met: ratio >= 0.7,
     });
   }
-  checks.push({
-    target: 'worker peak RSS ≤ 200 MB',
-    measured: `${mb(peakRssBytes)} (${pct(peakRssBytes / (200 * 1024 * 1024))} of 200 MB)`,
-    met: peakRssBytes <= 200 * 1024 * 1024,
-  });
+  // The worker scenarios, and the heaviest growth row apart: it is the
+  // heaviest scenario, and it is bounded by other things (see bench/README.md).
+  const main = peaks.filter((p) => p.ran === 'worker/*');
+  const growth = [...peaks].filter((p) => p.ran.startsWith('growth/')).sort((a, b) => b.bytes - a.bytes).slice(0, 1);
+  for (const peak of [...main, ...growth]) {
+    checks.push({
+      target: `worker peak RSS ≤ 200 MB (${peak.ran})`,
+      measured: `${mb(peak.bytes)} (${pct(peak.bytes / RSS_TARGET_BYTES)} of 200 MB)`,
+      met: peak.bytes <= RSS_TARGET_BYTES,
+    });
+  }
   return checks;
 }
 
 /** The results as markdown: one table per group, ratios to the run's own baselines, then the targets. */
-export function markdown(results: readonly ScenarioResult[], checks: readonly TargetCheck[], peakRssBytes: number): string {
+export function markdown(results: readonly ScenarioResult[], checks: readonly TargetCheck[], peaks: readonly RssPeak[]): string {
   const lines: string[] = [];
   const echoAt = (c: number) => find(results, { group: 'broker', concurrency: c });
   const storeAt = (op: string, c: number) => find(results, { group: 'store', op, concurrency: c });
@@ -115,8 +129,8 @@ export function markdown(results: readonly ScenarioResult[], checks: readonly Ta
     }
   }
 
-  const heaviest = [...results].filter((r) => r.workerRssBytes !== undefined).sort((a, b) => (b.workerRssBytes ?? 0) - (a.workerRssBytes ?? 0))[0];
-  lines.push('', `Worker peak RSS (kernel high-water mark, whole run): ${mb(peakRssBytes)}; highest sample in \`${heaviest?.id ?? '–'}\`.`);
+  lines.push('', '### Worker memory (kernel high-water mark of each worker process)', '', '| scenarios run | peak RSS |', '|---|---:|');
+  for (const peak of peaks) lines.push(`| ${peak.ran} | ${mb(peak.bytes)} |`);
 
   lines.push('', '### Targets', '', '| target | measured | met |', '|---|---|---|');
   for (const check of checks) lines.push(`| ${check.target} | ${check.measured} | ${check.met ? 'yes' : '**no**'} |`);

@@ -56,7 +56,8 @@ function decodeRule(kind: RuleKind, candidate: unknown): PushRule | undefined {
   const { rule_id: ruleId, default: isDefault, enabled, actions } = candidate;
   if (typeof ruleId !== 'string' || typeof isDefault !== 'boolean' || typeof enabled !== 'boolean') return undefined;
   if (!Array.isArray(actions) || !actions.every((a) => typeof a === 'string' || isJsonObject(a))) return undefined;
-  const base: SimplePushRule = { rule_id: ruleId, default: isDefault, enabled, actions };
+  // Each rule is built in one literal: this runs for every stored rule on
+  // every operation, so no intermediate object.
   switch (kind) {
     case 'override':
     case 'underride': {
@@ -64,16 +65,16 @@ function decodeRule(kind: RuleKind, candidate: unknown): PushRule | undefined {
       if (!Array.isArray(conditions) || !conditions.every((c) => isJsonObject(c) && typeof c['kind'] === 'string')) {
         return undefined;
       }
-      return { ...base, conditions } satisfies ConditionalPushRule;
+      return { rule_id: ruleId, default: isDefault, enabled, actions, conditions } satisfies ConditionalPushRule;
     }
     case 'content': {
       const pattern = candidate['pattern'];
       if (typeof pattern !== 'string') return undefined;
-      return { ...base, pattern } satisfies PatternedPushRule;
+      return { rule_id: ruleId, default: isDefault, enabled, actions, pattern } satisfies PatternedPushRule;
     }
     case 'room':
     case 'sender':
-      return base;
+      return { rule_id: ruleId, default: isDefault, enabled, actions } satisfies SimplePushRule;
   }
 }
 

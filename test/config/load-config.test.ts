@@ -4,7 +4,7 @@ import { ConfigError, loadConfig } from '../../src/config/load-config.js';
 describe('configuration', () => {
   it('loads the defaults, frozen', () => {
     const config = loadConfig({});
-    expect(config.amqp).toMatchObject({ queue: 'matrix.push.rpc', queueType: 'quorum', prefetch: 64 });
+    expect(config.amqp).toMatchObject({ queue: 'matrix.push.rpc', queueType: 'quorum', prefetch: 32 });
     expect(config.limits.maxRequestBytes).toBe(65536);
     expect(Object.isFrozen(config)).toBe(true);
     expect(Object.isFrozen(config.amqp)).toBe(true);
