@@ -181,6 +181,10 @@ async function main(): Promise<void> {
     await addWorker();
     await workerScenarios([16, 64]);
     await stopWorkers('worker/*');
+    // The writes replaced data and added none: a figure measured on data
+    // that went missing would be no figure at all.
+    const pushers = await mongo.db(names.database).collection('pushers').countDocuments();
+    if (pushers !== USERS) throw new Error(`expected ${USERS} pushers after the worker scenarios, found ${pushers}`);
 
     // Growth, one worker at c=64: rules per ruleset, then users the load is
     // spread over. Each row has a database of its own, so no row measures

@@ -55,10 +55,14 @@ export function rulesetWithUserRules(userId: string, userRules: number): Ruleset
   return { ...defaults, override: [master, ...Array.from({ length: userRules }, (_, n) => keywordRule(n)), ...rest] };
 }
 
-/** The one pusher each user has: the same app and pushkey, so sets replace it. */
-function storedPusher(device: string) {
+/**
+ * The one pusher each user has; sets replace it. The pushkey is the user's
+ * own: a set without `append` deletes the pushers of other users with the
+ * same app ID and pushkey, as the spec says.
+ */
+function storedPusher(user: string, device: string) {
   return {
-    pushkey: 'bench-pushkey',
+    pushkey: `pushkey-${user}`,
     kind: 'http',
     app_id: 'org.example.bench',
     app_display_name: 'Bench',
@@ -68,7 +72,7 @@ function storedPusher(device: string) {
   } as const;
 }
 
-export const pusherOf = (device: string): PusherSetAction => storedPusher(device);
+export const pusherOf = (user: string, device: string): PusherSetAction => storedPusher(user, device);
 
 /** Stores each user's ruleset (with `userRules` of their own) and one pusher, as a worker would have. */
 export async function seedUsers(store: MongoPushStore, users: UserPool, userRules = 0): Promise<void> {
@@ -76,7 +80,7 @@ export async function seedUsers(store: MongoPushStore, users: UserPool, userRule
   const seeder = async () => {
     for (let user = ids.pop(); user !== undefined; user = ids.pop()) {
       await store.savePushRules(user, 0, rulesetWithUserRules(user, userRules), DEFAULT_RULES_REVISION);
-      await store.upsertPusher({ ...storedPusher('Phone'), user_id: user });
+      await store.upsertPusher({ ...storedPusher(user, 'Phone'), user_id: user });
     }
   };
   await Promise.all(Array.from({ length: 32 }, seeder));
@@ -93,7 +97,7 @@ export const WORKER_OPS = {
       actions: ['notify'],
     }),
   get_pushers: async (client: PushRulesClient, user: string) => client.getPushers(user),
-  set_pusher: async (client: PushRulesClient, user: string, i: number) => client.setPusher(user, pusherOf(`Phone ${i % 10}`)),
+  set_pusher: async (client: PushRulesClient, user: string, i: number) => client.setPusher(user, pusherOf(user, `Phone ${i % 10}`)),
 } satisfies Record<string, (client: PushRulesClient, user: string, i: number) => Promise<unknown>>;
 
 export type WorkerOp = keyof typeof WORKER_OPS;
@@ -149,12 +153,18 @@ export const STORE_OPS = {
   },
   /** `get_pushers`. */
   'pushers-read': async (store: MongoPushStore, user: string) => store.listPushers(user),
-  /** `set_pusher` replacing a pusher: replay check, count check, upsert, version bump with the record. */
+  /**
+   * `set_pusher` replacing a pusher without `append`: replay check, count
+   * check, upsert, removal of the same pusher from other users, version bump
+   * with the record.
+   */
   'pushers-write': async (store: MongoPushStore, user: string, i: number) => {
     const messageId = randomUUID();
+    const pusher = storedPusher(user, `Phone ${i % 10}`);
     await store.findRecordedWrite(user, messageId);
     await store.listPushers(user);
-    await store.upsertPusher({ ...storedPusher(`Phone ${i % 10}`), user_id: user });
+    await store.upsertPusher({ ...pusher, user_id: user });
+    await store.deletePushersOfOtherUsers({ userId: user, appId: pusher.app_id, pushkey: pusher.pushkey });
     await store.bumpPushersVersion(user, { messageId, replyJson: RECORDED_REPLY });
   },
 } satisfies Record<string, (store: MongoPushStore, user: string, i: number) => Promise<unknown>>;
