@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { logLines, openFaultWorld, type FaultWorld } from './support/fault-world.js';
+import { awaitLogLines, openFaultWorld, type FaultWorld } from './support/fault-world.js';
 
 /**
  * A genuine redelivery: the first worker applies a write and dies before
@@ -41,7 +41,7 @@ describe('a write redelivered after the worker applied it', () => {
     const stored = await world.stored(USER);
     expect(stored.version).toBe(before.version + 1);
     expect(stored.ruleIds.sort()).toEqual(expectedRules);
-    const served = logLines(world, 'request served').filter((l) => l['op'] === op && l['redelivered'] === true);
+    const served = await awaitLogLines(world, 'request served', (l) => l['op'] === op && l['redelivered'] === true);
     expect(served).toMatchObject([{ replayed: true }]);
     successor.child.kill('SIGKILL');
     console.info(`[fault: redelivery] ${op}: applied by the crashing worker (version ${before.version} → ${afterCrash.version}), redelivered, answered from the record, version unchanged`);

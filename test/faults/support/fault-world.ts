@@ -58,3 +58,22 @@ export async function openFaultWorld(workerCount: number, extraEnv: Record<strin
 export function logLines(world: FaultWorld, msg: string): Record<string, unknown>[] {
   return world.workers.flatMap((w, i) => w.lines.filter((l) => l['msg'] === msg).map((l) => ({ ...l, worker: i })));
 }
+
+/**
+ * Log lines matching `where`, once there are some: a worker writes its line
+ * right after the reply, and the pipe may deliver it to this process a
+ * little after the reply itself. Resolves with what there is after `timeoutMs`.
+ */
+export async function awaitLogLines(
+  world: FaultWorld,
+  msg: string,
+  where: (line: Record<string, unknown>) => boolean,
+  timeoutMs = 5_000,
+): Promise<Record<string, unknown>[]> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const lines = logLines(world, msg).filter(where);
+    if (lines.length > 0 || Date.now() > deadline) return lines;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
