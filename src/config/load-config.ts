@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { Ajv } from 'ajv';
+import { Ajv, type ValidateFunction } from 'ajv';
 import { ConfigSchema, ENVIRONMENT, type Config, type EnvironmentKind } from './config-schema.js';
 
 export class ConfigError extends Error {
@@ -10,7 +10,18 @@ export class ConfigError extends Error {
 }
 
 const DEFAULT_FILE = new URL('../../config/default.json', import.meta.url);
-const validate = new Ajv({ strict: true, allErrors: true }).compile<Config>(ConfigSchema);
+const ajv = new Ajv({ strict: true, allErrors: true });
+const validateConfig = ajv.compile<Config>(ConfigSchema);
+
+/** Environment variables, each overriding one `section.key` setting. */
+export type EnvironmentList = readonly { readonly name: string; readonly path: readonly [string, string]; readonly kind: EnvironmentKind }[];
+
+/** What a process's settings are made of: a default file, its schema, its variables. */
+export interface SettingsSpec<T> {
+  readonly defaultFile: URL;
+  readonly validate: ValidateFunction<T>;
+  readonly environment: EnvironmentList;
+}
 
 /**
  * Reads `config/default.json` (or `CONFIG_FILE`), applies the environment
@@ -18,18 +29,24 @@ const validate = new Ajv({ strict: true, allErrors: true }).compile<Config>(Conf
  * Throws `ConfigError` naming every bad setting (and its variable).
  */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Config> {
-  const file = env['CONFIG_FILE'] ?? DEFAULT_FILE;
+  return loadSettings({ defaultFile: DEFAULT_FILE, validate: validateConfig, environment: ENVIRONMENT }, env);
+}
+
+/** `loadConfig` for any process: the file (or `CONFIG_FILE`), then the environment, validated once, frozen. */
+export function loadSettings<T>(spec: SettingsSpec<T>, env: NodeJS.ProcessEnv = process.env): Readonly<T> {
+  const file = env['CONFIG_FILE'] ?? spec.defaultFile;
   let raw: unknown;
   try {
     raw = JSON.parse(readFileSync(file, 'utf8'));
   } catch (error) {
     throw new ConfigError(`cannot read the configuration file ${String(file)}: ${(error as Error).message}`);
   }
-  const config = applyEnvironment(raw, env);
+  const config = applyEnvironment(raw, spec.environment, env);
+  const { validate } = spec;
   if (!validate(config)) {
     const problems = (validate.errors ?? []).map((e) => {
       const setting = e.instancePath.slice(1).replaceAll('/', '.') || 'configuration';
-      const variable = ENVIRONMENT.find((v) => v.path.join('.') === setting)?.name;
+      const variable = spec.environment.find((v) => v.path.join('.') === setting)?.name;
       return `${setting}${variable === undefined ? '' : ` (${variable})`} ${e.message ?? 'is invalid'}`;
     });
     throw new ConfigError(`invalid configuration: ${problems.join('; ')}`);
@@ -37,9 +54,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Confi
   return deepFreeze(config);
 }
 
-function applyEnvironment(raw: unknown, env: NodeJS.ProcessEnv): unknown {
+/** Compiles a settings schema with the same strict options as the worker's. */
+export function compileSettingsSchema<T>(schema: object): ValidateFunction<T> {
+  return ajv.compile<T>(schema);
+}
+
+function applyEnvironment(raw: unknown, environment: EnvironmentList, env: NodeJS.ProcessEnv): unknown {
   const config = structuredClone(raw) as Record<string, Record<string, unknown>>;
-  for (const { name, path, kind } of ENVIRONMENT) {
+  for (const { name, path, kind } of environment) {
     const text = env[name];
     if (text === undefined || text === '') continue;
     const [section, key] = path;

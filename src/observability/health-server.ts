@@ -1,11 +1,11 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
-/** What `/readyz` checks; each probe answers quickly and never throws. */
-export interface ReadinessProbes {
-  readonly consuming: () => boolean;
-  readonly database: () => Promise<boolean>;
-}
+/**
+ * What `/readyz` checks, by name (the worker: `consuming`, `database`); each
+ * probe answers quickly and never throws.
+ */
+export type ReadinessProbes = Readonly<Record<string, () => boolean | Promise<boolean>>>;
 
 export interface HealthServerOptions {
   readonly host: string;
@@ -18,8 +18,9 @@ export interface HealthServerOptions {
 /**
  * A small HTTP listener for orchestrators and Prometheus:
  * - `/healthz`: 200 while the process runs (liveness);
- * - `/readyz`: 200 when consuming on a live broker session and the
- *   database answers a ping, else 503 with what is missing (readiness);
+ * - `/readyz`: 200 when every probe passes (the worker: consuming on a
+ *   live broker session, and the database answers a ping), else 503; the
+ *   body names each probe's answer (readiness);
  * - `/metrics`: Prometheus text format.
  * Plain `node:http`: three fixed routes need no framework.
  */
@@ -73,11 +74,10 @@ export class HealthServer {
       case '/healthz':
         return { status: 200, contentType: text, body: 'ok\n' };
       case '/readyz': {
-        const { probes } = this.#options;
-        const consuming = probes.consuming();
-        const database = await probes.database();
-        const body = JSON.stringify({ consuming, database });
-        return { status: consuming && database ? 200 : 503, contentType: 'application/json', body };
+        const entries = Object.entries(this.#options.probes);
+        const answers = await Promise.all(entries.map(async ([name, probe]) => [name, await probe()] as const));
+        const ready = answers.every(([, answer]) => answer);
+        return { status: ready ? 200 : 503, contentType: 'application/json', body: JSON.stringify(Object.fromEntries(answers)) };
       }
       case '/metrics': {
         const { contentType, body } = await this.#options.metrics();

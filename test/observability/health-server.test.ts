@@ -8,7 +8,7 @@ afterEach(async () => {
   server = undefined;
 });
 
-async function serve(probes: Partial<ReadinessProbes> = {}, metrics = new WorkerMetrics(() => 3, { processMetrics: false })) {
+async function serve(probes: ReadinessProbes = {}, metrics = new WorkerMetrics(() => 3, { processMetrics: false })) {
   server = new HealthServer({
     host: '127.0.0.1',
     port: 0,

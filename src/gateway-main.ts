@@ -1,0 +1,98 @@
+import { PushRulesClient } from './client/push-rules-client.js';
+import { ConfigError } from './config/load-config.js';
+import type { Authenticator } from './gateway/authenticator.js';
+import { loadGatewayConfig, type GatewayConfig } from './gateway/gateway-config.js';
+import { GatewayMetrics } from './gateway/gateway-metrics.js';
+import { buildGatewayServer } from './gateway/gateway-server.js';
+import { HomeserverAuthenticator } from './gateway/homeserver-authenticator.js';
+import { TokenFileAuthenticator } from './gateway/token-file-authenticator.js';
+import { signalShutdown } from './lifecycle/signal-shutdown.js';
+import { createLogger } from './logging/logger.js';
+import { HealthServer } from './observability/health-server.js';
+
+/**
+ * `npm run gateway`: the HTTP front. Serves the push-rule and pusher
+ * endpoints of the client-server API and forwards each request to the
+ * worker pool.
+ *
+ * SIGTERM/SIGINT: stop accepting connections, answer every request in
+ * flight, close the broker connection, exit 0; a second signal or
+ * `shutdown.timeoutMs` exits 1 at once.
+ */
+async function main(): Promise<void> {
+  const config = readConfig();
+  const log = createLogger(config.log.level, 'matrix-push-gateway');
+  const client = new PushRulesClient({
+    url: config.amqp.url,
+    queue: config.amqp.queue,
+    timeoutMs: config.http.requestTimeoutMs,
+    ...(config.amqp.publisherUserId === '' ? {} : { publisherUserId: config.amqp.publisherUserId }),
+  });
+  const metrics = new GatewayMetrics();
+  const state = { listening: false };
+  const app = buildGatewayServer({
+    api: client,
+    authenticator: authenticatorOf(config.auth),
+    logger: log,
+    maxBodyBytes: config.http.maxBodyBytes,
+    requestTimeoutMs: config.http.requestTimeoutMs,
+    observer: metrics,
+  });
+  const health = config.health.enabled
+    ? new HealthServer({
+        host: config.health.host,
+        port: config.health.port,
+        probes: { listening: () => state.listening },
+        metrics: async () => ({ contentType: metrics.registry.contentType, body: await metrics.registry.metrics() }),
+      })
+    : undefined;
+
+  const stop = signalShutdown({
+    abort: new AbortController(),
+    timeoutMs: config.shutdown.timeoutMs,
+    inFlight: () => metrics.inFlight,
+    log,
+    exit: (code) => process.exit(code),
+    close: async () => {
+      state.listening = false;
+      // Stops accepting and waits for the requests in flight to be answered.
+      await app.close();
+      await client.close();
+      await health?.close();
+    },
+  });
+  process.on('SIGTERM', stop);
+  process.on('SIGINT', stop);
+
+  if (health !== undefined) {
+    const port = await health.listen();
+    log.info({ host: config.health.host, port }, 'health and metrics listening');
+  }
+  await app.listen({ host: config.http.host, port: config.http.port });
+  state.listening = true;
+  const address = app.server.address();
+  const port = typeof address === 'object' && address !== null ? address.port : config.http.port;
+  log.info({ host: config.http.host, port, queue: config.amqp.queue, auth: config.auth.kind }, 'gateway listening');
+}
+
+function authenticatorOf(auth: GatewayConfig['auth']): Authenticator {
+  if (auth.kind === 'token-file') return TokenFileAuthenticator.fromFile(auth.tokenFile);
+  return new HomeserverAuthenticator(auth);
+}
+
+function readConfig(): Readonly<GatewayConfig> {
+  try {
+    return loadGatewayConfig();
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      process.stderr.write(`matrix-push-gateway: ${error.message}\n`);
+      process.exit(2);
+    }
+    throw error;
+  }
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`matrix-push-gateway: failed to start: ${error instanceof Error ? error.message : String(error)}\n`);
+  process.exit(1);
+});

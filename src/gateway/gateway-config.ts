@@ -1,0 +1,90 @@
+import { Type, type Static } from '@sinclair/typebox';
+import { compileSettingsSchema, ConfigError, loadSettings, type EnvironmentList } from '../config/load-config.js';
+
+const Name = Type.String({ minLength: 1, maxLength: 255 });
+
+/** The HTTP gateway's whole configuration; defaults come from `config/gateway.json`. */
+export const GatewayConfigSchema = Type.Object(
+  {
+    http: Type.Object(
+      {
+        host: Type.String({ minLength: 1 }),
+        /** 0: any free port (logged at start). */
+        port: Type.Integer({ minimum: 0, maximum: 65535 }),
+        /** Larger request bodies get 413 M_TOO_LARGE before anything else. */
+        maxBodyBytes: Type.Integer({ minimum: 1024, maximum: 4 * 1024 * 1024 }),
+        /** How long a request may wait for the workers before the client gets 503. */
+        requestTimeoutMs: Type.Integer({ minimum: 100, maximum: 120000 }),
+      },
+      { additionalProperties: false },
+    ),
+    amqp: Type.Object(
+      {
+        url: Type.String({ pattern: '^amqps?://' }),
+        queue: Name,
+        /** The broker user of `url`, sent as `userId` for workers with trusted publishers; empty: none. */
+        publisherUserId: Type.String({ maxLength: 255 }),
+      },
+      { additionalProperties: false },
+    ),
+    auth: Type.Object(
+      {
+        /** `homeserver`: ask the homeserver's whoami; `token-file`: a token→user JSON file (development, tests). */
+        kind: Type.Union([Type.Literal('homeserver'), Type.Literal('token-file')]),
+        homeserverUrl: Type.String({ pattern: '^https?://' }),
+        /** How long a token the homeserver accepted is trusted without asking again. 0: never cached. */
+        cacheSeconds: Type.Integer({ minimum: 0, maximum: 3600 }),
+        cacheMaxEntries: Type.Integer({ minimum: 1, maximum: 1000000 }),
+        /** A homeserver slower than this counts as down (503). */
+        timeoutMs: Type.Integer({ minimum: 100, maximum: 60000 }),
+        tokenFile: Type.String(),
+      },
+      { additionalProperties: false },
+    ),
+    health: Type.Object(
+      { enabled: Type.Boolean(), host: Type.String({ minLength: 1 }), port: Type.Integer({ minimum: 0, maximum: 65535 }) },
+      { additionalProperties: false },
+    ),
+    shutdown: Type.Object({ timeoutMs: Type.Integer({ minimum: 100, maximum: 600000 }) }, { additionalProperties: false }),
+    log: Type.Object(
+      { level: Type.Union(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l))) },
+      { additionalProperties: false },
+    ),
+  },
+  { additionalProperties: false },
+);
+
+export type GatewayConfig = Static<typeof GatewayConfigSchema>;
+
+export const GATEWAY_ENVIRONMENT: EnvironmentList = [
+  { name: 'GATEWAY_HOST', path: ['http', 'host'], kind: 'string' },
+  { name: 'GATEWAY_PORT', path: ['http', 'port'], kind: 'integer' },
+  { name: 'GATEWAY_MAX_BODY_BYTES', path: ['http', 'maxBodyBytes'], kind: 'integer' },
+  { name: 'GATEWAY_REQUEST_TIMEOUT_MS', path: ['http', 'requestTimeoutMs'], kind: 'integer' },
+  { name: 'AMQP_URL', path: ['amqp', 'url'], kind: 'string' },
+  { name: 'RPC_QUEUE', path: ['amqp', 'queue'], kind: 'string' },
+  { name: 'AMQP_PUBLISHER_USER_ID', path: ['amqp', 'publisherUserId'], kind: 'string' },
+  { name: 'AUTH_KIND', path: ['auth', 'kind'], kind: 'string' },
+  { name: 'HOMESERVER_URL', path: ['auth', 'homeserverUrl'], kind: 'string' },
+  { name: 'AUTH_CACHE_SECONDS', path: ['auth', 'cacheSeconds'], kind: 'integer' },
+  { name: 'AUTH_CACHE_MAX_ENTRIES', path: ['auth', 'cacheMaxEntries'], kind: 'integer' },
+  { name: 'AUTH_TIMEOUT_MS', path: ['auth', 'timeoutMs'], kind: 'integer' },
+  { name: 'AUTH_TOKEN_FILE', path: ['auth', 'tokenFile'], kind: 'string' },
+  { name: 'HEALTH_ENABLED', path: ['health', 'enabled'], kind: 'boolean' },
+  { name: 'HEALTH_HOST', path: ['health', 'host'], kind: 'string' },
+  { name: 'HEALTH_PORT', path: ['health', 'port'], kind: 'integer' },
+  { name: 'SHUTDOWN_TIMEOUT_MS', path: ['shutdown', 'timeoutMs'], kind: 'integer' },
+  { name: 'LOG_LEVEL', path: ['log', 'level'], kind: 'string' },
+];
+
+const DEFAULT_FILE = new URL('../../config/gateway.json', import.meta.url);
+const validate = compileSettingsSchema<GatewayConfig>(GatewayConfigSchema);
+
+/** `config/gateway.json` (or `CONFIG_FILE`) and `GATEWAY_ENVIRONMENT`, validated once and frozen. */
+export function loadGatewayConfig(env: NodeJS.ProcessEnv = process.env): Readonly<GatewayConfig> {
+  const config = loadSettings({ defaultFile: DEFAULT_FILE, validate, environment: GATEWAY_ENVIRONMENT }, env);
+  if (config.auth.kind === 'token-file' && config.auth.tokenFile === '') {
+    throw new ConfigError('invalid configuration: auth.tokenFile (AUTH_TOKEN_FILE) is required when auth.kind (AUTH_KIND) is token-file');
+  }
+  return config;
+}

@@ -1,0 +1,51 @@
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { GatewayObserver } from './gateway-server.js';
+
+/** The gateway's Prometheus metrics, on a registry of its own like the worker's. */
+export class GatewayMetrics implements GatewayObserver {
+  readonly registry = new Registry();
+  readonly #requests: Counter<'route' | 'method' | 'status'>;
+  readonly #duration: Histogram<'route'>;
+  #inFlight = 0;
+
+  constructor(options: { readonly processMetrics?: boolean } = {}) {
+    const registers = [this.registry];
+    if (options.processMetrics ?? true) collectDefaultMetrics({ register: this.registry });
+    this.#requests = new Counter({
+      name: 'push_gateway_http_requests_total',
+      help: 'HTTP requests answered, by route pattern, method and status.',
+      labelNames: ['route', 'method', 'status'],
+      registers,
+    });
+    this.#duration = new Histogram({
+      name: 'push_gateway_http_request_duration_seconds',
+      help: 'Time from receiving a request to the end of its response, by route pattern.',
+      labelNames: ['route'],
+      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+      registers,
+    });
+    const inFlight = () => this.#inFlight;
+    new Gauge({
+      name: 'push_gateway_http_requests_in_flight',
+      help: 'HTTP requests received and not yet answered.',
+      registers,
+      collect() {
+        this.set(inFlight());
+      },
+    });
+  }
+
+  get inFlight(): number {
+    return this.#inFlight;
+  }
+
+  requestStarted(): void {
+    this.#inFlight += 1;
+  }
+
+  requestDone(route: string, method: string, status: number, seconds: number): void {
+    this.#inFlight -= 1;
+    this.#requests.inc({ route, method, status: String(status) });
+    this.#duration.observe({ route }, seconds);
+  }
+}

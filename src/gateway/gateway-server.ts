@@ -1,0 +1,237 @@
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import { PushRulesError, type PushRulesClient } from '../client/push-rules-client.js';
+import type { PushAction, RuleBody } from '../push-rules/push-rule.js';
+import type { RuleAddress } from '../push-rules/rule-address.js';
+import type { PusherSetAction } from '../pushers/pusher.js';
+import type { Logger } from '../logging/logger.js';
+import { AuthUnavailableError, type Authenticator } from './authenticator.js';
+import { GATEWAY_ERRORS, matrixBody, type GatewayError } from './gateway-errors.js';
+
+/** The client calls the gateway makes; `PushRulesClient` in production, an object literal in tests. */
+export type PushRulesApi = Pick<
+  PushRulesClient,
+  | 'getPushRules'
+  | 'getPushRule'
+  | 'setPushRule'
+  | 'deletePushRule'
+  | 'getPushRuleActions'
+  | 'setPushRuleActions'
+  | 'getPushRuleEnabled'
+  | 'setPushRuleEnabled'
+  | 'getPushers'
+  | 'setPusher'
+>;
+
+export interface GatewayObserver {
+  requestStarted(): void;
+  /** `route` is the matched pattern (never the user's path), or `unmatched`. */
+  requestDone(route: string, method: string, status: number, seconds: number): void;
+}
+
+export interface GatewayServerOptions {
+  readonly api: PushRulesApi;
+  readonly authenticator: Authenticator;
+  readonly logger: Logger;
+  readonly maxBodyBytes: number;
+  /** Each call's deadline for the workers; past it the client gets 503. */
+  readonly requestTimeoutMs: number;
+  readonly observer?: GatewayObserver;
+}
+
+/** The client-server API versions served: `r0` (the seed) and `v3` (current clients). */
+export const API_PREFIXES = ['/_matrix/client/r0', '/_matrix/client/v3'] as const;
+
+/** What the Matrix spec asks of every response so that browser clients work. */
+export const CORS_HEADERS = {
+  'access-control-allow-origin': '*',
+  'access-control-allow-methods': 'GET, POST, PUT, DELETE, OPTIONS',
+  'access-control-allow-headers': 'X-Requested-With, Content-Type, Authorization',
+} as const;
+
+type Method = 'GET' | 'PUT' | 'POST' | 'DELETE';
+type Params = Readonly<Record<string, string>>;
+interface Call {
+  readonly userId: string;
+  readonly params: Params;
+  readonly query: Readonly<Record<string, unknown>>;
+  /** The parsed JSON body; `undefined` when there was none. */
+  readonly body: unknown;
+  readonly timeoutMs: number;
+}
+type Handler = (api: PushRulesApi, call: Call) => Promise<unknown>;
+
+interface Route {
+  readonly path: string;
+  readonly handlers: Partial<Record<Method, Handler>>;
+}
+
+const address = (params: Params): RuleAddress => ({ scope: params['scope'] ?? '', kind: params['kind'] ?? '', ruleId: params['ruleId'] ?? '' });
+const field = (body: unknown, name: string): unknown => (isObject(body) ? body[name] : undefined);
+const queryString = (value: unknown) => (typeof value === 'string' ? value : undefined);
+
+/**
+ * The endpoints, relative to each prefix. Bodies go to the workers as the
+ * client sent them: the workers validate every field (and answer
+ * M_BAD_JSON), so the gateway checks only that a body is JSON at all.
+ */
+const ROUTES: readonly Route[] = [
+  { path: '/pushrules/', handlers: { GET: async (api, c) => api.getPushRules(c.userId, { timeoutMs: c.timeoutMs }) } },
+  {
+    path: '/pushrules/global/',
+    handlers: { GET: async (api, c) => (await api.getPushRules(c.userId, { timeoutMs: c.timeoutMs })).global },
+  },
+  {
+    path: '/pushrules/:scope/:kind/:ruleId',
+    handlers: {
+      GET: async (api, c) => api.getPushRule(c.userId, address(c.params), { timeoutMs: c.timeoutMs }),
+      PUT: async (api, c) => {
+        const before = queryString(c.query['before']);
+        const after = queryString(c.query['after']);
+        return api.setPushRule(c.userId, address(c.params), c.body as RuleBody, {
+          timeoutMs: c.timeoutMs,
+          ...(before === undefined ? {} : { before }),
+          ...(after === undefined ? {} : { after }),
+        });
+      },
+      DELETE: async (api, c) => api.deletePushRule(c.userId, address(c.params), { timeoutMs: c.timeoutMs }),
+    },
+  },
+  {
+    path: '/pushrules/:scope/:kind/:ruleId/actions',
+    handlers: {
+      GET: async (api, c) => api.getPushRuleActions(c.userId, address(c.params), { timeoutMs: c.timeoutMs }),
+      PUT: async (api, c) =>
+        api.setPushRuleActions(c.userId, address(c.params), field(c.body, 'actions') as readonly PushAction[], { timeoutMs: c.timeoutMs }),
+    },
+  },
+  {
+    path: '/pushrules/:scope/:kind/:ruleId/enabled',
+    handlers: {
+      GET: async (api, c) => api.getPushRuleEnabled(c.userId, address(c.params), { timeoutMs: c.timeoutMs }),
+      PUT: async (api, c) => api.setPushRuleEnabled(c.userId, address(c.params), field(c.body, 'enabled') as boolean, { timeoutMs: c.timeoutMs }),
+    },
+  },
+  { path: '/pushers', handlers: { GET: async (api, c) => api.getPushers(c.userId, { timeoutMs: c.timeoutMs }) } },
+  { path: '/pushers/set', handlers: { POST: async (api, c) => api.setPusher(c.userId, c.body as PusherSetAction, { timeoutMs: c.timeoutMs }) } },
+];
+
+/** Methods answered 405 on a known path (rather than 404). */
+const OTHER_METHODS = ['GET', 'PUT', 'POST', 'DELETE', 'PATCH', 'HEAD'] as const;
+const BODY_METHODS = new Set<string>(['PUT', 'POST']);
+
+/**
+ * The HTTP front of the worker pool: the seed's push-rule and pusher
+ * endpoints under `/_matrix/client/r0` and `/v3`, authenticated by bearer
+ * token, each forwarded to the workers with `PushRulesClient`. The user the
+ * workers act for is only ever the one the token authenticates.
+ */
+export function buildGatewayServer(options: GatewayServerOptions): FastifyInstance {
+  // Typed as fastify's logger, so that the instance has fastify's default type.
+  const loggerInstance: FastifyBaseLogger = options.logger;
+  const app = Fastify({
+    loggerInstance,
+    disableRequestLogging: true,
+    bodyLimit: options.maxBodyBytes,
+    exposeHeadRoutes: false,
+    routerOptions: { ignoreTrailingSlash: true },
+    // The front proxy terminates TLS and may keep connections open for long.
+    keepAliveTimeout: 65_000,
+  });
+  const send = (reply: FastifyReply, error: GatewayError, message?: string) =>
+    reply.code(GATEWAY_ERRORS[error].status).send(matrixBody(error, message));
+
+  // Any content type: Matrix clients send JSON, some without saying so.
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('*', { parseAs: 'string' }, (_request, text, done) => {
+    try {
+      done(null, JSON.parse(text as string));
+    } catch {
+      done(Object.assign(new Error('Content not JSON.'), { statusCode: 400, matrixError: 'notJson' as const }), undefined);
+    }
+  });
+
+  app.addHook('onRequest', async (_request, reply) => {
+    options.observer?.requestStarted();
+    void reply.headers(CORS_HEADERS);
+  });
+  app.addHook('onResponse', async (request, reply) => {
+    options.observer?.requestDone(request.routeOptions.url ?? 'unmatched', request.method, reply.statusCode, reply.elapsedTime / 1000);
+  });
+
+  app.setNotFoundHandler(async (_request, reply) => send(reply, 'unrecognized'));
+  app.setErrorHandler(async (error: Error & { statusCode?: number; matrixError?: GatewayError }, request, reply) => {
+    if (error.matrixError !== undefined) return send(reply, error.matrixError);
+    if (error.statusCode === 413) return send(reply, 'tooLarge');
+    if (error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode < 500) return send(reply, 'badRequest', error.message);
+    request.log.error({ err: error }, 'gateway request failed');
+    return send(reply, 'internal');
+  });
+
+  // Preflight on any path, known or not: browsers ask before every request.
+  app.options('*', async (_request, reply) => reply.code(200).send({}));
+
+  for (const prefix of API_PREFIXES) {
+    for (const route of ROUTES) {
+      app.route<{ Params: Params; Querystring: Record<string, unknown> }>({
+        method: [...OTHER_METHODS],
+        url: `${prefix}${route.path}`,
+        // Authentication first, before the body is read: a client without a
+        // valid token learns nothing about its request.
+        onRequest: async (request: FastifyRequest, reply) => {
+          if (route.handlers[request.method as Method] === undefined) return;
+          const outcome = await authenticate(options.authenticator, request.headers.authorization);
+          if ('error' in outcome) {
+            if (outcome.error === 'authUnavailable') request.log.warn({ err: outcome.cause }, 'cannot authenticate: the homeserver is unavailable');
+            await send(reply, outcome.error);
+            return;
+          }
+          authenticated.set(request, outcome.userId);
+        },
+        handler: async (request, reply) => {
+          const handler = route.handlers[request.method as Method];
+          if (handler === undefined) return send(reply, 'methodNotAllowed');
+          const userId = authenticated.get(request);
+          if (userId === undefined) return send(reply, 'missingToken');
+          if (BODY_METHODS.has(request.method) && request.body === undefined) return send(reply, 'notJson');
+          try {
+            const body = await handler(options.api, {
+              userId,
+              params: request.params,
+              query: request.query,
+              body: request.body,
+              timeoutMs: options.requestTimeoutMs,
+            });
+            return await reply.code(200).send(body);
+          } catch (error) {
+            if (!(error instanceof PushRulesError)) throw error;
+            if (error.reason !== undefined) request.log.warn({ reason: error.reason }, 'the workers did not answer');
+            return reply.code(error.status).send(error.toMatrixBody());
+          }
+        },
+      });
+    }
+  }
+  return app;
+}
+
+/** The user each authenticated request acts for, set by its `onRequest` hook. */
+const authenticated = new WeakMap<FastifyRequest, string>();
+
+type AuthOutcome = { readonly userId: string } | { readonly error: GatewayError; readonly cause?: unknown };
+
+async function authenticate(authenticator: Authenticator, header: string | undefined): Promise<AuthOutcome> {
+  const match = header === undefined ? null : /^Bearer\s+(\S+)\s*$/i.exec(header);
+  const token = match?.[1];
+  if (token === undefined) return { error: 'missingToken' };
+  try {
+    const result = await authenticator.authenticate(token);
+    return 'userId' in result ? { userId: result.userId } : { error: 'unknownToken' };
+  } catch (error) {
+    if (error instanceof AuthUnavailableError) return { error: 'authUnavailable', cause: error };
+    throw error;
+  }
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}

@@ -1,0 +1,96 @@
+import { createHash } from 'node:crypto';
+import { isValidUserId } from '../matrix/user-id.js';
+import { AuthUnavailableError, type Authentication, type Authenticator } from './authenticator.js';
+
+export const WHOAMI_PATH = '/_matrix/client/v3/account/whoami';
+
+export interface HomeserverAuthenticatorOptions {
+  readonly homeserverUrl: string;
+  /** How long an accepted token is trusted without asking again; 0: every request asks. */
+  readonly cacheSeconds: number;
+  readonly cacheMaxEntries: number;
+  /** A homeserver slower than this counts as down. */
+  readonly timeoutMs: number;
+  readonly now?: () => number;
+}
+
+interface Cached {
+  readonly userId: string;
+  readonly expiresAt: number;
+}
+
+/**
+ * Asks the homeserver who a token belongs to (`GET /account/whoami` with the
+ * caller's token), as any Matrix client would.
+ *
+ * - Accepted tokens are cached for `cacheSeconds`, keyed by the token's
+ *   SHA-256 so the cache never holds a usable credential. Rejected tokens
+ *   are not cached: a token issued a moment ago must work at once.
+ * - Concurrent requests with the same token share one lookup.
+ * - 401/403 from the homeserver: the token is unknown. Anything else
+ *   (unreachable, too slow, 5xx, 429, an answer without a valid user ID):
+ *   `AuthUnavailableError`, so the gateway answers 503 and serves nobody.
+ */
+export class HomeserverAuthenticator implements Authenticator {
+  readonly #options: HomeserverAuthenticatorOptions;
+  readonly #url: string;
+  readonly #now: () => number;
+  readonly #cache = new Map<string, Cached>();
+  readonly #pending = new Map<string, Promise<Authentication>>();
+
+  constructor(options: HomeserverAuthenticatorOptions) {
+    this.#options = options;
+    this.#url = new URL(WHOAMI_PATH, options.homeserverUrl).toString();
+    this.#now = options.now ?? Date.now;
+  }
+
+  async authenticate(token: string): Promise<Authentication> {
+    const key = createHash('sha256').update(token).digest('base64url');
+    const cached = this.#cache.get(key);
+    if (cached !== undefined) {
+      if (cached.expiresAt > this.#now()) return { userId: cached.userId };
+      this.#cache.delete(key);
+    }
+    let pending = this.#pending.get(key);
+    if (pending === undefined) {
+      pending = this.#ask(token).finally(() => this.#pending.delete(key));
+      this.#pending.set(key, pending);
+      const result = await pending;
+      if ('userId' in result) this.#remember(key, result.userId);
+      return result;
+    }
+    return pending;
+  }
+
+  #remember(key: string, userId: string): void {
+    const { cacheSeconds, cacheMaxEntries } = this.#options;
+    if (cacheSeconds === 0) return;
+    // Maps iterate in insertion order: the first key is the oldest entry.
+    while (this.#cache.size >= cacheMaxEntries) {
+      const oldest = this.#cache.keys().next();
+      if (oldest.done === true) break;
+      this.#cache.delete(oldest.value);
+    }
+    this.#cache.set(key, { userId, expiresAt: this.#now() + cacheSeconds * 1000 });
+  }
+
+  async #ask(token: string): Promise<Authentication> {
+    let response: Response;
+    try {
+      response = await fetch(this.#url, {
+        headers: { authorization: `Bearer ${token}`, accept: 'application/json' },
+        signal: AbortSignal.timeout(this.#options.timeoutMs),
+      });
+    } catch (error) {
+      throw new AuthUnavailableError(`the homeserver did not answer whoami: ${(error as Error).message}`, { cause: error });
+    }
+    const body: unknown = await response.json().catch(() => undefined);
+    if (response.status === 401 || response.status === 403) return { unknownToken: true };
+    if (response.status !== 200) throw new AuthUnavailableError(`the homeserver answered whoami with ${response.status}`);
+    const userId = typeof body === 'object' && body !== null && 'user_id' in body ? body.user_id : undefined;
+    if (typeof userId !== 'string' || !isValidUserId(userId)) {
+      throw new AuthUnavailableError('the homeserver answered whoami without a valid user_id');
+    }
+    return { userId };
+  }
+}
