@@ -23,7 +23,7 @@ function recordingApi(answers: Partial<Record<keyof PushRulesApi, (...args: unkn
     async (...args: unknown[]) => {
       calls.push({ method: name, args });
       const answer = answers[name];
-      return answer === undefined ? fallback : answer(...args);
+      return answer === undefined ? fallback : await answer(...args);
     };
   const api = {
     getPushRules: method('getPushRules', { global: RULESET }),
