@@ -20,10 +20,11 @@ function recordingApi(answers: Partial<Record<keyof PushRulesApi, (...args: unkn
   const calls: Recorded[] = [];
   const method =
     (name: keyof PushRulesApi, fallback: unknown = {}) =>
-    async (...args: unknown[]) => {
+    async (...args: unknown[]): Promise<unknown> => {
       calls.push({ method: name, args });
       const answer = answers[name];
-      return answer === undefined ? fallback : await answer(...args);
+      if (answer === undefined) return Promise.resolve(fallback);
+      return answer(...args);
     };
   const api = {
     getPushRules: method('getPushRules', { global: RULESET }),
