@@ -1,0 +1,54 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ConfigError } from '../../src/config/load-config.js';
+import { loadGatewayConfig } from '../../src/gateway/gateway-config.js';
+import { TokenFileAuthenticator } from '../../src/gateway/token-file-authenticator.js';
+
+const fileWith = (content: string) => {
+  const path = join(mkdtempSync(join(tmpdir(), 'tokens-')), 'tokens.json');
+  writeFileSync(path, content);
+  return path;
+};
+
+describe('TokenFileAuthenticator', () => {
+  it('answers the user of a listed token and unknown for any other', async () => {
+    const auth = TokenFileAuthenticator.fromFile(fileWith('{"t1": "@alice:example.org"}'));
+    expect(await auth.authenticate('t1')).toEqual({ userId: '@alice:example.org' });
+    expect(await auth.authenticate('t2')).toEqual({ unknownToken: true });
+  });
+
+  it.each([
+    ['not JSON', '{'],
+    ['not an object', '["@alice:example.org"]'],
+    ['an invalid user ID', '{"t1": "alice"}'],
+    ['an empty token', '{"": "@alice:example.org"}'],
+  ])('refuses a file with %s', (_name, content) => {
+    expect(() => TokenFileAuthenticator.fromFile(fileWith(content))).toThrow(ConfigError);
+  });
+});
+
+describe('gateway configuration', () => {
+  it('has defaults that validate', () => {
+    const config = loadGatewayConfig({});
+    expect(config.http).toEqual({ host: '0.0.0.0', port: 8090, maxBodyBytes: 65536, requestTimeoutMs: 10000 });
+    expect(config.auth).toMatchObject({ kind: 'homeserver', cacheSeconds: 30, timeoutMs: 5000 });
+    expect(Object.isFrozen(config.auth)).toBe(true);
+  });
+
+  it('reads the environment', () => {
+    const config = loadGatewayConfig({ GATEWAY_PORT: '9000', AUTH_KIND: 'token-file', AUTH_TOKEN_FILE: '/tmp/t.json', HOMESERVER_URL: 'https://hs.example.org' });
+    expect(config.http.port).toBe(9000);
+    expect(config.auth).toMatchObject({ kind: 'token-file', tokenFile: '/tmp/t.json', homeserverUrl: 'https://hs.example.org' });
+  });
+
+  it.each([
+    [{ AUTH_KIND: 'token-file' }, 'auth.tokenFile (AUTH_TOKEN_FILE) is required'],
+    [{ AUTH_KIND: 'ldap' }, 'auth.kind (AUTH_KIND)'],
+    [{ HOMESERVER_URL: 'hs.example.org' }, 'auth.homeserverUrl (HOMESERVER_URL)'],
+    [{ GATEWAY_REQUEST_TIMEOUT_MS: '10' }, 'http.requestTimeoutMs (GATEWAY_REQUEST_TIMEOUT_MS)'],
+  ])('refuses %j naming the setting', (env, message) => {
+    expect(() => loadGatewayConfig(env)).toThrow(message);
+  });
+});
