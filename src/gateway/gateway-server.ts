@@ -143,6 +143,12 @@ export function buildGatewayServer(options: GatewayServerOptions): FastifyInstan
   // Any content type: Matrix clients send JSON, some without saying so.
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', { parseAs: 'string' }, (_request, text, done) => {
+    // An empty body is no body (a DELETE with a content type, say); the
+    // endpoints that need one answer M_NOT_JSON themselves.
+    if (text === '') {
+      done(null, undefined);
+      return;
+    }
     try {
       done(null, JSON.parse(text as string));
     } catch {

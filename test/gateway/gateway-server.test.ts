@@ -117,6 +117,14 @@ describe('gateway errors', () => {
     expect(calls).toEqual([]);
   });
 
+  it.each([
+    ['DELETE', v3(RULE_PATH), 200],
+    ['DELETE', v3('pushers'), 405],
+  ])('takes an empty body with a JSON content type as no body: %s %s → %i', async (method, url, status) => {
+    const response = await gateway(recordingApi().api).inject({ method: method as 'DELETE', url, headers: { ...auth, 'content-type': 'application/json' }, payload: '' });
+    expect(response.statusCode).toBe(status);
+  });
+
   it('reads a JSON body sent without a JSON content type', async () => {
     const { api, calls } = recordingApi();
     const response = await gateway(api).inject({ method: 'PUT', url: v3(`${RULE_PATH}/enabled`), headers: { ...auth, 'content-type': 'text/plain' }, payload: '{"enabled":true}' });
