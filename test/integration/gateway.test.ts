@@ -72,10 +72,10 @@ describe('gateway end to end', () => {
   });
 
   it.each([
-    ['a scope other than global', 'PUT', 'pushrules/device/override/x', KEYWORD, 400, 'M_INVALID_PARAM', SEED.scopeNotGlobal],
-    ['a reserved rule ID', 'PUT', rule('.gw.dot'), KEYWORD, 400, 'M_INVALID_PARAM', SEED.ruleIdReserved],
-    ['an unknown before rule', 'PUT', `${rule('gw.x')}?before=nope`, KEYWORD, 404, 'M_NOT_FOUND', SEED.placementRuleNotFound],
-    ['deleting a server-default rule', 'DELETE', rule('.m.rule.master'), undefined, 400, 'M_INVALID_PARAM', SEED.deleteServerDefault],
+    ['a scope other than global', 'PUT', 'pushrules/device/override/x', KEYWORD, 400, 'M_INVALID_PARAM', SEED.scope],
+    ['a reserved rule ID', 'PUT', rule('.gw.dot'), KEYWORD, 400, 'M_INVALID_PARAM', SEED.dotReserved],
+    ['an unknown before rule', 'PUT', `${rule('gw.x')}?before=nope`, KEYWORD, 404, 'M_NOT_FOUND', SEED.placementNotFound],
+    ['deleting a server-default rule', 'DELETE', rule('.m.rule.master'), undefined, 400, 'M_INVALID_PARAM', SEED.deleteDefault],
     ['a rule without actions', 'PUT', rule('gw.bad'), { conditions: [] }, 400, 'M_BAD_JSON', undefined],
     ['enabled that is not a boolean', 'PUT', `${rule('.m.rule.master')}/enabled`, { enabled: 'yes' }, 400, 'M_BAD_JSON', undefined],
     ['a pusher without its fields', 'POST', 'pushers/set', { pushkey: 'k', app_id: 'a', kind: 'http' }, 400, 'M_MISSING_PARAM', undefined],
