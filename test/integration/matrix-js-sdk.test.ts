@@ -1,0 +1,101 @@
+import { ConditionKind, createClient, MatrixError, PushRuleActionName, PushRuleKind, TweakName, type IPushRule, type MatrixClient } from 'matrix-js-sdk';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SEED } from '../support/seed-messages.js';
+import { startFrontProxy } from './support/front-proxy.js';
+import { startGateway, type GatewayHarness } from './support/gateway-harness.js';
+import { startHarness, type Harness } from './support/worker-harness.js';
+
+/**
+ * A real Matrix client (matrix-js-sdk 36, the last line that runs on Node 20)
+ * against a homeserver front that routes the push paths to the gateway, as
+ * the README tells operators to: what it sees is what any client of the v3
+ * API sees.
+ */
+const USER = '@sdk:example.org';
+let h: Harness;
+let gw: GatewayHarness;
+let front: Awaited<ReturnType<typeof startFrontProxy>>;
+let client: MatrixClient;
+
+beforeAll(async () => {
+  h = await startHarness();
+  gw = await startGateway({ amqpUrl: h.names.amqp.url, queue: h.names.queue, tokens: { 'sdk-token': USER } });
+  front = await startFrontProxy(gw.url);
+  client = createClient({ baseUrl: front.url, accessToken: 'sdk-token', userId: USER });
+});
+afterAll(async () => {
+  client.stopClient();
+  await front.close();
+  await gw.close();
+  await h.close();
+});
+
+const KEYWORD: Pick<IPushRule, 'actions' | 'conditions'> = {
+  actions: [PushRuleActionName.Notify],
+  conditions: [{ kind: ConditionKind.EventMatch, key: 'content.body', pattern: 'sdk' }],
+};
+const ownRules = async (kind: 'override' | 'room') => (await client.getPushRules()).global[kind]?.filter((r) => !r.default).map((r) => r.rule_id) ?? [];
+
+describe('matrix-js-sdk through the gateway', () => {
+  it('getPushRules: the server defaults, all five kinds', async () => {
+    const rules = await client.getPushRules();
+    expect(Object.keys(rules.global).sort()).toEqual(['content', 'override', 'room', 'sender', 'underride']);
+    expect(rules.global.override?.[0]).toMatchObject({ rule_id: '.m.rule.master', default: true, enabled: false });
+  });
+
+  it('addPushRule then getPushRules: the rule is there', async () => {
+    expect(await client.addPushRule('global', PushRuleKind.Override, 'sdk.keyword', KEYWORD)).toEqual({});
+    expect(await client.addPushRule('global', PushRuleKind.RoomSpecific, '!room:example.org', { actions: [PushRuleActionName.DontNotify] })).toEqual({});
+    expect(await ownRules('override')).toEqual(['sdk.keyword']);
+    expect(await ownRules('room')).toEqual(['!room:example.org']);
+  });
+
+  it('setPushRuleEnabled and setPushRuleActions change the rule', async () => {
+    await client.setPushRuleEnabled('global', PushRuleKind.Override, 'sdk.keyword', false);
+    await client.setPushRuleActions('global', PushRuleKind.Override, 'sdk.keyword', [PushRuleActionName.Notify, { set_tweak: TweakName.Sound, value: 'default' }]);
+    const rule = (await client.getPushRules()).global.override?.find((r) => r.rule_id === 'sdk.keyword');
+    expect(rule).toMatchObject({ enabled: false, actions: ['notify', { set_tweak: 'sound', value: 'default' }] });
+  });
+
+  it('setPushRuleEnabled on a server-default rule', async () => {
+    await client.setPushRuleEnabled('global', PushRuleKind.Override, '.m.rule.master', true);
+    expect((await client.getPushRules()).global.override?.[0]).toMatchObject({ rule_id: '.m.rule.master', enabled: true });
+  });
+
+  it('deletePushRule removes the rule', async () => {
+    expect(await client.deletePushRule('global', PushRuleKind.Override, 'sdk.keyword')).toEqual({});
+    expect(await ownRules('override')).toEqual([]);
+  });
+
+  it('sees the seed errors as MatrixError with errcode and status', async () => {
+    const error = await client.deletePushRule('global', PushRuleKind.Override, 'sdk.missing').catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(MatrixError);
+    expect(error).toMatchObject({ errcode: 'M_NOT_FOUND', httpStatus: 404, data: { error: SEED.ruleNotFound } });
+    const reserved = await client.addPushRule('global', PushRuleKind.Override, '.sdk.dot', KEYWORD).catch((e: unknown) => e);
+    expect(reserved).toMatchObject({ errcode: 'M_INVALID_PARAM', httpStatus: 400, data: { error: SEED.dotReserved } });
+  });
+
+  it('setPusher, getPushers and removePusher', async () => {
+    const pusher = {
+      pushkey: 'sdk-pushkey',
+      kind: 'http',
+      app_id: 'org.example.sdk',
+      app_display_name: 'SDK test',
+      device_display_name: 'Node',
+      lang: 'en',
+      data: { url: 'https://push.example.org/_matrix/push/v1/notify', format: 'event_id_only' },
+    } as const;
+    expect(await client.setPusher(pusher)).toEqual({});
+    // The SDK marks pushers `enabled` itself when the server predates MSC3881.
+    expect(await client.getPushers()).toMatchObject({ pushers: [pusher] });
+    expect(await client.removePusher('sdk-pushkey', 'org.example.sdk')).toEqual({});
+    expect(await client.getPushers()).toEqual({ pushers: [] });
+  });
+
+  it('is told when its token is not valid', async () => {
+    const stranger = createClient({ baseUrl: front.url, accessToken: 'forged', userId: '@mallory:example.org' });
+    const error = await stranger.getPushers().catch((e: unknown) => e);
+    expect(error).toMatchObject({ errcode: 'M_UNKNOWN_TOKEN', httpStatus: 401 });
+    stranger.stopClient();
+  });
+});
