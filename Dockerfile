@@ -10,7 +10,7 @@ COPY src ./src
 RUN npm run build
 
 # Run: production dependencies and the compiled output only, as a non-root user.
-FROM node:24-bookworm-slim AS runtime
+FROM node:24-bookworm-slim AS runtime-base
 ENV NODE_ENV=production
 WORKDIR /app
 COPY package.json package-lock.json ./
@@ -18,10 +18,21 @@ RUN npm install --omit=dev --no-audit --no-fund && npm cache clean --force
 COPY --from=build /app/dist ./dist
 COPY config ./config
 USER node
+# SIGTERM drains in-flight requests; allow shutdown.timeoutMs before a kill.
+STOPSIGNAL SIGTERM
+
+# The HTTP gateway (`docker build --target gateway .`): the client-server
+# push-rule and pusher endpoints on 8090, health and metrics on 9465.
+FROM runtime-base AS gateway
+EXPOSE 8090 9465
+HEALTHCHECK --interval=10s --timeout=3s --start-period=10s \
+  CMD ["node", "-e", "fetch('http://127.0.0.1:9465/readyz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
+CMD ["node", "dist/gateway-main.js"]
+
+# The worker: the default target, last so that `docker build .` builds it.
+FROM runtime-base AS worker
 # Health and metrics: /healthz, /readyz, /metrics.
 EXPOSE 9464
 HEALTHCHECK --interval=10s --timeout=3s --start-period=30s \
   CMD ["node", "-e", "fetch('http://127.0.0.1:9464/readyz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
-# SIGTERM drains in-flight requests; allow shutdown.timeoutMs before a kill.
-STOPSIGNAL SIGTERM
 CMD ["node", "dist/main.js"]

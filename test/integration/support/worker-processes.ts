@@ -36,7 +36,16 @@ export function workerEnvironment(names: Names, extra: Record<string, string> = 
 
 /** Starts `src/main.ts` (through tsx) and resolves once it consumes. */
 export async function startWorkerProcess(env: NodeJS.ProcessEnv): Promise<WorkerProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  return startServiceProcess('src/main.ts', env, 'worker started');
+}
+
+/**
+ * Starts an entry point of `src/` (through tsx) and resolves once it logs
+ * `readyMessage`. `healthUrl` is taken from its 'health and metrics
+ * listening' line; `port` from the ready line, if it has one.
+ */
+export async function startServiceProcess(entry: string, env: NodeJS.ProcessEnv, readyMessage: string): Promise<WorkerProcess> {
+  const child = spawn(process.execPath, ['--import', 'tsx', entry], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
   const lines: Record<string, unknown>[] = [];
   let stderr = '';
   child.stderr.on('data', (chunk: Buffer) => {
@@ -50,12 +59,12 @@ export async function startWorkerProcess(env: NodeJS.ProcessEnv): Promise<Worker
         const parsed = JSON.parse(line) as Record<string, unknown>;
         lines.push(parsed);
         if (parsed['msg'] === 'health and metrics listening') healthUrl = `http://127.0.0.1:${String(parsed['port'])}`;
-        if (parsed['msg'] === 'worker started') resolve();
+        if (parsed['msg'] === readyMessage) resolve();
       } catch {
         // not a log line
       }
     });
-    child.once('exit', (code) => { reject(new Error(`worker exited with ${String(code)} before starting: ${stderr}`)); });
+    child.once('exit', (code) => { reject(new Error(`${entry} exited with ${String(code)} before starting: ${stderr}`)); });
   });
   await started;
   return { child, lines, healthUrl };
