@@ -50,7 +50,7 @@ describe('the gateway process', () => {
 
     expect((await fetch(`${gateway.healthUrl}/healthz`)).status).toBe(200);
     const ready = await fetch(`${gateway.healthUrl}/readyz`);
-    expect({ status: ready.status, body: (await ready.json()) as unknown }).toEqual({ status: 200, body: { listening: true } });
+    expect({ status: ready.status, body: (await ready.json()) }).toEqual({ status: 200, body: { listening: true } });
     const metrics = await (await fetch(`${gateway.healthUrl}/metrics`)).text();
     expect(metrics).toMatch(/push_gateway_http_requests_total\{route="\/_matrix\/client\/v3\/pushrules\/",method="GET",status="200"\} 1/);
     expect(metrics).toContain('push_gateway_http_requests_in_flight 0');
