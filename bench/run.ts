@@ -9,7 +9,8 @@
  *   --profile     workers write V8 CPU profiles to bench/results/profiles/
  */
 import { randomUUID } from 'node:crypto';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import * as os from 'node:os';
 import { parseArgs } from 'node:util';
 import amqp from 'amqplib';
@@ -17,8 +18,9 @@ import { MongoClient } from 'mongodb';
 import { PushRulesClient } from '../src/client/push-rules-client.js';
 import { RpcClient } from '../src/client/rpc-client.js';
 import { MongoPushStore } from '../src/store/mongo-push-store.js';
-import { runClosedLoop } from './support/closed-loop.js';
-import { findPid, ROOT, startEchoConsumer, startWorker, type Child } from './support/processes.js';
+import { runClosedLoop, type LoopResult } from './support/closed-loop.js';
+import { runHttpLoad } from './support/http-load.js';
+import { findPid, ROOT, startChild, startEchoConsumer, startWorker, type Child } from './support/processes.js';
 import { cpuSeconds, peakRssBytes, rssBytes } from './support/proc-stats.js';
 import { checkTargets, markdown, type Group, type RssPeak, type ScenarioResult } from './support/report.js';
 import {
@@ -91,14 +93,16 @@ async function stopWorkers(ran: string): Promise<void> {
   await Promise.all(workers.map(async (w) => w.stop()));
   workers.length = 0;
 }
-const others = { rabbitmq: findPid('beam.smp'), mongodb: findPid('H2MongoServer') };
+const others: Record<string, number | undefined> = { rabbitmq: findPid('beam.smp'), mongodb: findPid('H2MongoServer') };
 
 interface Scenario {
   readonly id: string;
   readonly group: Group;
   readonly op: string;
   readonly concurrency: number;
-  readonly call: Call;
+  /** A closed loop of these calls, or `run` for a load of another kind. */
+  readonly call?: Call;
+  readonly run?: () => Promise<LoopResult>;
   readonly userRules?: number;
   readonly users?: number;
 }
@@ -116,7 +120,11 @@ async function measure(scenario: Scenario): Promise<void> {
     for (const w of workers) rss.max = Math.max(rss.max ?? 0, rssBytes(w.pid));
   }, 250);
   const started = performance.now();
-  const loop = await runClosedLoop({ concurrency: scenario.concurrency, warmupMs: WARMUP_MS, measureMs: MEASURE_MS, call: scenario.call });
+  const { call, run } = scenario;
+  const loop =
+    run !== undefined
+      ? await run()
+      : await runClosedLoop({ concurrency: scenario.concurrency, warmupMs: WARMUP_MS, measureMs: MEASURE_MS, call: call ?? (async () => Promise.resolve()) });
   const wallSeconds = (performance.now() - started) / 1000;
   clearInterval(sampler);
   const load = process.cpuUsage(loadBefore);
@@ -129,7 +137,7 @@ async function measure(scenario: Scenario): Promise<void> {
     id: scenario.id,
     group: scenario.group,
     op: scenario.op,
-    workers: scenario.group === 'worker' || scenario.group === 'growth' ? workers.length : 0,
+    workers: scenario.group === 'broker' || scenario.group === 'store' ? 0 : workers.length,
     userRules: scenario.userRules ?? 0,
     users: scenario.users ?? USERS,
     cpu,
@@ -178,6 +186,7 @@ async function main(): Promise<void> {
       }
     };
     await workerScenarios(CONCURRENCIES);
+    await gatewayScenarios(client, users);
     await addWorker();
     await workerScenarios([16, 64]);
     await stopWorkers('worker/*');
@@ -237,6 +246,60 @@ async function main(): Promise<void> {
     for (const cleanup of cleanups.reverse()) await cleanup().catch(() => undefined);
     await mongo.db(names.database).dropDatabase().catch(() => undefined);
     await mongo.close();
+  }
+}
+
+/**
+ * The same reads and writes through the HTTP gateway (autocannon) and
+ * directly over RPC (the typed client), one after the other on the same
+ * worker and users, so the gateway's cost is a ratio from one run.
+ */
+async function gatewayScenarios(client: PushRulesClient, users: UserPool): Promise<void> {
+  if (ONLY !== undefined && !ONLY.test('gateway/')) return;
+  const tokens = Object.fromEntries(users.ids.map((user, k) => [`token-${k}`, user]));
+  const tokenFile = join(mkdtempSync(join(os.tmpdir(), 'bench-gateway-')), 'tokens.json');
+  writeFileSync(tokenFile, JSON.stringify(tokens));
+  const port = { value: '' };
+  const gateway = await startChild(
+    'gateway',
+    ['dist/gateway-main.js'],
+    { ...childEnv(names.queue), AUTH_KIND: 'token-file', AUTH_TOKEN_FILE: tokenFile, GATEWAY_HOST: '127.0.0.1', GATEWAY_PORT: '0' },
+    (line) => {
+      const match = /"msg":"gateway listening".*"port":(\d+)|"port":(\d+).*"msg":"gateway listening"/.exec(line);
+      if (match !== null) port.value = match[1] ?? match[2] ?? '';
+      return match !== null;
+    },
+  );
+  others['gateway'] = gateway.pid;
+  const url = `http://127.0.0.1:${port.value}`;
+  const c = 64;
+  const rule = '/pushrules/global/override/.m.rule.suppress_notices';
+  try {
+    for (const op of ['get_pushrule_enabled', 'set_pushrule_enabled', 'get_pushrules'] as const) {
+      await measure({ id: `gateway/${op}/rpc/c${c}`, group: 'gateway', op: `${op} rpc`, concurrency: c, call: workerCall(client, users, op, c) });
+      await measure({
+        id: `gateway/${op}/http/c${c}`,
+        group: 'gateway',
+        op: `${op} http`,
+        concurrency: c,
+        run: async () =>
+          runHttpLoad({
+            url,
+            concurrency: c,
+            warmupMs: WARMUP_MS,
+            measureMs: MEASURE_MS,
+            request: (i) => {
+              const token = `token-${i % users.ids.length}`;
+              if (op === 'get_pushrules') return { method: 'GET', path: '/_matrix/client/v3/pushrules/', token };
+              if (op === 'get_pushrule_enabled') return { method: 'GET', path: `/_matrix/client/v3${rule}/enabled`, token };
+              return { method: 'PUT', path: `/_matrix/client/v3${rule}/enabled`, token, body: { enabled: i % 2 === 0 } };
+            },
+          }),
+      });
+    }
+  } finally {
+    others['gateway'] = undefined;
+    await gateway.stop();
   }
 }
 

@@ -1,7 +1,7 @@
 import type { LoopResult } from './closed-loop.js';
 import { READ_OPS, STORE_OP_OF, WRITE_OPS, type WorkerOp } from './workloads.js';
 
-export type Group = 'broker' | 'store' | 'worker' | 'growth';
+export type Group = 'broker' | 'store' | 'worker' | 'gateway' | 'growth';
 
 export interface ScenarioResult extends LoopResult {
   readonly id: string;
@@ -68,6 +68,17 @@ export function checkTargets(results: readonly ScenarioResult[], peaks: readonly
       met: w.p50Ms <= bound,
     });
   }
+  for (const http of results.filter((r) => r.group === 'gateway' && r.op.endsWith(' http'))) {
+    const op = http.op.slice(0, -' http'.length);
+    const rpc = find(results, { group: 'gateway', op: `${op} rpc`, concurrency: http.concurrency });
+    if (rpc === undefined) continue;
+    const ratio = http.throughput / rpc.throughput;
+    checks.push({
+      target: `${op} through HTTP at c=${http.concurrency} ≥ 70% of direct RPC`,
+      measured: `${fmt(http.throughput)}/s vs ${fmt(rpc.throughput)}/s = ${pct(ratio)}`,
+      met: ratio >= 0.7,
+    });
+  }
   const none = find(results, { group: 'growth', userRules: 0 });
   const hundred = find(results, { group: 'growth', userRules: 100 });
   if (none !== undefined && hundred !== undefined) {
@@ -116,6 +127,18 @@ export function markdown(results: readonly ScenarioResult[], checks: readonly Ta
     lines.push(
       `| ${r.op} | ${r.workers} | ${r.concurrency} | ${fmt(r.throughput)} | ${ratio(r.throughput, b?.throughput)} | ${ratio(r.throughput, s?.throughput)} | ${ms(r.p50Ms)} | ${ms(r.p99Ms)} | ${r.errors} | ${cpuPerRequest(r)} | ${cpu(r)} |`,
     );
+  }
+
+  const gateway = results.filter((x) => x.group === 'gateway');
+  if (gateway.length > 0) {
+    lines.push('', '### Gateway (1 worker, c=64): HTTP through the gateway next to direct RPC', '', '| op | path | req/s | HTTP ÷ RPC | p50 ms | p99 ms | errors | CPU µs/req | CPU % (per process) |', '|---|---|---:|---:|---:|---:|---:|---:|---|');
+    for (const r of gateway) {
+      const [op = r.op, path = ''] = r.op.split(' ');
+      const rpc = find(results, { group: 'gateway', op: `${op} rpc`, concurrency: r.concurrency });
+      lines.push(
+        `| ${op} | ${path} | ${fmt(r.throughput)} | ${path === 'http' ? ratio(r.throughput, rpc?.throughput) : ''} | ${ms(r.p50Ms)} | ${ms(r.p99Ms)} | ${r.errors} | ${cpuPerRequest(r)} | ${cpu(r)} |`,
+      );
+    }
   }
 
   lines.push('', '### Growth (set_pushrule_enabled, 1 worker, c=64)', '', '| user rules | users | req/s | ÷ first row | p50 ms | p99 ms | errors | worker RSS |', '|---:|---:|---:|---:|---:|---:|---:|---:|');
