@@ -6,9 +6,9 @@ import { GatewayMetrics } from './gateway/gateway-metrics.js';
 import { buildGatewayServer } from './gateway/gateway-server.js';
 import { HomeserverAuthenticator } from './gateway/homeserver-authenticator.js';
 import { TokenFileAuthenticator } from './gateway/token-file-authenticator.js';
-import { signalShutdown } from './lifecycle/signal-shutdown.js';
+import { handleStopSignals } from './lifecycle/signal-shutdown.js';
 import { createLogger } from './logging/logger.js';
-import { HealthServer } from './observability/health-server.js';
+import { HealthServer, listenAndLog } from './observability/health-server.js';
 
 /**
  * `npm run gateway`: the HTTP front. Serves the push-rule and pusher
@@ -47,7 +47,7 @@ async function main(): Promise<void> {
       })
     : undefined;
 
-  const stop = signalShutdown({
+  handleStopSignals({
     abort: new AbortController(),
     timeoutMs: config.shutdown.timeoutMs,
     inFlight: () => metrics.inFlight,
@@ -61,13 +61,8 @@ async function main(): Promise<void> {
       await health?.close();
     },
   });
-  process.on('SIGTERM', stop);
-  process.on('SIGINT', stop);
 
-  if (health !== undefined) {
-    const port = await health.listen();
-    log.info({ host: config.health.host, port }, 'health and metrics listening');
-  }
+  await listenAndLog(health, config.health.host, log);
   await app.listen({ host: config.http.host, port: config.http.port });
   state.listening = true;
   const address = app.server.address();

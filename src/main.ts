@@ -2,8 +2,8 @@ import { MongoClient } from 'mongodb';
 import type { Config } from './config/config-schema.js';
 import { ConfigError, loadConfig } from './config/load-config.js';
 import { createLogger, type Logger } from './logging/logger.js';
-import { signalShutdown } from './lifecycle/signal-shutdown.js';
-import { HealthServer } from './observability/health-server.js';
+import { handleStopSignals } from './lifecycle/signal-shutdown.js';
+import { HealthServer, listenAndLog } from './observability/health-server.js';
 import { WorkerMetrics } from './observability/metrics.js';
 import type { Command } from './rpc/command.js';
 import { RpcWorker } from './rpc/rpc-worker.js';
@@ -39,7 +39,7 @@ async function main(): Promise<void> {
       })
     : undefined;
 
-  const stop = signalShutdown({
+  handleStopSignals({
     abort: stopSignal,
     timeoutMs: config.shutdown.timeoutMs,
     inFlight: () => running.worker?.inFlight ?? 0,
@@ -51,13 +51,8 @@ async function main(): Promise<void> {
       await health?.close();
     },
   });
-  process.on('SIGTERM', stop);
-  process.on('SIGINT', stop);
 
-  if (health !== undefined) {
-    const port = await health.listen();
-    log.info({ host: config.health.host, port }, 'health and metrics listening');
-  }
+  await listenAndLog(health, config.health.host, log);
 
   const store = new MongoPushStore(db, { ...config.mongodb, recordedWritesWindow: config.writes.recordedWritesWindow });
   // Until the database first answers there is nothing to serve, so wait

@@ -43,3 +43,10 @@ export function signalShutdown(options: SignalShutdownOptions): (signal: NodeJS.
     );
   };
 }
+
+/** Installs `signalShutdown` for SIGTERM and SIGINT: what each process entry point does. */
+export function handleStopSignals(options: SignalShutdownOptions): void {
+  const stop = signalShutdown(options);
+  process.on('SIGTERM', stop);
+  process.on('SIGINT', stop);
+}

@@ -88,3 +88,13 @@ export class HealthServer {
     }
   }
 }
+
+/**
+ * Starts the listener of an entry point, when it has one, and logs where it
+ * listens: the port may be 0 (any), and operators and tests read it there.
+ */
+export async function listenAndLog(health: HealthServer | undefined, host: string, log: { info(fields: object, message: string): void }): Promise<void> {
+  if (health === undefined) return;
+  const port = await health.listen();
+  log.info({ host, port }, 'health and metrics listening');
+}
