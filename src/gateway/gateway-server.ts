@@ -136,6 +136,13 @@ export function buildGatewayServer(options: GatewayServerOptions): FastifyInstan
     routerOptions: { ignoreTrailingSlash: true },
     // The front proxy terminates TLS and may keep connections open for long.
     keepAliveTimeout: 65_000,
+    // A path that does not decode fails before routing and before any hook,
+    // so it gets its Matrix error and CORS headers here.
+    frameworkErrors: (_error, _request, reply) => {
+      // Typed with the route generics of a route that was never found.
+      const answer = reply as unknown as FastifyReply;
+      void answer.headers(CORS_HEADERS).code(GATEWAY_ERRORS.badPath.status).send(matrixBody('badPath'));
+    },
   });
   const send = (reply: FastifyReply, error: GatewayError, message?: string) =>
     reply.code(GATEWAY_ERRORS[error].status).send(matrixBody(error, message));

@@ -125,6 +125,35 @@ describe('gateway errors', () => {
     expect(response.statusCode).toBe(status);
   });
 
+  it.each(['%ZZ', '%E0%A4%A'])('answers a path that does not decode (%s) with a Matrix error and CORS', async (bad) => {
+    const { api, calls } = recordingApi();
+    const response = await gateway(api).inject({ method: 'GET', url: v3(`pushrules/global/room/${bad}`), headers: auth });
+    expect(response.statusCode).toBe(400);
+    expect(response.json()).toEqual({ errcode: 'M_UNRECOGNIZED', error: 'The request path is not valid percent-encoding.' });
+    expect(response.headers).toMatchObject(CORS_HEADERS);
+    expect(calls).toEqual([]);
+  });
+
+  it('answers any other client error of the HTTP layer with its status and M_UNKNOWN', async () => {
+    const { api, calls } = recordingApi();
+    const response = await gateway(api).inject({
+      method: 'PUT',
+      url: v3(`${RULE_PATH}/enabled`),
+      headers: { ...auth, 'content-length': '100' },
+      payload: '{"enabled":true}',
+    });
+    expect(response.statusCode).toBe(400);
+    expect(response.json()).toEqual({ errcode: 'M_UNKNOWN', error: 'Request body size did not match Content-Length' });
+    expect(calls).toEqual([]);
+  });
+
+  it('answers an unexpected failure with 500 M_UNKNOWN and nothing of the failure', async () => {
+    const { api } = recordingApi({ getPushers: async () => Promise.reject(new Error('secret detail')) });
+    const response = await gateway(api).inject({ method: 'GET', url: v3('pushers'), headers: auth });
+    expect(response.statusCode).toBe(500);
+    expect(response.json()).toEqual({ errcode: 'M_UNKNOWN', error: 'Internal server error.' });
+  });
+
   it('reads a JSON body sent without a JSON content type', async () => {
     const { api, calls } = recordingApi();
     const response = await gateway(api).inject({ method: 'PUT', url: v3(`${RULE_PATH}/enabled`), headers: { ...auth, 'content-type': 'text/plain' }, payload: '{"enabled":true}' });
