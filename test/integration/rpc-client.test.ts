@@ -88,4 +88,34 @@ describe('RpcClient', () => {
     expect(await reasonOf(client.request({ op: 'get_pushers', user_id: '@x:example.org' }))).toBe('closed');
     await h.caller.channel.deleteQueue(queue);
   });
+
+  it.each([
+    ['text that is not JSON', 'not json'],
+    ['JSON that is not an envelope', '[1, 2]'],
+  ])('rejects with bad-reply when the reply is %s, and keeps serving', async (_name, content) => {
+    // The test plays the worker: it takes the request and answers it itself.
+    const queue = `fake-worker.${randomUUID()}`;
+    await h.caller.channel.assertQueue(queue, { autoDelete: true });
+    const client = aClient(queue);
+    const answer = async (reply: string) => {
+      for (let tries = 0; tries < 50; tries += 1) {
+        const request = await h.caller.channel.get(queue, { noAck: true });
+        if (request !== false) {
+          const { replyTo, correlationId } = request.properties as { replyTo: string; correlationId: string };
+          h.caller.channel.sendToQueue(replyTo, Buffer.from(reply), { correlationId });
+          return;
+        }
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      throw new Error('no request arrived');
+    };
+    const bad = reasonOf(client.request({ op: 'get_pushers', user_id: '@x:example.org' }));
+    await answer(content);
+    expect(await bad).toBe('bad-reply');
+    const good = client.request({ op: 'get_pushers', user_id: '@x:example.org' });
+    await answer('{"ok":true,"body":{"pushers":[]}}');
+    expect(await good).toEqual({ ok: true, body: { pushers: [] } });
+    await client.close();
+    await h.caller.channel.deleteQueue(queue);
+  });
 });
