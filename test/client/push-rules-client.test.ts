@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { PushRulesClient, PushRulesError, type RpcTransport } from '../../src/client/push-rules-client.js';
 import { RpcTransportError, type RequestOptions, type TransportFailure } from '../../src/client/rpc-client.js';
 import type { Reply } from '../../src/worker/reply.js';
+import { aPusherSetAction } from '../support/builders.js';
 
 interface Sent {
   readonly body: Record<string, unknown>;
@@ -28,7 +29,7 @@ function recordingTransport(answer: (body: Record<string, unknown>) => Promise<R
 const USER = '@alice:example.org';
 const ADDRESS = { scope: 'global', kind: 'override', ruleId: 'my.rule' } as const;
 const WIRE_ADDRESS = { scope: 'global', kind: 'override', rule_id: 'my.rule' };
-const PUSHER = { pushkey: 'k', kind: 'http', app_id: 'a', app_display_name: 'A', device_display_name: 'D', lang: 'en', data: { url: 'https://p.example.org/_matrix/push/v1/notify' } } as const;
+const PUSHER = aPusherSetAction();
 
 type Call = (client: PushRulesClient) => Promise<unknown>;
 

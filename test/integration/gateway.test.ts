@@ -4,6 +4,7 @@ import { CORS_HEADERS } from '../../src/gateway/gateway-server.js';
 import { SEED } from '../support/seed-messages.js';
 import { startGateway, type GatewayHarness } from './support/gateway-harness.js';
 import { startHarness, type Harness } from './support/worker-harness.js';
+import { aPusherSetAction } from '../support/builders.js';
 
 /**
  * End to end: HTTP → gateway → RabbitMQ → worker → MongoDB wire protocol,
@@ -87,15 +88,7 @@ describe('gateway end to end', () => {
   });
 
   it('sets, lists and deletes a pusher', async () => {
-    const pusher = {
-      pushkey: 'gw-key',
-      kind: 'http',
-      app_id: 'org.example.gw',
-      app_display_name: 'Gateway test',
-      device_display_name: 'Laptop',
-      lang: 'en',
-      data: { url: 'https://push.example.org/_matrix/push/v1/notify' },
-    };
+    const pusher = aPusherSetAction({ pushkey: 'gw-key', app_id: 'org.example.gw' });
     expect(await call('POST', 'pushers/set', { body: pusher, token: 'bob-token' })).toMatchObject({ status: 200, body: {} });
     expect(await call('GET', 'pushers', { token: 'bob-token' })).toMatchObject({ status: 200, body: { pushers: [pusher] } });
     expect(await call('GET', 'pushers')).toMatchObject({ status: 200, body: { pushers: [] } });

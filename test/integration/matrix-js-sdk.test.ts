@@ -4,6 +4,7 @@ import { SEED } from '../support/seed-messages.js';
 import { startFrontProxy } from './support/front-proxy.js';
 import { startGateway, type GatewayHarness } from './support/gateway-harness.js';
 import { startHarness, type Harness } from './support/worker-harness.js';
+import { aPusherSetAction } from '../support/builders.js';
 
 /**
  * A real Matrix client (matrix-js-sdk 36, the last line that runs on Node 20)
@@ -76,15 +77,7 @@ describe('matrix-js-sdk through the gateway', () => {
   });
 
   it('setPusher, getPushers and removePusher', async () => {
-    const pusher = {
-      pushkey: 'sdk-pushkey',
-      kind: 'http',
-      app_id: 'org.example.sdk',
-      app_display_name: 'SDK test',
-      device_display_name: 'Node',
-      lang: 'en',
-      data: { url: 'https://push.example.org/_matrix/push/v1/notify', format: 'event_id_only' },
-    } as const;
+    const pusher = aPusherSetAction({ pushkey: 'sdk-pushkey', app_id: 'org.example.sdk' });
     expect(await client.setPusher(pusher)).toEqual({});
     // The SDK marks pushers `enabled` itself when the server predates MSC3881.
     expect(await client.getPushers()).toMatchObject({ pushers: [pusher] });

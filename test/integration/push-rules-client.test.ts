@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PushRulesClient, PushRulesError } from '../../src/client/push-rules-client.js';
 import { startHarness, type Harness } from './support/worker-harness.js';
+import { aPusherSetAction } from '../support/builders.js';
 
 let h: Harness;
 let client: PushRulesClient;
@@ -57,15 +58,7 @@ describe('PushRulesClient through a real worker', () => {
 
   it('serves the pusher operations', async () => {
     const user = '@typed-pushers:example.org';
-    const pusher = {
-      pushkey: 'key-1',
-      kind: 'http',
-      app_id: 'org.example.app',
-      app_display_name: 'Example',
-      device_display_name: 'Phone',
-      lang: 'en',
-      data: { url: 'https://push.example.org/_matrix/push/v1/notify', format: 'event_id_only' },
-    } as const;
+    const pusher = aPusherSetAction({ pushkey: 'key-1' });
     expect(await client.setPusher(user, pusher)).toEqual({});
     expect(await client.getPushers(user)).toEqual({ pushers: [pusher] });
     expect(await client.setPusher(user, { pushkey: 'key-1', app_id: 'org.example.app', kind: null })).toEqual({});

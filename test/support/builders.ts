@@ -9,6 +9,7 @@ import type { PushRulesEventView, PushRulesLookup } from '../../src/push-rules/p
 import type { RuleAddress } from '../../src/push-rules/rule-address.js';
 import { DEFAULT_RULES_REVISION, serverDefaultRuleset } from '../../src/push-rules/server-default-rules.js';
 import type { SetPushRuleRequest } from '../../src/push-rules/set-push-rule.js';
+import type { PusherSetAction } from '../../src/pushers/pusher.js';
 
 export const ALICE = '@alice:example.org';
 
@@ -70,4 +71,21 @@ export function aSetRequest(overrides: Partial<SetPushRuleRequest> = {}): SetPus
 
 export function ids(rules: readonly PushRule[]): string[] {
   return rules.map((r) => r.rule_id);
+}
+
+/**
+ * A complete `POST /pushers/set` body for an HTTP pusher (as the client
+ * sends it, and as `get_pushers` then lists it).
+ */
+export function aPusherSetAction<const O extends Partial<PusherSetAction>>(overrides?: O) {
+  const base = {
+    pushkey: 'pushkey-1',
+    kind: 'http',
+    app_id: 'org.example.app',
+    app_display_name: 'Example',
+    device_display_name: 'Phone',
+    lang: 'en',
+    data: { url: 'https://push.example.org/_matrix/push/v1/notify', format: 'event_id_only' },
+  } as const satisfies PusherSetAction;
+  return { ...base, ...(overrides as O) };
 }
