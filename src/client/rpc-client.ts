@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import amqp, { type Channel, type ChannelModel, type ConsumeMessage, type Message } from 'amqplib';
+import type { Channel, ChannelModel, ConsumeMessage, Message } from 'amqplib';
+import { connectAmqp, connectionName } from '../rpc/amqp-connect.js';
 import type { Reply } from '../worker/reply.js';
 
 const REPLY_QUEUE = 'amq.rabbitmq.reply-to';
@@ -28,7 +29,11 @@ export interface RpcClientOptions {
    * with trusted publishers accept it (RabbitMQ refuses any other value).
    */
   readonly publisherUserId?: string;
+  /** Heartbeat interval asked of the broker (0: off); default 10 s, the workers' default. */
+  readonly heartbeatSeconds?: number;
 }
+
+const DEFAULT_HEARTBEAT_SECONDS = 10;
 
 export interface RequestOptions {
   readonly timeoutMs?: number;
@@ -128,7 +133,10 @@ export class RpcClient {
   }
 
   async #open(): Promise<Session> {
-    const connection = await amqp.connect(this.#options.url, { noDelay: true });
+    const connection = await connectAmqp(this.#options.url, {
+      heartbeatSeconds: this.#options.heartbeatSeconds ?? DEFAULT_HEARTBEAT_SECONDS,
+      connectionName: connectionName('matrix-push-worker client'),
+    });
     const channel = await connection.createChannel();
     const session: Session = { connection, channel, pending: new Map() };
     const lost = () => {

@@ -1,4 +1,4 @@
-import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { PushRulesError, type PushRulesClient } from '../client/push-rules-client.js';
 import type { PushAction, RuleBody } from '../push-rules/push-rule.js';
 import type { RuleAddress } from '../push-rules/rule-address.js';
@@ -130,7 +130,8 @@ export function buildGatewayServer(options: GatewayServerOptions): FastifyInstan
   const loggerInstance: FastifyBaseLogger = options.logger;
   const app = Fastify({
     loggerInstance,
-    disableRequestLogging: true,
+    // The gateway logs what it decides itself; fastify's per-request lines would double them.
+    logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: options.maxBodyBytes,
     exposeHeadRoutes: false,
     routerOptions: { ignoreTrailingSlash: true },

@@ -1,4 +1,4 @@
-import amqp, { type Channel, type ChannelModel, type ConsumeMessage } from 'amqplib';
+import type { Channel, ChannelModel, ConsumeMessage, Options } from 'amqplib';
 import type { Config } from '../config/config-schema.js';
 import { matrixError, MESSAGES } from '../errors/error-catalogue.js';
 import type { Logger } from '../logging/logger.js';
@@ -6,6 +6,7 @@ import { retryUntilDone } from '../worker/retry-until-done.js';
 import type { HandleOutcome, PushService } from '../worker/push-service.js';
 import { failure, type Reply } from '../worker/reply.js';
 import { AckBatcher } from './ack-batcher.js';
+import { connectAmqp, connectionName } from './amqp-connect.js';
 import { declareTopology } from './amqp-topology.js';
 import type { Command } from './command.js';
 import { parseRequest } from './parse-request.js';
@@ -150,10 +151,11 @@ export class RpcWorker {
 
   async #openSession(): Promise<Session> {
     const settings = this.#options.amqp;
-    // Nagle's algorithm holds back a lone small frame (a reply, an ack)
-    // waiting for the peer's delayed ACK: ~40 ms per round trip without this.
     // Heartbeats let both sides notice a peer that vanished without a FIN.
-    const connection = await amqp.connect(settings.url, { noDelay: true, heartbeat: settings.heartbeatSeconds });
+    const connection = await connectAmqp(settings.url, {
+      heartbeatSeconds: settings.heartbeatSeconds,
+      connectionName: connectionName('matrix-push-worker'),
+    });
     let session: Session | undefined;
     connection.on('error', (error: Error) => {
       this.#log.error({ err: error }, 'AMQP connection error');
@@ -296,7 +298,7 @@ export class RpcWorker {
     }
   }
 
-  #publish(channel: Channel, exchange: string, routingKey: string, body: Reply | object, options: amqp.Options.Publish): boolean {
+  #publish(channel: Channel, exchange: string, routingKey: string, body: Reply | object, options: Options.Publish): boolean {
     try {
       channel.publish(exchange, routingKey, Buffer.from(JSON.stringify(body)), options);
       return true;

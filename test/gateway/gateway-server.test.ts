@@ -219,3 +219,19 @@ describe('gateway CORS', () => {
     expect(calls).toEqual([]);
   });
 });
+
+describe('gateway construction', () => {
+  it('uses no option fastify has deprecated (each would print a FastifyDeprecation warning)', async () => {
+    const warnings: Error[] = [];
+    const onWarning = (warning: Error) => warnings.push(warning);
+    process.on('warning', onWarning);
+    try {
+      await gateway(recordingApi().api).ready();
+      // process.emitWarning delivers on the next tick.
+      await new Promise((resolve) => setImmediate(resolve));
+    } finally {
+      process.off('warning', onWarning);
+    }
+    expect(warnings.map((w) => `${w.name} ${(w as Error & { code?: string }).code ?? ''}`)).toEqual([]);
+  });
+});
