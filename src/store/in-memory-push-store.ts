@@ -40,6 +40,17 @@ export class InMemoryPushStore implements PushStore {
     return recorded === undefined ? loaded : { ...loaded, recorded };
   }
 
+  async loadManyPushRules(userIds: readonly string[]): Promise<ReadonlyMap<string, LoadedPushRules>> {
+    await Promise.resolve();
+    const loaded = new Map<string, LoadedPushRules>();
+    for (const userId of userIds) {
+      const doc = this.#users.get(userId);
+      if (doc?.pushRules === undefined) continue;
+      loaded.set(userId, { version: doc.version, lookup: readPushRulesEntry(doc.pushRules) });
+    }
+    return loaded;
+  }
+
   async savePushRules(
     userId: string,
     expectedVersion: number,

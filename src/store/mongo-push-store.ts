@@ -71,6 +71,23 @@ export class MongoPushStore implements PushStore {
     return recorded === undefined ? { version: doc?.version ?? 0, lookup } : { version: doc?.version ?? 0, lookup, recorded };
   }
 
+  async loadManyPushRules(userIds: readonly string[]): Promise<ReadonlyMap<string, LoadedPushRules>> {
+    const loaded = new Map<string, LoadedPushRules>();
+    if (userIds.length === 0) return loaded;
+    const docs = await guard(async () =>
+      this.#accountData
+        .find({ _id: { $in: [...userIds] }, push_rules: { $exists: true } }, { projection: { version: 1, push_rules: 1 } })
+        .toArray(),
+    );
+    for (const doc of docs) {
+      const entry = doc.push_rules;
+      if (entry === undefined) continue;
+      const lookup = readPushRulesEntry({ contentJson: entry.content_json, defaultsRevision: entry.defaults_revision });
+      loaded.set(doc._id, { version: doc.version ?? 0, lookup });
+    }
+    return loaded;
+  }
+
   async savePushRules(
     userId: string,
     expectedVersion: number,

@@ -58,6 +58,14 @@ export interface PushStore {
     record?: RecordedWrite,
   ): Promise<SaveOutcome>;
 
+  /**
+   * The push rules of many users in one query (for `evaluate`): an entry
+   * for each of `userIds` that has a push-rules entry stored, corrupt ones
+   * included (`found: 'failed'`); users with none are left out. No recorded
+   * writes are read.
+   */
+  loadManyPushRules(userIds: readonly string[]): Promise<ReadonlyMap<string, LoadedPushRules>>;
+
   /** Stores the ruleset only if the user has no push-rules entry at all (not even a corrupt one). */
   insertPushRulesIfAbsent(userId: string, ruleset: Ruleset, defaultsRevision: string): Promise<boolean>;
 

@@ -95,6 +95,23 @@ export function pushStoreContract(name: string, makeFixture: (options?: FixtureO
       expect((await fixture.store.loadPushRules(user)).lookup).toEqual({ found: true, event: {}, defaultsRevision: 'v1.19' });
     });
 
+    it('loads many users at once: each stored entry with its version, corrupt ones as failed, users without one left out', async () => {
+      const [stored, corrupt, pushersOnly, nobody] = [user, aUser(), aUser(), aUser()];
+      const ruleset = aRuleset({ room: [] });
+      await fixture.store.savePushRules(stored, 0, serverDefaultRuleset(stored), 'v1.19');
+      await fixture.store.savePushRules(stored, 1, ruleset, 'v1.19');
+      await fixture.putRaw(corrupt, { contentJson: '{not json', defaultsRevision: 'v1.19' });
+      await fixture.store.bumpPushersVersion(pushersOnly);
+      const loaded = await fixture.store.loadManyPushRules([stored, corrupt, pushersOnly, nobody]);
+      expect([...loaded.keys()].sort()).toEqual([stored, corrupt].sort());
+      expect(loaded.get(stored)).toEqual({
+        version: 2,
+        lookup: { found: true, event: { content: { global: ruleset } }, defaultsRevision: 'v1.19' },
+      });
+      expect(loaded.get(corrupt)?.lookup).toEqual({ found: 'failed' });
+      expect((await fixture.store.loadManyPushRules([])).size).toBe(0);
+    });
+
     it('creates, updates, lists and deletes pushers by (user, app_id, pushkey)', async () => {
       expect(await fixture.store.upsertPusher(aPusher(user))).toBe('created');
       expect(await fixture.store.upsertPusher(aPusher(user, { lang: 'de' }))).toBe('updated');

@@ -7,6 +7,7 @@ import type { PushStore } from '../../src/store/push-store.js';
 export function wrapStore(inner: PushStore, overrides: Partial<PushStore> = {}): PushStore {
   return {
     loadPushRules: async (u, id) => inner.loadPushRules(u, id),
+    loadManyPushRules: async (users) => inner.loadManyPushRules(users),
     savePushRules: async (u, v, r, d, record) => inner.savePushRules(u, v, r, d, record),
     insertPushRulesIfAbsent: async (u, r, d) => inner.insertPushRulesIfAbsent(u, r, d),
     listPushers: async (u) => inner.listPushers(u),
