@@ -1,0 +1,165 @@
+export interface RulesetCacheOptions {
+  /** Most users kept; the least recently used go first. */
+  readonly maxEntries: number;
+  /** Most estimated bytes of compiled rulesets kept. */
+  readonly maxBytes: number;
+  /**
+   * An entry read from the store longer ago than this is not served, even
+   * if no change event said it changed: the bound on staleness when an
+   * event is lost or late.
+   */
+  readonly maxStalenessMs: number;
+  readonly now?: () => number;
+}
+
+/** Counters for the metrics; they only grow. */
+export interface RulesetCacheStats {
+  hits: number;
+  misses: number;
+  /** Entries dropped because a change event named their user. */
+  invalidations: number;
+  /** Entries found but older than `maxStalenessMs`, so loaded again. */
+  staleRefreshes: number;
+  evictions: number;
+}
+
+interface Entry<V> {
+  readonly value: V;
+  readonly bytes: number;
+  /** When the load that produced it started: the age of the data, not of the entry. */
+  readonly readAt: number;
+}
+
+/**
+ * Where a load starts: hand it back to `set`, which refuses the result if
+ * the user was invalidated (or the cache cleared) after the load started,
+ * so a read that raced a write never lands in the cache.
+ */
+export interface LoadTicket {
+  readonly sequence: number;
+  readonly readAt: number;
+}
+
+/**
+ * The compiled rulesets of recently evaluated users, bounded by entries and
+ * bytes (least recently used out first) and by age.
+ *
+ * Correctness rests on three things: change events drop a user's entry
+ * (`invalidate`); losing the change-event subscription drops everything
+ * (`clear`), because events may have been missed; and no entry is served
+ * once its data is older than `maxStalenessMs`, in case an event never
+ * comes. A load that started before an invalidation of its user is not
+ * cached (see `LoadTicket`).
+ */
+export class RulesetCache<V> {
+  readonly #options: RulesetCacheOptions;
+  readonly #now: () => number;
+  /** Insertion order is recency order: the first key is the least recently used. */
+  readonly #entries = new Map<string, Entry<V>>();
+  /** The sequence number of each user's latest invalidation, kept while a load could still race it. */
+  readonly #invalidatedAt = new Map<string, { readonly sequence: number; readonly at: number }>();
+  #sequence = 0;
+  #clearedAt = 0;
+  #bytes = 0;
+  readonly stats: RulesetCacheStats = { hits: 0, misses: 0, invalidations: 0, staleRefreshes: 0, evictions: 0 };
+
+  constructor(options: RulesetCacheOptions) {
+    this.#options = options;
+    this.#now = options.now ?? Date.now;
+  }
+
+  get size(): number {
+    return this.#entries.size;
+  }
+
+  get bytes(): number {
+    return this.#bytes;
+  }
+
+  /** The cached value, fresh enough to serve, or undefined (a miss). */
+  get(userId: string): V | undefined {
+    const entry = this.#entries.get(userId);
+    if (entry === undefined) {
+      this.stats.misses += 1;
+      return undefined;
+    }
+    this.#entries.delete(userId);
+    if (this.#now() - entry.readAt > this.#options.maxStalenessMs) {
+      this.#bytes -= entry.bytes;
+      this.stats.staleRefreshes += 1;
+      this.stats.misses += 1;
+      return undefined;
+    }
+    this.#entries.set(userId, entry);
+    this.stats.hits += 1;
+    return entry.value;
+  }
+
+  /** Take one before reading from the store; pass it to `set` with what was read. */
+  ticket(): LoadTicket {
+    return { sequence: this.#sequence, readAt: this.#now() };
+  }
+
+  /** Caches what a load read; false when an invalidation since the ticket makes it unsafe to keep. */
+  set(userId: string, value: V, bytes: number, ticket: LoadTicket): boolean {
+    if (ticket.sequence < this.#clearedAt) return false;
+    const invalidated = this.#invalidatedAt.get(userId);
+    if (invalidated !== undefined && invalidated.sequence > ticket.sequence) return false;
+    if (bytes > this.#options.maxBytes) return false;
+    this.#remove(userId);
+    this.#entries.set(userId, { value, bytes, readAt: ticket.readAt });
+    this.#bytes += bytes;
+    this.#evict();
+    return true;
+  }
+
+  /** A change event for this user: drop its entry, and refuse loads already under way. */
+  invalidate(userId: string): void {
+    this.#sequence += 1;
+    const now = this.#now();
+    this.#invalidatedAt.delete(userId);
+    this.#invalidatedAt.set(userId, { sequence: this.#sequence, at: now });
+    if (this.#remove(userId)) this.stats.invalidations += 1;
+    this.#forgetOldInvalidations(now);
+  }
+
+  /** Change events may have been missed: drop everything, and refuse loads already under way. */
+  clear(): void {
+    this.#sequence += 1;
+    this.#clearedAt = this.#sequence;
+    this.stats.invalidations += this.#entries.size;
+    this.#entries.clear();
+    this.#invalidatedAt.clear();
+    this.#bytes = 0;
+  }
+
+  #remove(userId: string): boolean {
+    const entry = this.#entries.get(userId);
+    if (entry === undefined) return false;
+    this.#entries.delete(userId);
+    this.#bytes -= entry.bytes;
+    return true;
+  }
+
+  #evict(): void {
+    const { maxEntries, maxBytes } = this.#options;
+    while (this.#entries.size > maxEntries || this.#bytes > maxBytes) {
+      const oldest = this.#entries.keys().next();
+      if (oldest.done === true) return;
+      this.#remove(oldest.value);
+      this.stats.evictions += 1;
+    }
+  }
+
+  /**
+   * A load that started more than `maxStalenessMs` ago produces an entry
+   * that is already too old to serve, so older invalidations need not be
+   * remembered. Oldest first, in insertion order.
+   */
+  #forgetOldInvalidations(now: number): void {
+    for (const [userId, invalidated] of this.#invalidatedAt) {
+      if (now - invalidated.at <= this.#options.maxStalenessMs) return;
+      this.#invalidatedAt.delete(userId);
+    }
+  }
+}
