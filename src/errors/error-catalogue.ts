@@ -49,6 +49,8 @@ export const LIMIT_MESSAGES = {
   tooManyRules: (max: number) => `Too many push rules: a user may have at most ${max} of their own.`,
   rulesetTooLarge: (max: number) => `The push rules would be larger than ${max} bytes.`,
   tooManyPushers: (max: number) => `Too many pushers: a user may have at most ${max}.`,
+  tooManyRecipients: (max: number) => `Too many recipients: an evaluate request may name at most ${max}.`,
+  eventTooLarge: (max: number) => `The event is larger than ${max} bytes.`,
 } as const;
 
 export type MessageKey = keyof typeof MESSAGES;

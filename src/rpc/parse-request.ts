@@ -84,7 +84,7 @@ function addressOf(request: { scope: string; kind: string; rule_id: string }) {
 }
 
 /** "rule.actions must be array", "request must have required property 'scope'". */
-function describeSchemaError(error: ErrorObject | undefined): string {
+export function describeSchemaError(error: ErrorObject | undefined): string {
   if (error === undefined) return 'Request does not match the schema of its op.';
   const path = error.instancePath === '' ? 'request' : error.instancePath.slice(1).replaceAll('/', '.');
   return `${path} ${error.message ?? 'is invalid'}.`;

@@ -1,0 +1,104 @@
+import { Type, type Static } from '@sinclair/typebox';
+import { Ajv } from 'ajv';
+import { LIMIT_MESSAGES, matrixError } from '../errors/error-catalogue.js';
+import { isJsonObject, type JsonObject } from '../matrix/json.js';
+import { isValidUserId } from '../matrix/user-id.js';
+import { fail, ok, type Result } from '../result/result.js';
+import { describeSchemaError } from './parse-request.js';
+
+/**
+ * The `evaluate` request (see docs/rpc-contract.md): the homeserver's, not a
+ * user's, so it has no `user_id`. Objects are open, as in every request.
+ */
+export const EvaluateRequest = Type.Object({
+  op: Type.Literal('evaluate'),
+  event: Type.Object({
+    type: Type.String(),
+    room_id: Type.String(),
+    sender: Type.String(),
+    content: Type.Object({}),
+    state_key: Type.Optional(Type.String()),
+  }),
+  room: Type.Object({
+    member_count: Type.Integer({ minimum: 0 }),
+    sender_power_level: Type.Optional(Type.Union([Type.Integer(), Type.Null()])),
+    notification_power_levels: Type.Optional(Type.Record(Type.String(), Type.Integer())),
+  }),
+  recipients: Type.Array(
+    Type.Object({
+      user_id: Type.String(),
+      display_name: Type.Optional(Type.String()),
+    }),
+  ),
+  explain: Type.Optional(Type.Boolean()),
+});
+
+export type EvaluateRequestBody = Static<typeof EvaluateRequest>;
+
+export interface EvaluateLimits {
+  /** The event's compact JSON encoding, in UTF-8 bytes (the spec's event size limit). */
+  readonly maxEventBytes: number;
+  readonly maxRecipients: number;
+}
+
+export interface EvaluateRecipient {
+  readonly userId: string;
+  readonly displayName?: string;
+}
+
+/** A valid `evaluate` request, as the worker runs it. */
+export interface EvaluateCommand {
+  readonly op: 'evaluate';
+  /** The whole event as sent: every key can be matched. */
+  readonly event: JsonObject;
+  readonly room: {
+    readonly memberCount: number;
+    /** Absent or null on the wire: no `sender_notification_permission` condition matches. */
+    readonly senderPowerLevel?: number;
+    readonly notificationPowerLevels: Readonly<Record<string, number>>;
+  };
+  readonly recipients: readonly EvaluateRecipient[];
+  readonly explain: boolean;
+}
+
+// Compiled once per process, like the other request schemas.
+const validate = new Ajv({ strict: true, allErrors: false, coerceTypes: false, useDefaults: false }).compile(EvaluateRequest);
+
+/**
+ * Checks a parsed `evaluate` body: BadJson naming the first offending field
+ * (schema, then each recipient's user ID and duplicates in list order),
+ * TooLarge for an event or a recipient list over the limits.
+ */
+export function toEvaluateCommand(json: JsonObject, limits: EvaluateLimits): Result<EvaluateCommand> {
+  if (!validate(json)) return fail(matrixError('BadJson', describeSchemaError(validate.errors?.[0])));
+  const request = json as EvaluateRequestBody & JsonObject;
+  if (request.recipients.length > limits.maxRecipients) {
+    return fail(matrixError('TooLarge', LIMIT_MESSAGES.tooManyRecipients(limits.maxRecipients)));
+  }
+  const event = request['event'];
+  if (!isJsonObject(event)) return fail(matrixError('BadJson', 'event must be object.'));
+  if (Buffer.byteLength(JSON.stringify(event), 'utf8') > limits.maxEventBytes) {
+    return fail(matrixError('TooLarge', LIMIT_MESSAGES.eventTooLarge(limits.maxEventBytes)));
+  }
+  const seen = new Set<string>();
+  const recipients: EvaluateRecipient[] = [];
+  for (const [index, recipient] of request.recipients.entries()) {
+    const userId = recipient.user_id;
+    if (!isValidUserId(userId)) return fail(matrixError('BadJson', `recipients.${index}.user_id is not a valid Matrix user ID.`));
+    if (seen.has(userId)) return fail(matrixError('BadJson', `recipients.${index}.user_id repeats ${userId}.`));
+    seen.add(userId);
+    recipients.push(recipient.display_name === undefined ? { userId } : { userId, displayName: recipient.display_name });
+  }
+  const { member_count: memberCount, sender_power_level: senderPowerLevel, notification_power_levels: levels } = request.room;
+  return ok({
+    op: 'evaluate',
+    event,
+    room: {
+      memberCount,
+      ...(typeof senderPowerLevel === 'number' ? { senderPowerLevel } : {}),
+      notificationPowerLevels: levels ?? {},
+    },
+    recipients,
+    explain: request.explain === true,
+  });
+}
