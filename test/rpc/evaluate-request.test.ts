@@ -11,7 +11,7 @@ function anEvaluateRequest(overrides: Record<string, unknown> = {}): JsonObject 
     room: { member_count: 3, sender_power_level: 50, notification_power_levels: { room: 50 } },
     recipients: [{ user_id: '@a:x.org', display_name: 'A' }, { user_id: '@b:x.org' }],
     ...overrides,
-  } as JsonObject;
+  };
 }
 
 const event = (fields: Record<string, unknown>) => ({ type: 'm.room.message', room_id: '!r:x.org', sender: '@s:x.org', content: {}, ...fields });
