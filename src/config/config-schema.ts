@@ -56,6 +56,27 @@ export const ConfigSchema = Type.Object(
       },
       { additionalProperties: false },
     ),
+    /** The `evaluate` op: its own queue, limits, and the cache of compiled rulesets. */
+    evaluate: Type.Object(
+      {
+        queue: Name,
+        /** Classic by default: evaluate changes nothing, so a request lost with a broker node is just sent again. */
+        queueType: Type.Union([Type.Literal('quorum'), Type.Literal('classic')]),
+        prefetch: Type.Integer({ minimum: 1, maximum: 1000 }),
+        maxRequestBytes: Type.Integer({ minimum: 1024, maximum: 64 * 1024 * 1024 }),
+        maxEventBytes: Type.Integer({ minimum: 1024, maximum: 1024 * 1024 }),
+        maxRecipients: Type.Integer({ minimum: 1, maximum: 1000000 }),
+        /** Uncached recipients read from the store per query. */
+        loadChunkSize: Type.Integer({ minimum: 1, maximum: 100000 }),
+        /** Evaluation yields to other work after this much synchronous time. */
+        sliceMs: Type.Integer({ minimum: 1, maximum: 1000 }),
+        cacheMaxEntries: Type.Integer({ minimum: 0, maximum: 100000000 }),
+        cacheMaxBytes: Type.Integer({ minimum: 0, maximum: 64 * 1024 * 1024 * 1024 }),
+        /** No cached ruleset older than this is used, change event or not. */
+        maxStalenessMs: Type.Integer({ minimum: 0, maximum: 3600000 }),
+      },
+      { additionalProperties: false },
+    ),
     shutdown: Type.Object({ timeoutMs: Type.Integer({ minimum: 100, maximum: 600000 }) }, { additionalProperties: false }),
     health: Type.Object(
       {
@@ -122,6 +143,17 @@ export const ENVIRONMENT: readonly { readonly name: string; readonly path: reado
   { name: 'MAX_USER_RULES', path: ['limits', 'maxUserRules'], kind: 'integer' },
   { name: 'MAX_RULESET_BYTES', path: ['limits', 'maxRulesetBytes'], kind: 'integer' },
   { name: 'MAX_PUSHERS_PER_USER', path: ['limits', 'maxPushersPerUser'], kind: 'integer' },
+  { name: 'EVALUATE_QUEUE', path: ['evaluate', 'queue'], kind: 'string' },
+  { name: 'EVALUATE_QUEUE_TYPE', path: ['evaluate', 'queueType'], kind: 'string' },
+  { name: 'EVALUATE_PREFETCH', path: ['evaluate', 'prefetch'], kind: 'integer' },
+  { name: 'EVALUATE_MAX_REQUEST_BYTES', path: ['evaluate', 'maxRequestBytes'], kind: 'integer' },
+  { name: 'EVALUATE_MAX_EVENT_BYTES', path: ['evaluate', 'maxEventBytes'], kind: 'integer' },
+  { name: 'EVALUATE_MAX_RECIPIENTS', path: ['evaluate', 'maxRecipients'], kind: 'integer' },
+  { name: 'EVALUATE_LOAD_CHUNK_SIZE', path: ['evaluate', 'loadChunkSize'], kind: 'integer' },
+  { name: 'EVALUATE_SLICE_MS', path: ['evaluate', 'sliceMs'], kind: 'integer' },
+  { name: 'EVALUATE_CACHE_MAX_ENTRIES', path: ['evaluate', 'cacheMaxEntries'], kind: 'integer' },
+  { name: 'EVALUATE_CACHE_MAX_BYTES', path: ['evaluate', 'cacheMaxBytes'], kind: 'integer' },
+  { name: 'EVALUATE_MAX_STALENESS_MS', path: ['evaluate', 'maxStalenessMs'], kind: 'integer' },
   { name: 'SHUTDOWN_TIMEOUT_MS', path: ['shutdown', 'timeoutMs'], kind: 'integer' },
   { name: 'HEALTH_ENABLED', path: ['health', 'enabled'], kind: 'boolean' },
   { name: 'HEALTH_HOST', path: ['health', 'host'], kind: 'string' },
