@@ -1,3 +1,5 @@
+import type { TokenRejection } from './authenticator.js';
+
 /**
  * The errors the gateway answers itself, before or instead of the workers
  * (whose errors come from the RPC contract's catalogue). Codes and statuses
@@ -18,8 +20,25 @@ export const GATEWAY_ERRORS = {
 
 export type GatewayError = keyof typeof GATEWAY_ERRORS;
 
-/** The standard Matrix error body; `M_UNKNOWN_TOKEN` also says the session is not merely soft-logged-out. */
+/** The standard Matrix error body. */
 export function matrixBody(error: GatewayError, message?: string): Record<string, unknown> {
   const { errcode, message: fixed } = GATEWAY_ERRORS[error];
-  return { errcode, error: message ?? fixed, ...(error === 'unknownToken' ? { soft_logout: false } : {}) };
+  return { errcode, error: message ?? fixed };
+}
+
+/**
+ * A token nobody vouches for: the token file's answer, and the homeserver's
+ * when its refusal is not a Matrix error. `soft_logout: false` because
+ * nothing says the session can come back.
+ */
+export const UNKNOWN_TOKEN: TokenRejection = {
+  status: 401,
+  errcode: GATEWAY_ERRORS.unknownToken.errcode,
+  error: GATEWAY_ERRORS.unknownToken.message,
+  softLogout: false,
+};
+
+/** The body of a refused token: `soft_logout` always, so clients never have to guess. */
+export function rejectionBody(rejection: TokenRejection): Record<string, unknown> {
+  return { errcode: rejection.errcode, error: rejection.error, soft_logout: rejection.softLogout };
 }

@@ -4,8 +4,8 @@ import type { PushAction, RuleBody } from '../push-rules/push-rule.js';
 import type { RuleAddress } from '../push-rules/rule-address.js';
 import type { PusherSetAction } from '../pushers/pusher.js';
 import type { Logger } from '../logging/logger.js';
-import { AuthUnavailableError, type Authenticator } from './authenticator.js';
-import { GATEWAY_ERRORS, matrixBody, type GatewayError } from './gateway-errors.js';
+import { AuthUnavailableError, type Authenticator, type TokenRejection } from './authenticator.js';
+import { GATEWAY_ERRORS, matrixBody, rejectionBody, type GatewayError } from './gateway-errors.js';
 
 /** The client calls the gateway makes; `PushRulesClient` in production, an object literal in tests. */
 export type PushRulesApi = Pick<
@@ -194,6 +194,10 @@ export function buildGatewayServer(options: GatewayServerOptions): FastifyInstan
         onRequest: async (request: FastifyRequest, reply) => {
           if (route.handlers[request.method as Method] === undefined) return;
           const outcome = await authenticate(options.authenticator, request.headers.authorization);
+          if ('rejected' in outcome) {
+            await reply.code(outcome.rejected.status).send(rejectionBody(outcome.rejected));
+            return;
+          }
           if ('error' in outcome) {
             if (outcome.error === 'authUnavailable') request.log.warn({ err: outcome.cause }, 'cannot authenticate: the homeserver is unavailable');
             await send(reply, outcome.error);
@@ -231,7 +235,10 @@ export function buildGatewayServer(options: GatewayServerOptions): FastifyInstan
 /** The user each authenticated request acts for, set by its `onRequest` hook. */
 const authenticated = new WeakMap<FastifyRequest, string>();
 
-type AuthOutcome = { readonly userId: string } | { readonly error: GatewayError; readonly cause?: unknown };
+type AuthOutcome =
+  | { readonly userId: string }
+  | { readonly rejected: TokenRejection }
+  | { readonly error: GatewayError; readonly cause?: unknown };
 
 async function authenticate(authenticator: Authenticator, header: string | undefined): Promise<AuthOutcome> {
   const match = header === undefined ? null : /^Bearer\s+(\S+)\s*$/i.exec(header);
@@ -239,7 +246,7 @@ async function authenticate(authenticator: Authenticator, header: string | undef
   if (token === undefined) return { error: 'missingToken' };
   try {
     const result = await authenticator.authenticate(token);
-    return 'userId' in result ? { userId: result.userId } : { error: 'unknownToken' };
+    return result;
   } catch (error) {
     if (error instanceof AuthUnavailableError) return { error: 'authUnavailable', cause: error };
     throw error;

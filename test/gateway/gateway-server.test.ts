@@ -178,6 +178,21 @@ describe('gateway errors', () => {
     expect(response.json()).toEqual({ errcode: 'M_UNKNOWN_TOKEN', error: 'Unknown access token.', soft_logout: false });
   });
 
+  it.each([
+    ['an expired token (soft logout)', { status: 401, errcode: 'M_UNKNOWN_TOKEN', error: 'Access token has expired', softLogout: true } as const],
+    ['a hard logout', { status: 401, errcode: 'M_UNKNOWN_TOKEN', error: 'Invalid access token passed.', softLogout: false } as const],
+    ['a locked account', { status: 401, errcode: 'M_USER_LOCKED', error: 'This account has been locked', softLogout: true } as const],
+    ['a 403 refusal', { status: 403, errcode: 'M_FORBIDDEN', error: 'Not allowed.', softLogout: false } as const],
+  ])('answers a refused token as the authenticator says: %s, and no call', async (_name, rejected) => {
+    const { api, calls } = recordingApi();
+    const refusing: Authenticator = { authenticate: async () => Promise.resolve({ rejected }) };
+    const response = await gateway(api, refusing).inject({ method: 'PUT', url: v3(RULE_PATH), headers: { ...auth, 'content-type': 'application/json' }, payload: '{"actions":[]}' });
+    expect(response.statusCode).toBe(rejected.status);
+    expect(response.json()).toEqual({ errcode: rejected.errcode, error: rejected.error, soft_logout: rejected.softLogout });
+    expect(response.headers).toMatchObject(CORS_HEADERS);
+    expect(calls).toEqual([]);
+  });
+
   it('answers 503 when the token cannot be checked, and serves nobody', async () => {
     const { api, calls } = recordingApi();
     const down: Authenticator = { authenticate: async () => Promise.reject(new AuthUnavailableError('down')) };

@@ -16,7 +16,7 @@ describe('TokenFileAuthenticator', () => {
   it('answers the user of a listed token and unknown for any other', async () => {
     const auth = TokenFileAuthenticator.fromFile(fileWith('{"t1": "@alice:example.org"}'));
     expect(await auth.authenticate('t1')).toEqual({ userId: '@alice:example.org' });
-    expect(await auth.authenticate('t2')).toEqual({ unknownToken: true });
+    expect(await auth.authenticate('t2')).toEqual({ rejected: { status: 401, errcode: 'M_UNKNOWN_TOKEN', error: 'Unknown access token.', softLogout: false } });
   });
 
   it.each([
