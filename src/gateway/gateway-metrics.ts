@@ -6,6 +6,7 @@ export class GatewayMetrics implements GatewayObserver {
   readonly registry = new Registry();
   readonly #requests: Counter<'route' | 'method' | 'status'>;
   readonly #duration: Histogram<'route'>;
+  readonly #rateLimited: Counter;
   #inFlight = 0;
 
   constructor(options: { readonly processMetrics?: boolean } = {}) {
@@ -22,6 +23,11 @@ export class GatewayMetrics implements GatewayObserver {
       help: 'Time from receiving a request to the end of its response, by route pattern.',
       labelNames: ['route'],
       buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+      registers,
+    });
+    this.#rateLimited = new Counter({
+      name: 'push_gateway_rate_limited_total',
+      help: 'Writes refused with 429 M_LIMIT_EXCEEDED by the per-user rate limit.',
       registers,
     });
     const inFlight = () => this.#inFlight;
@@ -47,5 +53,9 @@ export class GatewayMetrics implements GatewayObserver {
     this.#inFlight -= 1;
     this.#requests.inc({ route, method, status: String(status) });
     this.#duration.observe({ route }, seconds);
+  }
+
+  rateLimited(): void {
+    this.#rateLimited.inc();
   }
 }

@@ -6,6 +6,8 @@ import type { PusherSetAction } from '../pushers/pusher.js';
 import type { Logger } from '../logging/logger.js';
 import { AuthUnavailableError, type Authenticator, type TokenRejection } from './authenticator.js';
 import { GATEWAY_ERRORS, matrixBody, rejectionBody, type GatewayError } from './gateway-errors.js';
+import { LogThrottle } from './log-throttle.js';
+import { TokenBucketLimiter } from './token-bucket-limiter.js';
 
 /** The client calls the gateway makes; `PushRulesClient` in production, an object literal in tests. */
 export type PushRulesApi = Pick<
@@ -26,6 +28,18 @@ export interface GatewayObserver {
   requestStarted(): void;
   /** `route` is the matched pattern (never the user's path), or `unmatched`. */
   requestDone(route: string, method: string, status: number, seconds: number): void;
+  /** A write refused by the per-user rate limit. */
+  rateLimited(): void;
+}
+
+/** Writes each user may make: a token bucket per user ID (`TokenBucketLimiter`). */
+export interface WriteRateLimit {
+  /** Writes regained per second; 0: no limit. */
+  readonly perSecond: number;
+  /** Writes a user may make at once after a quiet spell. */
+  readonly burst: number;
+  /** Users tracked at once; past it the least recently active one is forgotten. */
+  readonly maxUsers: number;
 }
 
 export interface GatewayServerOptions {
@@ -36,7 +50,14 @@ export interface GatewayServerOptions {
   /** Each call's deadline for the workers; past it the client gets 503. */
   readonly requestTimeoutMs: number;
   readonly observer?: GatewayObserver;
+  /** Absent: writes are not limited. */
+  readonly writeRateLimit?: WriteRateLimit;
+  /** Milliseconds on a clock that does not go back (rate limits, log throttling); tests pass a fake one. */
+  readonly now?: () => number;
 }
+
+/** How often at most the gateway logs the same kind of refusal. */
+export const REFUSAL_LOG_INTERVAL_MS = 10_000;
 
 /** The client-server API versions served: `r0` (the seed) and `v3` (current clients). */
 export const API_PREFIXES = ['/_matrix/client/r0', '/_matrix/client/v3'] as const;
@@ -118,6 +139,8 @@ const ROUTES: readonly Route[] = [
 /** Methods answered 405 on a known path (rather than 404). */
 const OTHER_METHODS = ['GET', 'PUT', 'POST', 'DELETE', 'PATCH', 'HEAD'] as const;
 const BODY_METHODS = new Set<string>(['PUT', 'POST']);
+/** What the per-user rate limit counts: the requests that change a user's data. */
+const WRITE_METHODS = new Set<string>(['PUT', 'POST', 'DELETE']);
 
 /**
  * The HTTP front of the worker pool: the seed's push-rule and pusher
@@ -147,6 +170,44 @@ export function buildGatewayServer(options: GatewayServerOptions): FastifyInstan
   });
   const send = (reply: FastifyReply, error: GatewayError, message?: string) =>
     reply.code(GATEWAY_ERRORS[error].status).send(matrixBody(error, message));
+
+  const now = options.now ?? (() => performance.now());
+  const writes = new TokenBucketLimiter({
+    perSecond: options.writeRateLimit?.perSecond ?? 0,
+    burst: options.writeRateLimit?.burst ?? 1,
+    maxKeys: options.writeRateLimit?.maxUsers ?? 1,
+    now,
+  });
+  const rateLimitLog = new LogThrottle(REFUSAL_LOG_INTERVAL_MS, now);
+  const evictionLog = new LogThrottle(REFUSAL_LOG_INTERVAL_MS, now);
+  let evictionsLogged = 0;
+  /**
+   * Spends one of the user's writes, or answers 429 M_LIMIT_EXCEEDED with
+   * the exact wait, in the body (`retry_after_ms`, which clients of spec
+   * versions before v1.10 read) and as `Retry-After` in whole seconds,
+   * rounded up, as Synapse does.
+   */
+  const limitWrite = async (request: FastifyRequest, reply: FastifyReply, userId: string): Promise<boolean> => {
+    const outcome = writes.take(userId);
+    if (writes.evictions > evictionsLogged) {
+      const heldBack = evictionLog.note();
+      if (heldBack !== undefined) {
+        request.log.info({ evictions: writes.evictions - evictionsLogged, tracked: writes.size }, 'write rate limit: tracking rateLimit.maxUsers users; forgot the least recently active');
+        evictionsLogged = writes.evictions;
+      }
+    }
+    if (outcome.allowed) return true;
+    options.observer?.rateLimited();
+    const heldBack = rateLimitLog.note();
+    if (heldBack !== undefined) request.log.info({ userId, retryAfterMs: outcome.retryAfterMs, heldBack }, 'write rate limit reached: answering 429');
+    const { errcode, status, message } = GATEWAY_ERRORS.limitExceeded;
+    await reply
+      .code(status)
+      // Browsers show a script only the safelisted response headers.
+      .headers({ 'retry-after': String(Math.ceil(outcome.retryAfterMs / 1000)), 'access-control-expose-headers': 'Retry-After' })
+      .send({ errcode, error: message, retry_after_ms: outcome.retryAfterMs });
+    return false;
+  };
 
   // Any content type: Matrix clients send JSON, some without saying so.
   app.removeAllContentTypeParsers();
@@ -211,6 +272,8 @@ export function buildGatewayServer(options: GatewayServerOptions): FastifyInstan
           const userId = authenticated.get(request);
           if (userId === undefined) return send(reply, 'missingToken');
           if (BODY_METHODS.has(request.method) && request.body === undefined) return send(reply, 'notJson');
+          // Only what would reach the workers counts; after authentication, so it is per user.
+          if (WRITE_METHODS.has(request.method) && !(await limitWrite(request, reply, userId))) return reply;
           try {
             const body = await handler(options.api, {
               userId,

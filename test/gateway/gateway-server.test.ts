@@ -1,8 +1,11 @@
+import { Writable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
+import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { PushRulesError } from '../../src/client/push-rules-client.js';
 import { AuthUnavailableError, type Authenticator } from '../../src/gateway/authenticator.js';
-import { buildGatewayServer, CORS_HEADERS, type PushRulesApi } from '../../src/gateway/gateway-server.js';
+import { GatewayMetrics } from '../../src/gateway/gateway-metrics.js';
+import { buildGatewayServer, CORS_HEADERS, REFUSAL_LOG_INTERVAL_MS, type GatewayServerOptions, type PushRulesApi } from '../../src/gateway/gateway-server.js';
 import { TokenFileAuthenticator } from '../../src/gateway/token-file-authenticator.js';
 import { createLogger } from '../../src/logging/logger.js';
 
@@ -47,8 +50,12 @@ afterEach(async () => {
   app = undefined;
 });
 
-function gateway(api: PushRulesApi, authenticator: Authenticator = new TokenFileAuthenticator({ [TOKEN]: ALICE })) {
-  app = buildGatewayServer({ api, authenticator, logger: createLogger('silent'), maxBodyBytes: 4096, requestTimeoutMs: 1234 });
+function gateway(
+  api: PushRulesApi,
+  authenticator: Authenticator = new TokenFileAuthenticator({ [TOKEN]: ALICE }),
+  more: Partial<Pick<GatewayServerOptions, 'writeRateLimit' | 'now' | 'observer' | 'logger'>> = {},
+) {
+  app = buildGatewayServer({ api, authenticator, logger: createLogger('silent'), maxBodyBytes: 4096, requestTimeoutMs: 1234, ...more });
   return app;
 }
 
@@ -211,6 +218,135 @@ describe('gateway errors', () => {
     const response = await gateway(api).inject({ method: 'GET', url: v3(RULE_PATH), headers: auth });
     expect(response.statusCode).toBe(status);
     expect(response.json()).toEqual(body);
+  });
+});
+
+describe('gateway write rate limit', () => {
+  const BOB = '@bob:example.org';
+  const tokens = new TokenFileAuthenticator({ [TOKEN]: ALICE, 'bob-token': BOB });
+  const v3 = (path: string) => `/_matrix/client/v3/${path}`;
+  const put = { method: 'PUT', url: v3(`${RULE_PATH}/enabled`), payload: { enabled: true } } as const;
+  const WRITES = [
+    put,
+    { method: 'PUT', url: v3(RULE_PATH), payload: { actions: [] } },
+    { method: 'PUT', url: v3(`${RULE_PATH}/actions`), payload: { actions: ['notify'] } },
+    { method: 'DELETE', url: v3(RULE_PATH) },
+    { method: 'POST', url: v3('pushers/set'), payload: { pushkey: 'k', app_id: 'a', kind: null } },
+  ] as const;
+  const READS = ['pushrules/', 'pushrules/global/', RULE_PATH, `${RULE_PATH}/actions`, `${RULE_PATH}/enabled`, 'pushers'].map((path) => ({ method: 'GET', url: v3(path) }) as const);
+
+  function limited(writeRateLimit: { perSecond: number; burst: number; maxUsers?: number }, more: Partial<GatewayServerOptions> = {}) {
+    const clock = { now: 5_000 };
+    const recorded = recordingApi();
+    const server = gateway(recorded.api, tokens, { writeRateLimit: { maxUsers: 100, ...writeRateLimit }, now: () => clock.now, ...more });
+    const as = (token: string) => ({ authorization: `Bearer ${token}` });
+    return { server, clock, calls: recorded.calls, as };
+  }
+
+  it.each([
+    [1, 1, 1000],
+    [2, 3, 500],
+    [3, 5, 334],
+    [10, 50, 100],
+  ])('%i writes/s, burst %i: the write after the burst gets 429 M_LIMIT_EXCEEDED, retry_after_ms %i and Retry-After, and no call', async (perSecond, burst, retryAfterMs) => {
+    const { server, calls, as } = limited({ perSecond, burst });
+    for (let i = 0; i < burst; i += 1) {
+      const write = WRITES[i % WRITES.length] ?? put;
+      expect((await server.inject({ ...write, headers: as(TOKEN) })).statusCode).toBe(200);
+    }
+    const refused = await server.inject({ ...put, headers: as(TOKEN) });
+    expect(refused.statusCode).toBe(429);
+    expect(refused.json()).toEqual({ errcode: 'M_LIMIT_EXCEEDED', error: 'Too many changes to push rules and pushers; try again later.', retry_after_ms: retryAfterMs });
+    expect(refused.headers['retry-after']).toBe(String(Math.ceil(retryAfterMs / 1000)));
+    expect(refused.headers['access-control-expose-headers']).toBe('Retry-After');
+    expect(refused.headers).toMatchObject(CORS_HEADERS);
+    expect(calls).toHaveLength(burst);
+  });
+
+  it.each(WRITES.map((w) => [w.method, w.url, w] as const))('limits %s %s', async (_method, _url, write) => {
+    const { server, calls, as } = limited({ perSecond: 1, burst: 1 });
+    expect((await server.inject({ ...write, headers: as(TOKEN) })).statusCode).toBe(200);
+    expect((await server.inject({ ...write, headers: as(TOKEN) })).statusCode).toBe(429);
+    expect(calls).toHaveLength(1);
+  });
+
+  it('limits each user on their own: Bob writes while Alice waits', async () => {
+    const { server, as } = limited({ perSecond: 1, burst: 2 });
+    const statuses = [];
+    for (const token of [TOKEN, TOKEN, TOKEN, 'bob-token', 'bob-token', 'bob-token']) statuses.push((await server.inject({ ...put, headers: as(token) })).statusCode);
+    expect(statuses).toEqual([200, 200, 429, 200, 200, 429]);
+  });
+
+  it('does not limit reads, nor count them', async () => {
+    const { server, calls, as } = limited({ perSecond: 1, burst: 1 });
+    expect((await server.inject({ ...put, headers: as(TOKEN) })).statusCode).toBe(200);
+    expect((await server.inject({ ...put, headers: as(TOKEN) })).statusCode).toBe(429);
+    for (const read of [...READS, ...READS]) expect((await server.inject({ ...read, headers: as(TOKEN) })).statusCode).toBe(200);
+    expect(calls).toHaveLength(1 + 2 * READS.length);
+  });
+
+  it('does not count what never reaches the workers (no token, wrong method, no body)', async () => {
+    const { server, as } = limited({ perSecond: 1, burst: 1 });
+    expect((await server.inject({ ...put, headers: as('stolen') })).statusCode).toBe(401);
+    expect((await server.inject({ method: 'DELETE', url: v3('pushers'), headers: as(TOKEN) })).statusCode).toBe(405);
+    expect((await server.inject({ method: 'POST', url: v3('pushers/set'), headers: as(TOKEN) })).statusCode).toBe(400);
+    expect((await server.inject({ ...put, headers: as(TOKEN) })).statusCode).toBe(200);
+  });
+
+  it('lets the write through once retry_after_ms has passed, and not a millisecond sooner', async () => {
+    const { server, clock, calls, as } = limited({ perSecond: 3, burst: 2 });
+    await server.inject({ ...put, headers: as(TOKEN) });
+    await server.inject({ ...put, headers: as(TOKEN) });
+    const refused = await server.inject({ ...put, headers: as(TOKEN) });
+    const retryAfterMs = (refused.json<{ retry_after_ms: number }>()).retry_after_ms;
+    expect(retryAfterMs).toBe(334);
+    clock.now += retryAfterMs - 1;
+    expect(await server.inject({ ...put, headers: as(TOKEN) })).toMatchObject({ statusCode: 429 });
+    clock.now += 1;
+    expect(await server.inject({ ...put, headers: as(TOKEN) })).toMatchObject({ statusCode: 200 });
+    expect(calls).toHaveLength(3);
+  });
+
+  it('never limits with writesPerSecond 0', async () => {
+    const { server, calls, as } = limited({ perSecond: 0, burst: 1 });
+    for (let i = 0; i < 200; i += 1) expect((await server.inject({ ...put, headers: as(TOKEN) })).statusCode).toBe(200);
+    expect(calls).toHaveLength(200);
+  });
+
+  it('never limits without a writeRateLimit', async () => {
+    const { api, calls } = recordingApi();
+    const server = gateway(api);
+    for (let i = 0; i < 200; i += 1) expect((await server.inject({ ...put, headers: auth })).statusCode).toBe(200);
+    expect(calls).toHaveLength(200);
+  });
+
+  it('counts refusals in push_gateway_rate_limited_total', async () => {
+    const metrics = new GatewayMetrics({ processMetrics: false });
+    const { server, as } = limited({ perSecond: 1, burst: 1 }, { observer: metrics });
+    for (let i = 0; i < 4; i += 1) await server.inject({ ...put, headers: as(TOKEN) });
+    const text = await metrics.registry.metrics();
+    expect(text).toContain('push_gateway_rate_limited_total 3');
+    expect(text).toMatch(/push_gateway_http_requests_total\{route="[^"]+\/enabled",method="PUT",status="429"\} 3/);
+  });
+
+  it(`logs refusals at info, at most one line per ${REFUSAL_LOG_INTERVAL_MS} ms, with how many it held back`, async () => {
+    const lines: Record<string, unknown>[] = [];
+    const sink = new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        lines.push(JSON.parse(chunk.toString()) as Record<string, unknown>);
+        done();
+      },
+    });
+    const { server, clock, as } = limited({ perSecond: 1, burst: 1 }, { logger: pino({ level: 'info' }, sink) });
+    const refusals = () => lines.filter((l) => l['msg'] === 'write rate limit reached: answering 429');
+    await server.inject({ ...put, headers: as(TOKEN) });
+    for (let i = 0; i < 5; i += 1) await server.inject({ ...put, headers: as(TOKEN) });
+    expect(refusals()).toEqual([expect.objectContaining({ level: 30, userId: ALICE, retryAfterMs: 1000, heldBack: 0 })]);
+    clock.now += REFUSAL_LOG_INTERVAL_MS;
+    await server.inject({ ...put, headers: as(TOKEN) });
+    await server.inject({ ...put, headers: as(TOKEN) });
+    expect(refusals()).toHaveLength(2);
+    expect(refusals()[1]).toMatchObject({ heldBack: 4, retryAfterMs: 1000 });
   });
 });
 

@@ -34,7 +34,13 @@ describe('gateway configuration', () => {
     const config = loadGatewayConfig({});
     expect(config.http).toEqual({ host: '0.0.0.0', port: 8090, maxBodyBytes: 65536, requestTimeoutMs: 10000 });
     expect(config.auth).toMatchObject({ kind: 'homeserver', cacheSeconds: 30, timeoutMs: 5000 });
+    expect(config.rateLimit).toEqual({ writesPerSecond: 10, burst: 50, maxUsers: 100000 });
     expect(Object.isFrozen(config.auth)).toBe(true);
+  });
+
+  it('reads the rate limit from the environment, 0 writes per second included', () => {
+    const config = loadGatewayConfig({ GATEWAY_RATE_LIMIT_WRITES_PER_SECOND: '0', GATEWAY_RATE_LIMIT_BURST: '5', GATEWAY_RATE_LIMIT_MAX_USERS: '7' });
+    expect(config.rateLimit).toEqual({ writesPerSecond: 0, burst: 5, maxUsers: 7 });
   });
 
   it('reads the environment', () => {
@@ -48,6 +54,10 @@ describe('gateway configuration', () => {
     [{ AUTH_KIND: 'ldap' }, 'auth.kind (AUTH_KIND)'],
     [{ HOMESERVER_URL: 'hs.example.org' }, 'auth.homeserverUrl (HOMESERVER_URL)'],
     [{ GATEWAY_REQUEST_TIMEOUT_MS: '10' }, 'http.requestTimeoutMs (GATEWAY_REQUEST_TIMEOUT_MS)'],
+    [{ GATEWAY_RATE_LIMIT_WRITES_PER_SECOND: '-1' }, 'rateLimit.writesPerSecond (GATEWAY_RATE_LIMIT_WRITES_PER_SECOND)'],
+    [{ GATEWAY_RATE_LIMIT_WRITES_PER_SECOND: '0.5' }, 'GATEWAY_RATE_LIMIT_WRITES_PER_SECOND must be an integer'],
+    [{ GATEWAY_RATE_LIMIT_BURST: '0' }, 'rateLimit.burst (GATEWAY_RATE_LIMIT_BURST)'],
+    [{ GATEWAY_RATE_LIMIT_MAX_USERS: '0' }, 'rateLimit.maxUsers (GATEWAY_RATE_LIMIT_MAX_USERS)'],
   ])('refuses %j naming the setting', (env, message) => {
     expect(() => loadGatewayConfig(env)).toThrow(message);
   });

@@ -140,3 +140,38 @@ describe('matrix-js-sdk and a refused token, through the homeserver authenticato
     }
   });
 });
+
+describe('matrix-js-sdk and the write rate limit', () => {
+  it('sees a rate-limit error with the wait from Retry-After, and reads still pass', async () => {
+    const limited = await startGateway({
+      amqpUrl: h.names.amqp.url,
+      queue: h.names.queue,
+      tokens: { 'limited-token': '@sdk-limited:example.org' },
+      writeRateLimit: { perSecond: 1, burst: 2, maxUsers: 10 },
+    });
+    const proxy = await startFrontProxy(limited.url);
+    const sdk = createClient({ baseUrl: proxy.url, accessToken: 'limited-token', userId: '@sdk-limited:example.org' });
+    try {
+      // The first read stores the user's rules (the seed answers writes before it with 404).
+      await sdk.getPushRules();
+      await sdk.setPushRuleEnabled('global', PushRuleKind.Override, '.m.rule.master', true);
+      await sdk.setPushRuleEnabled('global', PushRuleKind.Override, '.m.rule.master', false);
+      const error = await sdk.setPushRuleEnabled('global', PushRuleKind.Override, '.m.rule.master', true).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(MatrixError);
+      const matrixError = error as MatrixError;
+      expect({ errcode: matrixError.errcode, httpStatus: matrixError.httpStatus, rateLimit: matrixError.isRateLimitError() }).toEqual({
+        errcode: 'M_LIMIT_EXCEEDED',
+        httpStatus: 429,
+        rateLimit: true,
+      });
+      // The header (whole seconds) wins over retry_after_ms in the SDK.
+      expect(matrixError.getRetryAfterMs()).toBe(1000);
+      expect(matrixError.data['retry_after_ms']).toBeGreaterThan(0);
+      expect((await sdk.getPushRules()).global.override?.[0]).toMatchObject({ rule_id: '.m.rule.master', enabled: false });
+    } finally {
+      sdk.stopClient();
+      await proxy.close();
+      await limited.close();
+    }
+  });
+});
