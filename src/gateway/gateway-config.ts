@@ -15,6 +15,8 @@ export const GatewayConfigSchema = Type.Object(
         maxBodyBytes: Type.Integer({ minimum: 1024, maximum: 4 * 1024 * 1024 }),
         /** How long a request may wait for the workers before the client gets 503. */
         requestTimeoutMs: Type.Integer({ minimum: 100, maximum: 120000 }),
+        /** Requests the gateway works on at once; more get 503 at once (bounded memory, no queue in front of the workers). */
+        maxInFlight: Type.Integer({ minimum: 1, maximum: 1000000 }),
       },
       { additionalProperties: false },
     ),
@@ -73,6 +75,7 @@ export const GATEWAY_ENVIRONMENT: EnvironmentList = [
   { name: 'GATEWAY_PORT', path: ['http', 'port'], kind: 'integer' },
   { name: 'GATEWAY_MAX_BODY_BYTES', path: ['http', 'maxBodyBytes'], kind: 'integer' },
   { name: 'GATEWAY_REQUEST_TIMEOUT_MS', path: ['http', 'requestTimeoutMs'], kind: 'integer' },
+  { name: 'GATEWAY_MAX_IN_FLIGHT', path: ['http', 'maxInFlight'], kind: 'integer' },
   { name: 'AMQP_URL', path: ['amqp', 'url'], kind: 'string' },
   { name: 'RPC_QUEUE', path: ['amqp', 'queue'], kind: 'string' },
   { name: 'AMQP_PUBLISHER_USER_ID', path: ['amqp', 'publisherUserId'], kind: 'string' },

@@ -17,6 +17,15 @@ export const GATEWAY_ERRORS = {
   limitExceeded: { errcode: 'M_LIMIT_EXCEEDED', status: 429, message: 'Too many changes to push rules and pushers; try again later.' },
   authUnavailable: { errcode: 'M_UNKNOWN', status: 503, message: 'Cannot check the access token now; try again.' },
   internal: { errcode: 'M_UNKNOWN', status: 500, message: 'Internal server error.' },
+  /**
+   * Too many requests in flight in the gateway as a whole. 503, not 429
+   * M_LIMIT_EXCEEDED: the spec's 429 tells a client that it sent too much,
+   * and this client may have sent one request; the gateway is the one out
+   * of capacity, which HTTP says with 503 (with `Retry-After`), as the
+   * gateway already does when no worker answers. Proxies and monitoring
+   * read 503 as an overloaded upstream.
+   */
+  overloaded: { errcode: 'M_UNKNOWN', status: 503, message: 'The server is busy; try again.' },
 } as const satisfies Record<string, { errcode: `M_${string}`; status: number; message: string }>;
 
 export type GatewayError = keyof typeof GATEWAY_ERRORS;

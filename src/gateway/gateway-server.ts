@@ -6,6 +6,7 @@ import type { PusherSetAction } from '../pushers/pusher.js';
 import type { Logger } from '../logging/logger.js';
 import { AuthUnavailableError, type Authenticator, type TokenRejection } from './authenticator.js';
 import { GATEWAY_ERRORS, matrixBody, rejectionBody, type GatewayError } from './gateway-errors.js';
+import { InFlightLimit, type InFlightSlot } from './in-flight-limit.js';
 import { LogThrottle } from './log-throttle.js';
 import { TokenBucketLimiter } from './token-bucket-limiter.js';
 
@@ -25,11 +26,18 @@ export type PushRulesApi = Pick<
 >;
 
 export interface GatewayObserver {
-  requestStarted(): void;
-  /** `route` is the matched pattern (never the user's path), or `unmatched`. */
+  /** Requests the gateway is working on now (see `InFlightLimit`): admitted, and not yet done with. */
+  inFlightChanged(count: number): void;
+  /**
+   * A request answered. `route` is the matched pattern (never the user's
+   * path), or `unmatched`. Not called for a request whose client went away
+   * before its answer.
+   */
   requestDone(route: string, method: string, status: number, seconds: number): void;
   /** A write refused by the per-user rate limit. */
   rateLimited(): void;
+  /** A request refused at `maxInFlight`. */
+  overloaded(): void;
 }
 
 /** Writes each user may make: a token bucket per user ID (`TokenBucketLimiter`). */
@@ -50,6 +58,8 @@ export interface GatewayServerOptions {
   /** Each call's deadline for the workers; past it the client gets 503. */
   readonly requestTimeoutMs: number;
   readonly observer?: GatewayObserver;
+  /** Requests in flight beyond which new ones get 503; absent: no cap. */
+  readonly maxInFlight?: number;
   /** Absent: writes are not limited. */
   readonly writeRateLimit?: WriteRateLimit;
   /** Milliseconds on a clock that does not go back (rate limits, log throttling); tests pass a fake one. */
@@ -172,6 +182,8 @@ export function buildGatewayServer(options: GatewayServerOptions): FastifyInstan
     reply.code(GATEWAY_ERRORS[error].status).send(matrixBody(error, message));
 
   const now = options.now ?? (() => performance.now());
+  const inFlight = new InFlightLimit(options.maxInFlight ?? Number.POSITIVE_INFINITY, (count) => options.observer?.inFlightChanged(count));
+  const overloadLog = new LogThrottle(REFUSAL_LOG_INTERVAL_MS, now);
   const writes = new TokenBucketLimiter({
     perSecond: options.writeRateLimit?.perSecond ?? 0,
     burst: options.writeRateLimit?.burst ?? 1,
@@ -225,9 +237,23 @@ export function buildGatewayServer(options: GatewayServerOptions): FastifyInstan
     }
   });
 
-  app.addHook('onRequest', async (_request, reply) => {
-    options.observer?.requestStarted();
+  // Every request counts against the cap, before authentication: at the
+  // cap the gateway does no work at all, the homeserver's whoami included.
+  app.addHook('onRequest', async (request, reply) => {
     void reply.headers(CORS_HEADERS);
+    const slot = inFlight.tryEnter();
+    if (slot === undefined) {
+      options.observer?.overloaded();
+      const heldBack = overloadLog.note();
+      if (heldBack !== undefined) request.log.info({ inFlight: inFlight.count, maxInFlight: inFlight.max, heldBack }, 'too many requests in flight: answering 503');
+      // See GATEWAY_ERRORS.overloaded for why 503 and not 429.
+      await reply.code(GATEWAY_ERRORS.overloaded.status).header('retry-after', '1').send(matrixBody('overloaded'));
+      return;
+    }
+    slots.set(request, slot);
+    // 'close' comes once the response is over, and also when the client
+    // goes away first (then fastify's onResponse never runs).
+    reply.raw.once('close', slot.release);
   });
   app.addHook('onResponse', async (request, reply) => {
     options.observer?.requestDone(request.routeOptions.url ?? 'unmatched', request.method, reply.statusCode, reply.elapsedTime / 1000);
@@ -274,20 +300,26 @@ export function buildGatewayServer(options: GatewayServerOptions): FastifyInstan
           if (BODY_METHODS.has(request.method) && request.body === undefined) return send(reply, 'notJson');
           // Only what would reach the workers counts; after authentication, so it is per user.
           if (WRITE_METHODS.has(request.method) && !(await limitWrite(request, reply, userId))) return reply;
+          // The call to the workers keeps the request in flight, even if its client goes away.
+          const slot = slots.get(request);
+          slot?.hold();
+          let body: unknown;
           try {
-            const body = await handler(options.api, {
+            body = await handler(options.api, {
               userId,
               params: request.params,
               query: request.query,
               body: request.body,
               timeoutMs: options.requestTimeoutMs,
             });
-            return await reply.code(200).send(body);
           } catch (error) {
             if (!(error instanceof PushRulesError)) throw error;
             if (error.reason !== undefined) request.log.warn({ reason: error.reason }, 'the workers did not answer');
-            return reply.code(error.status).send(error.toMatrixBody());
+            return await reply.code(error.status).send(error.toMatrixBody());
+          } finally {
+            slot?.release();
           }
+          return reply.code(200).send(body);
         },
       });
     }
@@ -297,6 +329,8 @@ export function buildGatewayServer(options: GatewayServerOptions): FastifyInstan
 
 /** The user each authenticated request acts for, set by its `onRequest` hook. */
 const authenticated = new WeakMap<FastifyRequest, string>();
+/** Each admitted request's place in the in-flight count. */
+const slots = new WeakMap<FastifyRequest, InFlightSlot>();
 
 type AuthOutcome =
   | { readonly userId: string }

@@ -1,3 +1,5 @@
+import { request as httpRequest } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
 import { Writable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import { pino } from 'pino';
@@ -5,7 +7,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { PushRulesError } from '../../src/client/push-rules-client.js';
 import { AuthUnavailableError, type Authenticator } from '../../src/gateway/authenticator.js';
 import { GatewayMetrics } from '../../src/gateway/gateway-metrics.js';
-import { buildGatewayServer, CORS_HEADERS, REFUSAL_LOG_INTERVAL_MS, type GatewayServerOptions, type PushRulesApi } from '../../src/gateway/gateway-server.js';
+import { buildGatewayServer, CORS_HEADERS, REFUSAL_LOG_INTERVAL_MS, type GatewayObserver, type GatewayServerOptions, type PushRulesApi } from '../../src/gateway/gateway-server.js';
 import { TokenFileAuthenticator } from '../../src/gateway/token-file-authenticator.js';
 import { createLogger } from '../../src/logging/logger.js';
 
@@ -53,7 +55,7 @@ afterEach(async () => {
 function gateway(
   api: PushRulesApi,
   authenticator: Authenticator = new TokenFileAuthenticator({ [TOKEN]: ALICE }),
-  more: Partial<Pick<GatewayServerOptions, 'writeRateLimit' | 'now' | 'observer' | 'logger'>> = {},
+  more: Partial<Pick<GatewayServerOptions, 'writeRateLimit' | 'maxInFlight' | 'now' | 'observer' | 'logger'>> = {},
 ) {
   app = buildGatewayServer({ api, authenticator, logger: createLogger('silent'), maxBodyBytes: 4096, requestTimeoutMs: 1234, ...more });
   return app;
@@ -347,6 +349,155 @@ describe('gateway write rate limit', () => {
     await server.inject({ ...put, headers: as(TOKEN) });
     expect(refusals()).toHaveLength(2);
     expect(refusals()[1]).toMatchObject({ heldBack: 4, retryAfterMs: 1000 });
+  });
+});
+
+describe('gateway in-flight cap', () => {
+  const v3 = (path: string) => `/_matrix/client/v3/${path}`;
+
+  /** An api whose getPushers calls stay open until `releaseAll`. */
+  function heldApi() {
+    const held: (() => void)[] = [];
+    const recorded = recordingApi({
+      getPushers: async () =>
+        new Promise((resolve) => {
+          held.push(() => {
+            resolve({ pushers: [] });
+          });
+        }),
+    });
+    const releaseAll = () => {
+      for (const release of held.splice(0)) release();
+    };
+    const untilHeld = async (count: number) => {
+      while (held.length < count) await new Promise((resolve) => setImmediate(resolve));
+    };
+    return { ...recorded, held, releaseAll, untilHeld };
+  }
+
+  it('answers 503 M_UNKNOWN with Retry-After past maxInFlight, without calling anything, and serves again once requests finish', async () => {
+    const { api, calls, releaseAll, untilHeld } = heldApi();
+    const metrics = new GatewayMetrics({ processMetrics: false });
+    const authCalls: string[] = [];
+    const authenticator: Authenticator = {
+      authenticate: async (token) => {
+        authCalls.push(token);
+        return Promise.resolve({ userId: ALICE });
+      },
+    };
+    const server = gateway(api, authenticator, { maxInFlight: 3, observer: metrics });
+    const pending = [1, 2, 3].map(async () => server.inject({ method: 'GET', url: v3('pushers'), headers: auth }));
+    await untilHeld(3);
+    expect(await metrics.registry.metrics()).toContain('push_gateway_http_requests_in_flight 3');
+
+    for (const refused of [
+      await server.inject({ method: 'GET', url: v3('pushrules/'), headers: auth }),
+      await server.inject({ method: 'PUT', url: v3(`${RULE_PATH}/enabled`), headers: auth, payload: { enabled: true } }),
+      await server.inject({ method: 'OPTIONS', url: v3('pushers') }),
+    ]) {
+      expect(refused.statusCode).toBe(503);
+      expect(refused.json()).toEqual({ errcode: 'M_UNKNOWN', error: 'The server is busy; try again.' });
+      expect(refused.headers['retry-after']).toBe('1');
+      expect(refused.headers).toMatchObject(CORS_HEADERS);
+    }
+    expect(calls).toHaveLength(3);
+    expect(authCalls).toHaveLength(3);
+
+    releaseAll();
+    expect((await Promise.all(pending)).map((r) => r.statusCode)).toEqual([200, 200, 200]);
+    expect((await server.inject({ method: 'GET', url: v3('pushrules/'), headers: auth })).statusCode).toBe(200);
+    const text = await metrics.registry.metrics();
+    expect(text).toContain('push_gateway_overloaded_total 3');
+    expect(text).toContain('push_gateway_http_requests_in_flight 0');
+    expect(text).toMatch(/push_gateway_http_requests_total\{route="\/_matrix\/client\/v3\/pushrules\/",method="GET",status="503"\} 1/);
+  });
+
+  it('has no cap without maxInFlight', async () => {
+    const { api, releaseAll, untilHeld } = heldApi();
+    const server = gateway(api);
+    const pending = Array.from({ length: 600 }, async () => server.inject({ method: 'GET', url: v3('pushers'), headers: auth }));
+    await untilHeld(600);
+    releaseAll();
+    expect(new Set((await Promise.all(pending)).map((r) => r.statusCode))).toEqual(new Set([200]));
+  });
+
+  const turn = async () => new Promise((resolve) => setImmediate(resolve));
+  /** Lets what a released call set off finish (a few turns of the event loop, no timing). */
+  const settle = async () => {
+    for (let i = 0; i < 10; i += 1) await turn();
+  };
+
+  /**
+   * Sends a request over a real connection and hangs up once `ready()`;
+   * resolves when the server has seen the connection close (after the
+   * response's own 'close', which Node emits first).
+   */
+  async function abandonRequest(server: FastifyInstance, path: string, ready: () => boolean) {
+    await server.listen({ host: '127.0.0.1', port: 0 });
+    const serverSawClose = new Promise<void>((resolve) => {
+      server.server.once('connection', (socket: Socket) => {
+        socket.once('close', () => {
+          resolve();
+        });
+      });
+    });
+    const { port } = server.server.address() as AddressInfo;
+    const request = httpRequest({ host: '127.0.0.1', port, path, headers: auth });
+    request.on('error', () => undefined);
+    request.end();
+    while (!ready()) await turn();
+    request.destroy();
+    await serverSawClose;
+  }
+
+  it('keeps a slot while the workers still have the request of a client that went away, and frees it after', async () => {
+    const { api, calls, held, releaseAll } = heldApi();
+    const metrics = new GatewayMetrics({ processMetrics: false });
+    const server = gateway(api, undefined, { maxInFlight: 1, observer: metrics });
+    await abandonRequest(server, v3('pushers'), () => held.length === 1);
+    // The client is gone, the workers are not done: the slot is still taken.
+    expect((await server.inject({ method: 'GET', url: v3('pushrules/'), headers: auth })).statusCode).toBe(503);
+    expect(await metrics.registry.metrics()).toContain('push_gateway_http_requests_in_flight 1');
+
+    releaseAll();
+    await settle();
+    expect(await metrics.registry.metrics()).toContain('push_gateway_http_requests_in_flight 0');
+    expect((await server.inject({ method: 'GET', url: v3('pushrules/'), headers: auth })).statusCode).toBe(200);
+    expect(calls.map((c) => c.method)).toEqual(['getPushers', 'getPushRules']);
+  });
+
+  it('brings the in-flight gauge back to 0 when a client goes away during its call (fastify runs no onResponse then)', async () => {
+    const { api, held, releaseAll } = heldApi();
+    const metrics = new GatewayMetrics({ processMetrics: false });
+    const server = gateway(api, undefined, { observer: metrics });
+    await abandonRequest(server, v3('pushers'), () => held.length === 1);
+    expect(await metrics.registry.metrics()).toContain('push_gateway_http_requests_in_flight 1');
+    releaseAll();
+    await settle();
+    expect(await metrics.registry.metrics()).toContain('push_gateway_http_requests_in_flight 0');
+  });
+
+  it('frees the slot of a client that went away before its request reached the workers, and counts the call it still makes', async () => {
+    const counts: number[] = [];
+    const observer: GatewayObserver = { inFlightChanged: (count) => counts.push(count), requestDone: () => undefined, rateLimited: () => undefined, overloaded: () => undefined };
+    const slowAuth: { release?: () => void } = {};
+    const authenticator: Authenticator = {
+      authenticate: async () =>
+        new Promise((resolve) => {
+          slowAuth.release = () => {
+            resolve({ userId: ALICE });
+          };
+        }),
+    };
+    const { api, calls } = recordingApi();
+    const server = gateway(api, authenticator, { maxInFlight: 1, observer });
+    await abandonRequest(server, v3('pushers'), () => slowAuth.release !== undefined);
+    expect(counts).toEqual([1, 0]);
+    slowAuth.release?.();
+    await settle();
+    // Taken again for the call to the workers, freed after it.
+    expect(counts).toEqual([1, 0, 1, 0]);
+    expect(calls.map((c) => c.method)).toEqual(['getPushers']);
   });
 });
 

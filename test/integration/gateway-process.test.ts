@@ -73,6 +73,7 @@ describe('the gateway process', () => {
     expect(metrics).toMatch(/push_gateway_http_requests_total\{route="\/_matrix\/client\/v3\/pushrules\/",method="GET",status="200"\} 1/);
     expect(metrics).toContain('push_gateway_http_requests_in_flight 0');
     expect(metrics).toContain('push_gateway_rate_limited_total 1');
+    expect(metrics).toContain('push_gateway_overloaded_total 0');
 
     expect(await stopWorkerProcess(gateway, 'SIGTERM')).toBe(0);
     expect(gateway.lines.map((l) => l['msg'])).toContain('stopped');
