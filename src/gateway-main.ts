@@ -37,6 +37,8 @@ async function main(): Promise<void> {
     maxBodyBytes: config.http.maxBodyBytes,
     requestTimeoutMs: config.http.requestTimeoutMs,
     observer: metrics,
+    maxInFlight: config.http.maxInFlight,
+    writeRateLimit: { perSecond: config.rateLimit.writesPerSecond, burst: config.rateLimit.burst, maxUsers: config.rateLimit.maxUsers },
   });
   const health = config.health.enabled
     ? new HealthServer({
@@ -67,7 +69,7 @@ async function main(): Promise<void> {
   state.listening = true;
   const address = app.server.address();
   const port = typeof address === 'object' && address !== null ? address.port : config.http.port;
-  log.info({ host: config.http.host, port, queue: config.amqp.queue, auth: config.auth.kind }, 'gateway listening');
+  log.info({ host: config.http.host, port, queue: config.amqp.queue, auth: config.auth.kind, maxInFlight: config.http.maxInFlight, rateLimit: config.rateLimit }, 'gateway listening');
 }
 
 function authenticatorOf(auth: GatewayConfig['auth']): Authenticator {

@@ -1,5 +1,19 @@
-/** Who a token belongs to, or that it belongs to nobody. */
-export type Authentication = { readonly userId: string } | { readonly unknownToken: true };
+/**
+ * Why a token was refused, as the client is to be told. `softLogout` is the
+ * Matrix `soft_logout` flag: `true` lets the client keep its session data
+ * (its encryption keys above all) and log in again to the same device;
+ * `false` tells it to destroy them.
+ */
+export interface TokenRejection {
+  /** 401, or 403 when the homeserver answered so with a Matrix error. */
+  readonly status: 401 | 403;
+  readonly errcode: string;
+  readonly error: string;
+  readonly softLogout: boolean;
+}
+
+/** Who a token belongs to, or why it is refused. */
+export type Authentication = { readonly userId: string } | { readonly rejected: TokenRejection };
 
 /**
  * Turns a client's access token into the user it authenticates. Throws

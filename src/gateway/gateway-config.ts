@@ -15,6 +15,8 @@ export const GatewayConfigSchema = Type.Object(
         maxBodyBytes: Type.Integer({ minimum: 1024, maximum: 4 * 1024 * 1024 }),
         /** How long a request may wait for the workers before the client gets 503. */
         requestTimeoutMs: Type.Integer({ minimum: 100, maximum: 120000 }),
+        /** Requests the gateway works on at once; more get 503 at once (bounded memory, no queue in front of the workers). */
+        maxInFlight: Type.Integer({ minimum: 1, maximum: 1000000 }),
       },
       { additionalProperties: false },
     ),
@@ -41,6 +43,18 @@ export const GatewayConfigSchema = Type.Object(
       },
       { additionalProperties: false },
     ),
+    /** Per user, on the writes that reach the workers: a token bucket per user ID. */
+    rateLimit: Type.Object(
+      {
+        /** Writes a user regains each second; 0 turns the limit off. */
+        writesPerSecond: Type.Integer({ minimum: 0, maximum: 100000 }),
+        /** Writes a user may make at once after a quiet spell. */
+        burst: Type.Integer({ minimum: 1, maximum: 100000 }),
+        /** Users tracked at once (bounded memory); past it the least recently active is forgotten. */
+        maxUsers: Type.Integer({ minimum: 1, maximum: 10000000 }),
+      },
+      { additionalProperties: false },
+    ),
     health: Type.Object(
       { enabled: Type.Boolean(), host: Type.String({ minLength: 1 }), port: Type.Integer({ minimum: 0, maximum: 65535 }) },
       { additionalProperties: false },
@@ -61,6 +75,7 @@ export const GATEWAY_ENVIRONMENT: EnvironmentList = [
   { name: 'GATEWAY_PORT', path: ['http', 'port'], kind: 'integer' },
   { name: 'GATEWAY_MAX_BODY_BYTES', path: ['http', 'maxBodyBytes'], kind: 'integer' },
   { name: 'GATEWAY_REQUEST_TIMEOUT_MS', path: ['http', 'requestTimeoutMs'], kind: 'integer' },
+  { name: 'GATEWAY_MAX_IN_FLIGHT', path: ['http', 'maxInFlight'], kind: 'integer' },
   { name: 'AMQP_URL', path: ['amqp', 'url'], kind: 'string' },
   { name: 'RPC_QUEUE', path: ['amqp', 'queue'], kind: 'string' },
   { name: 'AMQP_PUBLISHER_USER_ID', path: ['amqp', 'publisherUserId'], kind: 'string' },
@@ -70,6 +85,9 @@ export const GATEWAY_ENVIRONMENT: EnvironmentList = [
   { name: 'AUTH_CACHE_MAX_ENTRIES', path: ['auth', 'cacheMaxEntries'], kind: 'integer' },
   { name: 'AUTH_TIMEOUT_MS', path: ['auth', 'timeoutMs'], kind: 'integer' },
   { name: 'AUTH_TOKEN_FILE', path: ['auth', 'tokenFile'], kind: 'string' },
+  { name: 'GATEWAY_RATE_LIMIT_WRITES_PER_SECOND', path: ['rateLimit', 'writesPerSecond'], kind: 'integer' },
+  { name: 'GATEWAY_RATE_LIMIT_BURST', path: ['rateLimit', 'burst'], kind: 'integer' },
+  { name: 'GATEWAY_RATE_LIMIT_MAX_USERS', path: ['rateLimit', 'maxUsers'], kind: 'integer' },
   { name: 'HEALTH_ENABLED', path: ['health', 'enabled'], kind: 'boolean' },
   { name: 'HEALTH_HOST', path: ['health', 'host'], kind: 'string' },
   { name: 'HEALTH_PORT', path: ['health', 'port'], kind: 'integer' },

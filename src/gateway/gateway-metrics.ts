@@ -6,6 +6,8 @@ export class GatewayMetrics implements GatewayObserver {
   readonly registry = new Registry();
   readonly #requests: Counter<'route' | 'method' | 'status'>;
   readonly #duration: Histogram<'route'>;
+  readonly #rateLimited: Counter;
+  readonly #overloaded: Counter;
   #inFlight = 0;
 
   constructor(options: { readonly processMetrics?: boolean } = {}) {
@@ -24,10 +26,20 @@ export class GatewayMetrics implements GatewayObserver {
       buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
       registers,
     });
+    this.#rateLimited = new Counter({
+      name: 'push_gateway_rate_limited_total',
+      help: 'Writes refused with 429 M_LIMIT_EXCEEDED by the per-user rate limit.',
+      registers,
+    });
+    this.#overloaded = new Counter({
+      name: 'push_gateway_overloaded_total',
+      help: 'Requests refused with 503 because http.maxInFlight requests were in flight.',
+      registers,
+    });
     const inFlight = () => this.#inFlight;
     new Gauge({
       name: 'push_gateway_http_requests_in_flight',
-      help: 'HTTP requests received and not yet answered.',
+      help: 'HTTP requests the gateway is working on: admitted, and not yet answered or still with the workers.',
       registers,
       collect() {
         this.set(inFlight());
@@ -39,13 +51,20 @@ export class GatewayMetrics implements GatewayObserver {
     return this.#inFlight;
   }
 
-  requestStarted(): void {
-    this.#inFlight += 1;
+  inFlightChanged(count: number): void {
+    this.#inFlight = count;
   }
 
   requestDone(route: string, method: string, status: number, seconds: number): void {
-    this.#inFlight -= 1;
     this.#requests.inc({ route, method, status: String(status) });
     this.#duration.observe({ route }, seconds);
+  }
+
+  rateLimited(): void {
+    this.#rateLimited.inc();
+  }
+
+  overloaded(): void {
+    this.#overloaded.inc();
   }
 }

@@ -4,8 +4,11 @@ import type { PushAction, RuleBody } from '../push-rules/push-rule.js';
 import type { RuleAddress } from '../push-rules/rule-address.js';
 import type { PusherSetAction } from '../pushers/pusher.js';
 import type { Logger } from '../logging/logger.js';
-import { AuthUnavailableError, type Authenticator } from './authenticator.js';
-import { GATEWAY_ERRORS, matrixBody, type GatewayError } from './gateway-errors.js';
+import { AuthUnavailableError, type Authenticator, type TokenRejection } from './authenticator.js';
+import { GATEWAY_ERRORS, matrixBody, rejectionBody, type GatewayError } from './gateway-errors.js';
+import { InFlightLimit, type InFlightSlot } from './in-flight-limit.js';
+import { LogThrottle } from './log-throttle.js';
+import { TokenBucketLimiter } from './token-bucket-limiter.js';
 
 /** The client calls the gateway makes; `PushRulesClient` in production, an object literal in tests. */
 export type PushRulesApi = Pick<
@@ -23,9 +26,28 @@ export type PushRulesApi = Pick<
 >;
 
 export interface GatewayObserver {
-  requestStarted(): void;
-  /** `route` is the matched pattern (never the user's path), or `unmatched`. */
+  /** Requests the gateway is working on now (see `InFlightLimit`): admitted, and not yet done with. */
+  inFlightChanged(count: number): void;
+  /**
+   * A request answered. `route` is the matched pattern (never the user's
+   * path), or `unmatched`. Not called for a request whose client went away
+   * before its answer.
+   */
   requestDone(route: string, method: string, status: number, seconds: number): void;
+  /** A write refused by the per-user rate limit. */
+  rateLimited(): void;
+  /** A request refused at `maxInFlight`. */
+  overloaded(): void;
+}
+
+/** Writes each user may make: a token bucket per user ID (`TokenBucketLimiter`). */
+export interface WriteRateLimit {
+  /** Writes regained per second; 0: no limit. */
+  readonly perSecond: number;
+  /** Writes a user may make at once after a quiet spell. */
+  readonly burst: number;
+  /** Users tracked at once; past it the least recently active one is forgotten. */
+  readonly maxUsers: number;
 }
 
 export interface GatewayServerOptions {
@@ -36,7 +58,16 @@ export interface GatewayServerOptions {
   /** Each call's deadline for the workers; past it the client gets 503. */
   readonly requestTimeoutMs: number;
   readonly observer?: GatewayObserver;
+  /** Requests in flight beyond which new ones get 503; absent: no cap. */
+  readonly maxInFlight?: number;
+  /** Absent: writes are not limited. */
+  readonly writeRateLimit?: WriteRateLimit;
+  /** Milliseconds on a clock that does not go back (rate limits, log throttling); tests pass a fake one. */
+  readonly now?: () => number;
 }
+
+/** How often at most the gateway logs the same kind of refusal. */
+export const REFUSAL_LOG_INTERVAL_MS = 10_000;
 
 /** The client-server API versions served: `r0` (the seed) and `v3` (current clients). */
 export const API_PREFIXES = ['/_matrix/client/r0', '/_matrix/client/v3'] as const;
@@ -118,6 +149,8 @@ const ROUTES: readonly Route[] = [
 /** Methods answered 405 on a known path (rather than 404). */
 const OTHER_METHODS = ['GET', 'PUT', 'POST', 'DELETE', 'PATCH', 'HEAD'] as const;
 const BODY_METHODS = new Set<string>(['PUT', 'POST']);
+/** What the per-user rate limit counts: the requests that change a user's data. */
+const WRITE_METHODS = new Set<string>(['PUT', 'POST', 'DELETE']);
 
 /**
  * The HTTP front of the worker pool: the seed's push-rule and pusher
@@ -148,6 +181,46 @@ export function buildGatewayServer(options: GatewayServerOptions): FastifyInstan
   const send = (reply: FastifyReply, error: GatewayError, message?: string) =>
     reply.code(GATEWAY_ERRORS[error].status).send(matrixBody(error, message));
 
+  const now = options.now ?? (() => performance.now());
+  const inFlight = new InFlightLimit(options.maxInFlight ?? Number.POSITIVE_INFINITY, (count) => options.observer?.inFlightChanged(count));
+  const overloadLog = new LogThrottle(REFUSAL_LOG_INTERVAL_MS, now);
+  const writes = new TokenBucketLimiter({
+    perSecond: options.writeRateLimit?.perSecond ?? 0,
+    burst: options.writeRateLimit?.burst ?? 1,
+    maxKeys: options.writeRateLimit?.maxUsers ?? 1,
+    now,
+  });
+  const rateLimitLog = new LogThrottle(REFUSAL_LOG_INTERVAL_MS, now);
+  const evictionLog = new LogThrottle(REFUSAL_LOG_INTERVAL_MS, now);
+  let evictionsLogged = 0;
+  /**
+   * Spends one of the user's writes, or answers 429 M_LIMIT_EXCEEDED with
+   * the exact wait, in the body (`retry_after_ms`, which clients of spec
+   * versions before v1.10 read) and as `Retry-After` in whole seconds,
+   * rounded up, as Synapse does.
+   */
+  const limitWrite = async (request: FastifyRequest, reply: FastifyReply, userId: string): Promise<boolean> => {
+    const outcome = writes.take(userId);
+    if (writes.evictions > evictionsLogged) {
+      const heldBack = evictionLog.note();
+      if (heldBack !== undefined) {
+        request.log.info({ evictions: writes.evictions - evictionsLogged, tracked: writes.size }, 'write rate limit: tracking rateLimit.maxUsers users; forgot the least recently active');
+        evictionsLogged = writes.evictions;
+      }
+    }
+    if (outcome.allowed) return true;
+    options.observer?.rateLimited();
+    const heldBack = rateLimitLog.note();
+    if (heldBack !== undefined) request.log.info({ userId, retryAfterMs: outcome.retryAfterMs, heldBack }, 'write rate limit reached: answering 429');
+    const { errcode, status, message } = GATEWAY_ERRORS.limitExceeded;
+    await reply
+      .code(status)
+      // Browsers show a script only the safelisted response headers.
+      .headers({ 'retry-after': String(Math.ceil(outcome.retryAfterMs / 1000)), 'access-control-expose-headers': 'Retry-After' })
+      .send({ errcode, error: message, retry_after_ms: outcome.retryAfterMs });
+    return false;
+  };
+
   // Any content type: Matrix clients send JSON, some without saying so.
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', { parseAs: 'string' }, (_request, text, done) => {
@@ -164,9 +237,23 @@ export function buildGatewayServer(options: GatewayServerOptions): FastifyInstan
     }
   });
 
-  app.addHook('onRequest', async (_request, reply) => {
-    options.observer?.requestStarted();
+  // Every request counts against the cap, before authentication: at the
+  // cap the gateway does no work at all, the homeserver's whoami included.
+  app.addHook('onRequest', async (request, reply) => {
     void reply.headers(CORS_HEADERS);
+    const slot = inFlight.tryEnter();
+    if (slot === undefined) {
+      options.observer?.overloaded();
+      const heldBack = overloadLog.note();
+      if (heldBack !== undefined) request.log.info({ inFlight: inFlight.count, maxInFlight: inFlight.max, heldBack }, 'too many requests in flight: answering 503');
+      // See GATEWAY_ERRORS.overloaded for why 503 and not 429.
+      await reply.code(GATEWAY_ERRORS.overloaded.status).header('retry-after', '1').send(matrixBody('overloaded'));
+      return;
+    }
+    slots.set(request, slot);
+    // 'close' comes once the response is over, and also when the client
+    // goes away first (then fastify's onResponse never runs).
+    reply.raw.once('close', slot.release);
   });
   app.addHook('onResponse', async (request, reply) => {
     options.observer?.requestDone(request.routeOptions.url ?? 'unmatched', request.method, reply.statusCode, reply.elapsedTime / 1000);
@@ -194,6 +281,10 @@ export function buildGatewayServer(options: GatewayServerOptions): FastifyInstan
         onRequest: async (request: FastifyRequest, reply) => {
           if (route.handlers[request.method as Method] === undefined) return;
           const outcome = await authenticate(options.authenticator, request.headers.authorization);
+          if ('rejected' in outcome) {
+            await reply.code(outcome.rejected.status).send(rejectionBody(outcome.rejected));
+            return;
+          }
           if ('error' in outcome) {
             if (outcome.error === 'authUnavailable') request.log.warn({ err: outcome.cause }, 'cannot authenticate: the homeserver is unavailable');
             await send(reply, outcome.error);
@@ -207,20 +298,28 @@ export function buildGatewayServer(options: GatewayServerOptions): FastifyInstan
           const userId = authenticated.get(request);
           if (userId === undefined) return send(reply, 'missingToken');
           if (BODY_METHODS.has(request.method) && request.body === undefined) return send(reply, 'notJson');
+          // Only what would reach the workers counts; after authentication, so it is per user.
+          if (WRITE_METHODS.has(request.method) && !(await limitWrite(request, reply, userId))) return reply;
+          // The call to the workers keeps the request in flight, even if its client goes away.
+          const slot = slots.get(request);
+          slot?.hold();
+          let body: unknown;
           try {
-            const body = await handler(options.api, {
+            body = await handler(options.api, {
               userId,
               params: request.params,
               query: request.query,
               body: request.body,
               timeoutMs: options.requestTimeoutMs,
             });
-            return await reply.code(200).send(body);
           } catch (error) {
             if (!(error instanceof PushRulesError)) throw error;
             if (error.reason !== undefined) request.log.warn({ reason: error.reason }, 'the workers did not answer');
-            return reply.code(error.status).send(error.toMatrixBody());
+            return await reply.code(error.status).send(error.toMatrixBody());
+          } finally {
+            slot?.release();
           }
+          return reply.code(200).send(body);
         },
       });
     }
@@ -230,8 +329,13 @@ export function buildGatewayServer(options: GatewayServerOptions): FastifyInstan
 
 /** The user each authenticated request acts for, set by its `onRequest` hook. */
 const authenticated = new WeakMap<FastifyRequest, string>();
+/** Each admitted request's place in the in-flight count. */
+const slots = new WeakMap<FastifyRequest, InFlightSlot>();
 
-type AuthOutcome = { readonly userId: string } | { readonly error: GatewayError; readonly cause?: unknown };
+type AuthOutcome =
+  | { readonly userId: string }
+  | { readonly rejected: TokenRejection }
+  | { readonly error: GatewayError; readonly cause?: unknown };
 
 async function authenticate(authenticator: Authenticator, header: string | undefined): Promise<AuthOutcome> {
   const match = header === undefined ? null : /^Bearer\s+(\S+)\s*$/i.exec(header);
@@ -239,7 +343,7 @@ async function authenticate(authenticator: Authenticator, header: string | undef
   if (token === undefined) return { error: 'missingToken' };
   try {
     const result = await authenticator.authenticate(token);
-    return 'userId' in result ? { userId: result.userId } : { error: 'unknownToken' };
+    return result;
   } catch (error) {
     if (error instanceof AuthUnavailableError) return { error: 'authUnavailable', cause: error };
     throw error;

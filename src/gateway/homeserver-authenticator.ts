@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { isValidUserId } from '../matrix/user-id.js';
-import { AuthUnavailableError, type Authentication, type Authenticator } from './authenticator.js';
+import { AuthUnavailableError, type Authentication, type Authenticator, type TokenRejection } from './authenticator.js';
+import { UNKNOWN_TOKEN } from './gateway-errors.js';
 
 export const WHOAMI_PATH = '/_matrix/client/v3/account/whoami';
 
@@ -27,9 +28,12 @@ interface Cached {
  *   SHA-256 so the cache never holds a usable credential. Rejected tokens
  *   are not cached: a token issued a moment ago must work at once.
  * - Concurrent requests with the same token share one lookup.
- * - 401/403 from the homeserver: the token is unknown. Anything else
- *   (unreachable, too slow, 5xx, 429, an answer without a valid user ID):
- *   `AuthUnavailableError`, so the gateway answers 503 and serves nobody.
+ * - 401/403 from the homeserver: the token is refused, and the client is
+ *   told what the homeserver said (`rejectionOf`), `soft_logout` above all:
+ *   an expired token (`soft_logout: true`) must not make the client destroy
+ *   its encryption keys. Anything else (unreachable, too slow, 5xx, 429, an
+ *   answer without a valid user ID): `AuthUnavailableError`, so the gateway
+ *   answers 503 and serves nobody.
  */
 export class HomeserverAuthenticator implements Authenticator {
   readonly #options: HomeserverAuthenticatorOptions;
@@ -85,7 +89,7 @@ export class HomeserverAuthenticator implements Authenticator {
       throw new AuthUnavailableError(`the homeserver did not answer whoami: ${(error as Error).message}`, { cause: error });
     }
     const body: unknown = await response.json().catch(() => undefined);
-    if (response.status === 401 || response.status === 403) return { unknownToken: true };
+    if (response.status === 401 || response.status === 403) return { rejected: rejectionOf(response.status, body) };
     if (response.status !== 200) throw new AuthUnavailableError(`the homeserver answered whoami with ${response.status}`);
     const userId = typeof body === 'object' && body !== null && 'user_id' in body ? body.user_id : undefined;
     if (typeof userId !== 'string' || !isValidUserId(userId)) {
@@ -93,4 +97,24 @@ export class HomeserverAuthenticator implements Authenticator {
     }
     return { userId };
   }
+}
+
+/** Namespaced like `M_UNKNOWN_TOKEN` or `COM.EXAMPLE.EXPIRED` (the spec's error code convention). */
+const ERRCODE = /^[A-Za-z][A-Za-z0-9_.]{0,127}$/;
+/** The homeserver's message is shown to users: passed on when it is a plausible one. */
+const MAX_ERROR_CHARS = 1024;
+
+/**
+ * The client is told what the homeserver would have told it for this token:
+ * its status, `errcode`, `error` and `soft_logout`. A refusal that is not a
+ * Matrix error (no valid `errcode`: an HTML page, say) becomes 401
+ * `M_UNKNOWN_TOKEN` with `soft_logout: false`, as before. Only a literal
+ * `true` is a soft logout.
+ */
+export function rejectionOf(status: 401 | 403, body: unknown): TokenRejection {
+  if (typeof body !== 'object' || body === null) return UNKNOWN_TOKEN;
+  const { errcode, error, soft_logout: softLogout } = body as Record<string, unknown>;
+  if (typeof errcode !== 'string' || !ERRCODE.test(errcode)) return UNKNOWN_TOKEN;
+  const message = typeof error === 'string' && error !== '' && error.length <= MAX_ERROR_CHARS ? error : UNKNOWN_TOKEN.error;
+  return { status, errcode, error: message, softLogout: softLogout === true };
 }

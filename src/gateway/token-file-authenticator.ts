@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { ConfigError } from '../config/load-config.js';
 import { isValidUserId } from '../matrix/user-id.js';
 import type { Authentication, Authenticator } from './authenticator.js';
+import { UNKNOWN_TOKEN } from './gateway-errors.js';
 
 /**
  * Development and tests: a JSON file mapping access tokens to user IDs,
@@ -34,6 +35,7 @@ export class TokenFileAuthenticator implements Authenticator {
 
   async authenticate(token: string): Promise<Authentication> {
     const userId = this.#users.get(token);
-    return Promise.resolve(userId === undefined ? { unknownToken: true } : { userId });
+    // No expiry here: an unlisted token is simply unknown, never soft-logged-out.
+    return Promise.resolve(userId === undefined ? { rejected: UNKNOWN_TOKEN } : { userId });
   }
 }

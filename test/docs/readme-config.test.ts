@@ -28,7 +28,7 @@ function tableAfter(heading: string): Row[] {
     if (!line.startsWith('|')) break;
     const [variables = '', settings = '', defaults = ''] = line.split(' | ').map((cell) => cell.replace(/^\| ?| ?\|$/g, ''));
     const names = [...variables.matchAll(/`([A-Z0-9_]+)`/g)].map((m) => m[1] ?? '');
-    const paths = [...settings.matchAll(/`([a-z]+\.[A-Za-z]+)`/g)].map((m) => m[1] ?? '');
+    const paths = [...settings.matchAll(/`([a-z][A-Za-z]*\.[A-Za-z]+)`/g)].map((m) => m[1] ?? '');
     const values = defaults.split(' / ').map((v) => (v.startsWith('empty') ? '' : v.replace(/^`|`$/g, '')));
     names.forEach((variable, i) => rows.push({ variable, setting: paths[i] ?? '', default: values[i] ?? '' }));
   }

@@ -2,7 +2,9 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { AuthUnavailableError } from '../../src/gateway/authenticator.js';
+import { buildGatewayServer, type PushRulesApi } from '../../src/gateway/gateway-server.js';
 import { HomeserverAuthenticator, WHOAMI_PATH } from '../../src/gateway/homeserver-authenticator.js';
+import { createLogger } from '../../src/logging/logger.js';
 
 /** A homeserver that answers whoami as `answer` says, counting the calls. */
 async function homeserver(answer: (token: string | undefined, response: ServerResponse) => void) {
@@ -48,11 +50,41 @@ describe('HomeserverAuthenticator', () => {
     expect(hs.seen).toEqual(['alice-token']);
   });
 
-  it.each([401, 403])('answers an unknown token when the homeserver says %i', async (status) => {
+  const UNKNOWN = { status: 401, errcode: 'M_UNKNOWN_TOKEN', error: 'Unknown access token.', softLogout: false };
+
+  it.each<[string, number, string | undefined, unknown, unknown]>([
+    ['an expired token (soft logout)', 401, 'application/json', { errcode: 'M_UNKNOWN_TOKEN', error: 'Access token has expired', soft_logout: true }, { status: 401, errcode: 'M_UNKNOWN_TOKEN', error: 'Access token has expired', softLogout: true }],
+    ['a logged-out token', 401, 'application/json', { errcode: 'M_UNKNOWN_TOKEN', error: 'Invalid access token passed.', soft_logout: false }, { status: 401, errcode: 'M_UNKNOWN_TOKEN', error: 'Invalid access token passed.', softLogout: false }],
+    ['no soft_logout at all', 401, 'application/json', { errcode: 'M_UNKNOWN_TOKEN', error: 'no' }, { status: 401, errcode: 'M_UNKNOWN_TOKEN', error: 'no', softLogout: false }],
+    ['a soft_logout that is not true', 401, 'application/json', { errcode: 'M_UNKNOWN_TOKEN', error: 'no', soft_logout: 'true' }, { status: 401, errcode: 'M_UNKNOWN_TOKEN', error: 'no', softLogout: false }],
+    ['a locked account', 401, 'application/json', { errcode: 'M_USER_LOCKED', error: 'This account has been locked', soft_logout: true }, { status: 401, errcode: 'M_USER_LOCKED', error: 'This account has been locked', softLogout: true }],
+    ['403 with a Matrix error', 403, 'application/json', { errcode: 'M_FORBIDDEN', error: 'Not allowed.' }, { status: 403, errcode: 'M_FORBIDDEN', error: 'Not allowed.', softLogout: false }],
+    ['403 with a JSON body that is not a Matrix error', 403, 'application/json', { message: 'denied' }, UNKNOWN],
+    ['401 with an HTML page', 401, 'text/html', '<html>401</html>', UNKNOWN],
+    ['401 with no body', 401, undefined, undefined, UNKNOWN],
+    ['an errcode that is not a code', 401, 'application/json', { errcode: 'not a code!', error: 'x', soft_logout: true }, UNKNOWN],
+    ['an errcode that is not a string', 401, 'application/json', { errcode: 401, soft_logout: true }, UNKNOWN],
+    ['no error text', 401, 'application/json', { errcode: 'M_UNKNOWN_TOKEN', soft_logout: true }, { ...UNKNOWN, softLogout: true }],
+    ['an error text too long to show', 401, 'application/json', { errcode: 'M_UNKNOWN_TOKEN', error: 'x'.repeat(5000), soft_logout: true }, { ...UNKNOWN, softLogout: true }],
+  ])('passes on the homeserver’s refusal: %s', async (_name, status, contentType, body, rejected) => {
     const hs = await homeserver((_token, response) => {
-      json(response, status, { errcode: 'M_UNKNOWN_TOKEN', error: 'no' });
+      response.writeHead(status, contentType === undefined ? {} : { 'content-type': contentType });
+      response.end(body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body));
     });
-    expect(await authenticator(hs.url).authenticate('bad')).toEqual({ unknownToken: true });
+    expect(await authenticator(hs.url).authenticate('bad')).toEqual({ rejected });
+  });
+
+  it('does not cache a soft logout: the token refreshed a moment later works at once', async () => {
+    const refreshed = { yet: false };
+    const hs = await homeserver((_token, response) => {
+      if (refreshed.yet) json(response, 200, { user_id: '@alice:example.org' });
+      else json(response, 401, { errcode: 'M_UNKNOWN_TOKEN', error: 'expired', soft_logout: true });
+    });
+    const auth = authenticator(hs.url);
+    expect(await auth.authenticate('t')).toMatchObject({ rejected: { softLogout: true } });
+    refreshed.yet = true;
+    expect(await auth.authenticate('t')).toEqual({ userId: '@alice:example.org' });
+    expect(hs.seen).toHaveLength(2);
   });
 
   it('caches an accepted token until cacheSeconds pass, then asks again', async () => {
@@ -75,7 +107,7 @@ describe('HomeserverAuthenticator', () => {
       else json(response, 401, { errcode: 'M_UNKNOWN_TOKEN', error: 'no' });
     });
     const auth = authenticator(hs.url);
-    expect(await auth.authenticate('new-token')).toEqual({ unknownToken: true });
+    expect(await auth.authenticate('new-token')).toMatchObject({ rejected: { errcode: 'M_UNKNOWN_TOKEN' } });
     issued.yet = true;
     expect(await auth.authenticate('new-token')).toEqual({ userId: '@new:example.org' });
   });
@@ -128,5 +160,41 @@ describe('HomeserverAuthenticator', () => {
     server?.closeAllConnections();
     await new Promise((resolve) => server?.close(resolve));
     await expect(authenticator(hs.url).authenticate('alice-token')).rejects.toBeInstanceOf(AuthUnavailableError);
+  });
+});
+
+describe('the gateway with the homeserver authenticator', () => {
+  const api = {} as PushRulesApi;
+
+  it.each<[string, number, unknown, number, unknown]>([
+    [
+      'an expired token keeps its soft logout, so the client keeps its keys',
+      401,
+      { errcode: 'M_UNKNOWN_TOKEN', error: 'Access token has expired', soft_logout: true },
+      401,
+      { errcode: 'M_UNKNOWN_TOKEN', error: 'Access token has expired', soft_logout: true },
+    ],
+    [
+      'a logged-out token stays a hard logout',
+      401,
+      { errcode: 'M_UNKNOWN_TOKEN', error: 'Invalid access token passed.', soft_logout: false },
+      401,
+      { errcode: 'M_UNKNOWN_TOKEN', error: 'Invalid access token passed.', soft_logout: false },
+    ],
+    ['a refusal without soft_logout is a hard logout', 401, { errcode: 'M_UNKNOWN_TOKEN', error: 'no' }, 401, { errcode: 'M_UNKNOWN_TOKEN', error: 'no', soft_logout: false }],
+    ['403 with a Matrix error keeps its status and code', 403, { errcode: 'M_FORBIDDEN', error: 'Not allowed.' }, 403, { errcode: 'M_FORBIDDEN', error: 'Not allowed.', soft_logout: false }],
+    ['a refusal that is not a Matrix error', 401, 'Unauthorized', 401, { errcode: 'M_UNKNOWN_TOKEN', error: 'Unknown access token.', soft_logout: false }],
+  ])('%s', async (_name, status, whoami, gatewayStatus, gatewayBody) => {
+    const hs = await homeserver((_token, response) => {
+      json(response, status, whoami);
+    });
+    const app = buildGatewayServer({ api, authenticator: authenticator(hs.url), logger: createLogger('silent'), maxBodyBytes: 4096, requestTimeoutMs: 1000 });
+    try {
+      const response = await app.inject({ method: 'GET', url: '/_matrix/client/v3/pushers', headers: { authorization: 'Bearer expired' } });
+      expect(response.statusCode).toBe(gatewayStatus);
+      expect(response.json()).toEqual(gatewayBody);
+    } finally {
+      await app.close();
+    }
   });
 });

@@ -31,6 +31,8 @@ beforeAll(async () => {
       HEALTH_HOST: '127.0.0.1',
       HEALTH_PORT: '0',
       LOG_LEVEL: 'debug',
+      GATEWAY_RATE_LIMIT_WRITES_PER_SECOND: '1',
+      GATEWAY_RATE_LIMIT_BURST: '2',
     },
     'gateway listening',
   );
@@ -48,12 +50,30 @@ describe('the gateway process', () => {
     expect(response.status).toBe(200);
     expect(await response.json()).toMatchObject({ global: { override: expect.any(Array) as unknown } });
 
+    // The rate limit from the environment: two writes at once, not three.
+    const writes = [];
+    for (let i = 0; i < 3; i += 1) {
+      const write = await fetch(`${url}/_matrix/client/v3/pushrules/global/override/.m.rule.master/enabled`, {
+        method: 'PUT',
+        headers: { authorization: 'Bearer process-token', 'content-type': 'application/json' },
+        body: JSON.stringify({ enabled: i % 2 === 0 }),
+      });
+      writes.push({ status: write.status, retryAfter: write.headers.get('retry-after') });
+    }
+    expect(writes).toEqual([
+      { status: 200, retryAfter: null },
+      { status: 200, retryAfter: null },
+      { status: 429, retryAfter: '1' },
+    ]);
+
     expect((await fetch(`${gateway.healthUrl}/healthz`)).status).toBe(200);
     const ready = await fetch(`${gateway.healthUrl}/readyz`);
     expect({ status: ready.status, body: (await ready.json()) }).toEqual({ status: 200, body: { listening: true } });
     const metrics = await (await fetch(`${gateway.healthUrl}/metrics`)).text();
     expect(metrics).toMatch(/push_gateway_http_requests_total\{route="\/_matrix\/client\/v3\/pushrules\/",method="GET",status="200"\} 1/);
     expect(metrics).toContain('push_gateway_http_requests_in_flight 0');
+    expect(metrics).toContain('push_gateway_rate_limited_total 1');
+    expect(metrics).toContain('push_gateway_overloaded_total 0');
 
     expect(await stopWorkerProcess(gateway, 'SIGTERM')).toBe(0);
     expect(gateway.lines.map((l) => l['msg'])).toContain('stopped');

@@ -1,5 +1,8 @@
-import { ConditionKind, createClient, MatrixError, PushRuleActionName, PushRuleKind, TweakName, type IPushRule, type MatrixClient } from 'matrix-js-sdk';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { ConditionKind, createClient, HttpApiEvent, MatrixError, PushRuleActionName, PushRuleKind, TweakName, type IPushRule, type MatrixClient } from 'matrix-js-sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { HomeserverAuthenticator, WHOAMI_PATH } from '../../src/gateway/homeserver-authenticator.js';
 import { SEED } from '../support/seed-messages.js';
 import { startFrontProxy } from './support/front-proxy.js';
 import { startGateway, type GatewayHarness } from './support/gateway-harness.js';
@@ -90,5 +93,85 @@ describe('matrix-js-sdk through the gateway', () => {
     const error = await stranger.getPushers().catch((e: unknown) => e);
     expect(error).toMatchObject({ errcode: 'M_UNKNOWN_TOKEN', httpStatus: 401 });
     stranger.stopClient();
+  });
+});
+
+describe('matrix-js-sdk and a refused token, through the homeserver authenticator', () => {
+  /** A homeserver whose whoami refuses every token as `refusal` says. */
+  async function refusingHomeserver(refusal: Record<string, unknown>) {
+    const server = createServer((request, response) => {
+      const status = request.url === WHOAMI_PATH ? 401 : 404;
+      response.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(refusal));
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    return {
+      url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+      close: async () => {
+        server.closeAllConnections();
+        await new Promise((resolve) => server.close(resolve));
+      },
+    };
+  }
+
+  it.each([
+    ['an expired token: soft logout, the client may keep its keys', { errcode: 'M_UNKNOWN_TOKEN', error: 'Access token has expired', soft_logout: true }, true],
+    ['a logged-out token: hard logout', { errcode: 'M_UNKNOWN_TOKEN', error: 'Invalid access token passed.', soft_logout: false }, false],
+  ])('%s', async (_name, refusal, softLogout) => {
+    const hs = await refusingHomeserver(refusal);
+    const refusing = await startGateway({
+      amqpUrl: h.names.amqp.url,
+      queue: h.names.queue,
+      authenticator: new HomeserverAuthenticator({ homeserverUrl: hs.url, cacheSeconds: 30, cacheMaxEntries: 10, timeoutMs: 2_000 }),
+    });
+    const proxy = await startFrontProxy(refusing.url);
+    const expired = createClient({ baseUrl: proxy.url, accessToken: 'expired-token', userId: USER });
+    try {
+      // What a client such as Element acts on: the session-logged-out event and its error's soft_logout.
+      const loggedOut = new Promise<MatrixError>((resolve) => expired.once(HttpApiEvent.SessionLoggedOut, resolve));
+      const error = await expired.getPushers().catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(MatrixError);
+      expect(error).toMatchObject({ errcode: 'M_UNKNOWN_TOKEN', httpStatus: 401, data: { error: refusal.error, soft_logout: softLogout } });
+      expect((await loggedOut).data['soft_logout']).toBe(softLogout);
+    } finally {
+      expired.stopClient();
+      await proxy.close();
+      await refusing.close();
+      await hs.close();
+    }
+  });
+});
+
+describe('matrix-js-sdk and the write rate limit', () => {
+  it('sees a rate-limit error with the wait from Retry-After, and reads still pass', async () => {
+    const limited = await startGateway({
+      amqpUrl: h.names.amqp.url,
+      queue: h.names.queue,
+      tokens: { 'limited-token': '@sdk-limited:example.org' },
+      writeRateLimit: { perSecond: 1, burst: 2, maxUsers: 10 },
+    });
+    const proxy = await startFrontProxy(limited.url);
+    const sdk = createClient({ baseUrl: proxy.url, accessToken: 'limited-token', userId: '@sdk-limited:example.org' });
+    try {
+      // The first read stores the user's rules (the seed answers writes before it with 404).
+      await sdk.getPushRules();
+      await sdk.setPushRuleEnabled('global', PushRuleKind.Override, '.m.rule.master', true);
+      await sdk.setPushRuleEnabled('global', PushRuleKind.Override, '.m.rule.master', false);
+      const error = await sdk.setPushRuleEnabled('global', PushRuleKind.Override, '.m.rule.master', true).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(MatrixError);
+      const matrixError = error as MatrixError;
+      expect({ errcode: matrixError.errcode, httpStatus: matrixError.httpStatus, rateLimit: matrixError.isRateLimitError() }).toEqual({
+        errcode: 'M_LIMIT_EXCEEDED',
+        httpStatus: 429,
+        rateLimit: true,
+      });
+      // The header (whole seconds) wins over retry_after_ms in the SDK.
+      expect(matrixError.getRetryAfterMs()).toBe(1000);
+      expect(matrixError.data['retry_after_ms']).toBeGreaterThan(0);
+      expect((await sdk.getPushRules()).global.override?.[0]).toMatchObject({ rule_id: '.m.rule.master', enabled: false });
+    } finally {
+      sdk.stopClient();
+      await proxy.close();
+      await limited.close();
+    }
   });
 });

@@ -2,7 +2,7 @@ import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { PushRulesClient } from '../../../src/client/push-rules-client.js';
 import type { Authenticator } from '../../../src/gateway/authenticator.js';
-import { buildGatewayServer } from '../../../src/gateway/gateway-server.js';
+import { buildGatewayServer, type WriteRateLimit } from '../../../src/gateway/gateway-server.js';
 import { TokenFileAuthenticator } from '../../../src/gateway/token-file-authenticator.js';
 import { createLogger } from '../../../src/logging/logger.js';
 
@@ -19,6 +19,8 @@ export interface GatewayHarnessOptions {
   readonly authenticator?: Authenticator;
   readonly requestTimeoutMs?: number;
   readonly maxBodyBytes?: number;
+  /** Absent: writes are not limited. */
+  readonly writeRateLimit?: WriteRateLimit;
 }
 
 /** The real gateway, listening on a free port, forwarding to `queue` with the package's client. */
@@ -31,6 +33,7 @@ export async function startGateway(options: GatewayHarnessOptions): Promise<Gate
     logger: createLogger(process.env['TEST_LOG_LEVEL'] ?? 'silent'),
     maxBodyBytes: options.maxBodyBytes ?? 16 * 1024,
     requestTimeoutMs,
+    ...(options.writeRateLimit === undefined ? {} : { writeRateLimit: options.writeRateLimit }),
   });
   await app.listen({ host: '127.0.0.1', port: 0 });
   const { port } = app.server.address() as AddressInfo;
