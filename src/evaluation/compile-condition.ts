@@ -4,7 +4,8 @@ import { foldCase } from './case-fold.js';
 import type { ConditionTest } from './compiled-ruleset.js';
 import type { FoldedText } from './folded-text.js';
 import { containsLiteralAtWordBoundaries, globMatcher, GlobMatcher } from './glob-matcher.js';
-import { CLOSURE_BYTES, stringBytes } from './heap-estimate.js';
+import { CONDITION_BYTES, stringBytes } from './heap-estimate.js';
+import { BoundedCache } from './bounded-cache.js';
 import { parseKeyPath, valueAtPath, type KeyPath } from './key-path.js';
 import { parseMemberCountComparison } from './member-count-comparison.js';
 import type { PreparedEvent } from './prepared-event.js';
@@ -53,7 +54,7 @@ export function compileCondition(condition: PushCondition, options: ConditionOpt
       const is = fields['is'];
       const compare = typeof is === 'string' ? parseMemberCountComparison(is) : undefined;
       if (compare === undefined) return null;
-      return { test: (event) => compare(event.room.member_count), perRecipient: false, estimatedBytes: CLOSURE_BYTES * 2 };
+      return { test: (event) => compare(event.room.member_count), perRecipient: false, estimatedBytes: CONDITION_BYTES };
     }
     case 'sender_notification_permission':
       return typeof key === 'string' ? senderNotificationPermission(key) : null;
@@ -61,6 +62,10 @@ export function compileCondition(condition: PushCondition, options: ConditionOpt
       return null;
   }
 }
+
+/** Rules of every user name the same few keys: one parsed path, and one set of key strings, per key. */
+const KEY_PATHS = new BoundedCache<string, KeyPath>(4096);
+const keyPath = (key: string): KeyPath => KEY_PATHS.getOrCreate(key, parseKeyPath);
 
 function isScalar(value: JsonValue | undefined): value is ScalarJsonValue {
   return value === null || typeof value === 'string' || typeof value === 'boolean' || isCanonicalInteger(value);
@@ -76,18 +81,15 @@ function textAt(event: PreparedEvent, path: KeyPath): FoldedText | null {
   return typeof value === 'string' ? event.text(value) : null;
 }
 
-function pathBytes(path: KeyPath): number {
-  return path.reduce((sum, segment) => sum + 8 + stringBytes(segment), 32);
-}
-
 function eventMatch(key: string, pattern: string, options: ConditionOptions): CompiledCondition {
-  const path = parseKeyPath(key);
+  const path = keyPath(key);
   const onBody = isContentBody(path);
-  const bytes = CLOSURE_BYTES + pathBytes(path);
+  const bytes = CONDITION_BYTES;
   if (pattern === options.recipientPlaceholder) {
     return { test: onBody ? recipientIdInBody : recipientIdIsValueAt(path), perRecipient: true, estimatedBytes: bytes };
   }
   const matcher = globMatcher(pattern);
+  // The pattern, and its matcher (shared through the cache, counted here all the same).
   const estimatedBytes = bytes + stringBytes(pattern) * 2;
   if (onBody) {
     return {
@@ -108,7 +110,9 @@ function eventMatch(key: string, pattern: string, options: ConditionOptions): Co
       test: (event) => {
         const value = valueAtPath(event.event, path);
         if (typeof value !== 'string' || value.length !== pattern.length) return false;
-        return value === pattern || event.text(value).folded === folded;
+        if (value === pattern) return true;
+        const ascii = asciiCaseInsensitiveEquals(value, folded);
+        return ascii === undefined ? event.text(value).folded === folded : ascii;
       },
       perRecipient: false,
       estimatedBytes,
@@ -122,6 +126,23 @@ function eventMatch(key: string, pattern: string, options: ConditionOptions): Co
     perRecipient: false,
     estimatedBytes,
   };
+}
+
+/**
+ * Compares a value with a folded literal of the same length without folding
+ * the value, while both are ASCII (folding ASCII is lower-casing A-Z); this
+ * settles most mismatches (`m.room.tombstone` against `m.room.encrypted`)
+ * without allocating. `undefined` when a non-ASCII character needs the real
+ * folding.
+ */
+function asciiCaseInsensitiveEquals(value: string, foldedLiteral: string): boolean | undefined {
+  for (let i = 0; i < value.length; i += 1) {
+    const unit = value.charCodeAt(i);
+    const expected = foldedLiteral.charCodeAt(i);
+    if (unit >= 0x80 || expected >= 0x80) return undefined;
+    if (unit !== expected && !(unit >= 0x41 && unit <= 0x5a && unit + 0x20 === expected)) return false;
+  }
+  return true;
 }
 
 /**
@@ -154,8 +175,8 @@ const recipientIdInBody: ConditionTest = (event, recipient) => {
 };
 
 function propertyIs(key: string, value: ScalarJsonValue, options: ConditionOptions): CompiledCondition {
-  const path = parseKeyPath(key);
-  const estimatedBytes = CLOSURE_BYTES + pathBytes(path) + (typeof value === 'string' ? stringBytes(value) : 0);
+  const path = keyPath(key);
+  const estimatedBytes = CONDITION_BYTES + (typeof value === 'string' ? stringBytes(value) : 0);
   if (value === options.recipientPlaceholder) {
     return { test: (event, recipient) => valueAtPath(event.event, path) === recipient.user_id, perRecipient: true, estimatedBytes };
   }
@@ -169,8 +190,8 @@ function arrayIncludes(candidate: JsonValue | undefined, value: ScalarJsonValue)
 }
 
 function propertyContains(key: string, value: ScalarJsonValue, options: ConditionOptions): CompiledCondition {
-  const path = parseKeyPath(key);
-  const estimatedBytes = CLOSURE_BYTES + pathBytes(path) + (typeof value === 'string' ? stringBytes(value) : 0);
+  const path = keyPath(key);
+  const estimatedBytes = CONDITION_BYTES + (typeof value === 'string' ? stringBytes(value) : 0);
   if (value === options.recipientPlaceholder) {
     return {
       test: (event, recipient) => arrayIncludes(valueAtPath(event.event, path), recipient.user_id),
@@ -201,5 +222,5 @@ function senderNotificationPermission(key: string): CompiledCondition {
     const required = levels !== undefined && Object.hasOwn(levels, key) ? levels[key] : key === 'room' ? 50 : undefined;
     return typeof required === 'number' && senderLevel >= required;
   };
-  return { test, perRecipient: false, estimatedBytes: CLOSURE_BYTES + stringBytes(key) };
+  return { test, perRecipient: false, estimatedBytes: CONDITION_BYTES + stringBytes(key) };
 }

@@ -5,7 +5,7 @@ import { compileCondition, type ConditionOptions } from './compile-condition.js'
 import type { CompiledRule, CompiledRuleset, ConditionTest, RecipientOutcome } from './compiled-ruleset.js';
 import { ContentRules, type ContentRule } from './content-rules.js';
 import { globMatcher } from './glob-matcher.js';
-import { ARRAY_BYTES, jsonBytes, MAP_ENTRY_BYTES, OBJECT_BYTES, POINTER_BYTES, stringBytes } from './heap-estimate.js';
+import { ARRAY_BYTES, EMPTY_RULESET_BYTES, jsonBytes, MAP_ENTRY_BYTES, OBJECT_BYTES, POINTER_BYTES, stringBytes } from './heap-estimate.js';
 import { sameJson } from './same-json.js';
 
 export type CompileOptions = ConditionOptions;
@@ -22,7 +22,7 @@ const NO_OP_ACTIONS: ReadonlySet<PushAction> = new Set(['dont_notify', 'coalesce
  * or recipient of any evaluation: cache it per user until their rules change.
  */
 export function compileRuleset(ruleset: Ruleset, options: CompileOptions = {}): CompiledRuleset {
-  let estimatedBytes = OBJECT_BYTES * 2;
+  let estimatedBytes = EMPTY_RULESET_BYTES;
   const conditional = (rules: readonly ConditionalPushRule[]): CompiledRule[] => {
     const compiled: CompiledRule[] = [];
     for (const rule of rules) {
@@ -50,7 +50,8 @@ export function compileRuleset(ruleset: Ruleset, options: CompileOptions = {}): 
   for (const rule of ruleset.content) {
     if (!rule.enabled) continue;
     contentRules.push({ matcher: globMatcher(rule.pattern), rule: unconditionalRule(rule) });
-    estimatedBytes += OBJECT_BYTES + ruleBytes(rule) + stringBytes(rule.pattern) * 2;
+    // The matcher is shared through the cache; its pattern is counted once here.
+    estimatedBytes += OBJECT_BYTES + ruleBytes(rule) + stringBytes(rule.pattern);
   }
   const content = new ContentRules(contentRules);
   const room = byRuleId(ruleset.room);
@@ -100,9 +101,12 @@ function outcomeOf(rule: PushRuleBase): RecipientOutcome {
   return Object.freeze({ ruleId: rule.rule_id, notify: rule.actions.includes('notify'), actions });
 }
 
+/** One empty list for every rule without tests: there are thousands of keyword rules. */
+const NO_TESTS: readonly ConditionTest[] = Object.freeze([]);
+
 /** Content, room and sender rules: what decides is outside the rule's conditions. */
 function unconditionalRule(rule: PushRuleBase): CompiledRule {
-  return Object.freeze({ outcome: outcomeOf(rule), eventTests: [], recipientTests: [] });
+  return Object.freeze({ outcome: outcomeOf(rule), eventTests: NO_TESTS, recipientTests: NO_TESTS });
 }
 
 function compileConditionalRule(
@@ -120,7 +124,11 @@ function compileConditionalRule(
     estimatedBytes += compiled.estimatedBytes + POINTER_BYTES;
   }
   return {
-    rule: Object.freeze({ outcome: outcomeOf(rule), eventTests, recipientTests }),
+    rule: Object.freeze({
+      outcome: outcomeOf(rule),
+      eventTests: eventTests.length === 0 ? NO_TESTS : eventTests,
+      recipientTests: recipientTests.length === 0 ? NO_TESTS : recipientTests,
+    }),
     estimatedBytes,
   };
 }

@@ -61,17 +61,20 @@ const NO_RECIPIENT: EvaluationRecipient = Object.freeze({ user_id: '' });
  */
 function buildPlan(event: PreparedEvent, ruleset: CompiledRuleset): RecipientPlan {
   const plan: CompiledRule[] = [];
-  const decides = (rule: CompiledRule): boolean => {
-    plan.push(rule);
-    return rule.recipientTests.length === 0;
-  };
   for (const rule of ruleset.override) {
-    if (allPass(rule.eventTests, event, NO_RECIPIENT) && decides(rule)) return plan;
+    if (!allPass(rule.eventTests, event, NO_RECIPIENT)) continue;
+    plan.push(rule);
+    if (rule.recipientTests.length === 0) return plan;
   }
   const decided = eventOnlyKinds(event, ruleset);
-  if (decided !== undefined && decides(decided)) return plan;
+  if (decided !== undefined) {
+    plan.push(decided);
+    return plan;
+  }
   for (const rule of ruleset.underride) {
-    if (allPass(rule.eventTests, event, NO_RECIPIENT) && decides(rule)) return plan;
+    if (!allPass(rule.eventTests, event, NO_RECIPIENT)) continue;
+    plan.push(rule);
+    if (rule.recipientTests.length === 0) return plan;
   }
   return plan;
 }

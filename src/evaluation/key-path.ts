@@ -11,25 +11,27 @@ export type KeyPath = readonly string[];
  */
 export function parseKeyPath(key: string): KeyPath {
   const segments: string[] = [];
-  let current = '';
+  // Unescaped runs are sliced rather than built a character at a time, so
+  // that each name is one flat string: it is used as a property key on
+  // every lookup and kept for the life of the compiled rule.
+  let escaped = '';
+  let runStart = 0;
   for (let i = 0; i < key.length; i += 1) {
     const character = key.charAt(i);
     if (character === '\\') {
       const next = key.charAt(i + 1);
       if (next === '.' || next === '\\') {
-        current += next;
+        escaped += key.slice(runStart, i) + next;
         i += 1;
-      } else {
-        current += character;
+        runStart = i + 1;
       }
     } else if (character === '.') {
-      segments.push(current);
-      current = '';
-    } else {
-      current += character;
+      segments.push(escaped + key.slice(runStart, i));
+      escaped = '';
+      runStart = i + 1;
     }
   }
-  segments.push(current);
+  segments.push(escaped + key.slice(runStart));
   return segments;
 }
 

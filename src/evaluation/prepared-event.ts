@@ -10,6 +10,10 @@ import { FoldedText } from './folded-text.js';
 export class PreparedEvent {
   private bodyText: FoldedText | null | undefined;
   private texts: Map<string, FoldedText> | undefined;
+  // Nearly every request involves one shared ruleset (the defaults): its
+  // plan has a slot of its own, and a map is made only for a second one.
+  private planRuleset: CompiledRuleset | undefined;
+  private firstPlan: RecipientPlan | undefined;
   private plans: Map<CompiledRuleset, RecipientPlan> | undefined;
 
   constructor(
@@ -42,6 +46,12 @@ export class PreparedEvent {
    * recipient of this event, built on first use (see `evaluate-recipient.ts`).
    */
   plan(ruleset: CompiledRuleset, build: (event: PreparedEvent, ruleset: CompiledRuleset) => RecipientPlan): RecipientPlan {
+    if (ruleset === this.planRuleset && this.firstPlan !== undefined) return this.firstPlan;
+    if (this.planRuleset === undefined) {
+      this.planRuleset = ruleset;
+      this.firstPlan = build(this, ruleset);
+      return this.firstPlan;
+    }
     this.plans ??= new Map();
     let plan = this.plans.get(ruleset);
     if (plan === undefined) {

@@ -24,6 +24,7 @@ const content: JsonObject = {
   nothing: null,
   list: ['a', 5, true, null, ['nested']],
   nested: { deep: 'value' },
+  title: '\u017ftraße',
 };
 const event = aMessage({ state_key: '' }, content);
 
@@ -38,6 +39,9 @@ describe('event_match', () => {
     ['another key not even at word boundaries', 'content.msgtype', 'm', false],
     ['another key case-insensitively', 'content.msgtype', 'M.TEXT', true],
     ['another key with a glob', 'type', 'm.room.*', true],
+    ['another key, folding beyond ASCII', 'content.title', 'STRAßE', true],
+    ['another key, same length, one letter off', 'content.title', 'strase', false],
+    ['another key, ASCII only, same length, different', 'type', 'm.room.massage', false],
     ['an escaped dot in the key', 'content.m\\.relates_to.rel_type', 'm.thread', true],
     ['a nested key', 'content.nested.deep', 'value', true],
     ['decided disagreement: \\x in a key stays a backslash', 'content.org\\example', 'backslash key', true],
