@@ -1,0 +1,59 @@
+import type { PushAction } from '../push-rules/push-rule.js';
+import type { ContentRules } from './content-rules.js';
+import type { EvaluationRecipient } from './evaluation-input.js';
+import type { PreparedEvent } from './prepared-event.js';
+
+/** What a recipient's rules decided for one event. */
+export interface RecipientOutcome {
+  /** The matched rule, or `null` when none matched (or the recipient sent the event). */
+  readonly ruleId: string | null;
+  /** The matched rule's actions contain `"notify"`. */
+  readonly notify: boolean;
+  /** The matched rule's actions as stored, in order, without `dont_notify` and `coalesce`. */
+  readonly actions: readonly PushAction[];
+}
+
+/** No enabled rule matched, or the recipient is the sender: not notified. */
+export const NOT_NOTIFIED: RecipientOutcome = Object.freeze({ ruleId: null, notify: false, actions: Object.freeze([]) });
+
+/** One condition, compiled. Pure: the same event and recipient give the same answer. */
+export type ConditionTest = (event: PreparedEvent, recipient: EvaluationRecipient) => boolean;
+
+export interface CompiledRule {
+  /** The answer when this rule is the first to match; one object shared by every evaluation. */
+  readonly outcome: RecipientOutcome;
+  /** Conditions that look only at the event and the room. */
+  readonly eventTests: readonly ConditionTest[];
+  /** Conditions that also look at the recipient (display name, the user ID of a shared ruleset). */
+  readonly recipientTests: readonly ConditionTest[];
+}
+
+/**
+ * A user's ruleset compiled for evaluation: enabled rules only, in the order
+ * they are tried. Rules that can never match (an unknown or malformed
+ * condition) are left out: they cannot be the first match.
+ */
+export interface CompiledRuleset {
+  readonly override: readonly CompiledRule[];
+  readonly content: ContentRules;
+  /** Room and sender rules by rule ID: at most one of each kind can match an event. */
+  readonly room: ReadonlyMap<string, CompiledRule>;
+  readonly sender: ReadonlyMap<string, CompiledRule>;
+  readonly underride: readonly CompiledRule[];
+  /**
+   * Compiled once for many users, the recipient's user ID a parameter: the
+   * event-only part of its evaluation is done once per event (a
+   * `RecipientPlan`) rather than once per recipient.
+   */
+  readonly shared: boolean;
+  /** An estimate of the heap this object holds, for a cache bounded by bytes. */
+  readonly estimatedBytes: number;
+}
+
+/**
+ * For one event and one shared ruleset, the rules whose event-only
+ * conditions hold, in order, up to and including the first that has no
+ * recipient condition (which then decides for everyone the earlier entries
+ * do not catch).
+ */
+export type RecipientPlan = readonly CompiledRule[];
