@@ -4,13 +4,14 @@ import { LIMIT_MESSAGES, matrixError } from '../errors/error-catalogue.js';
 import { isJsonObject, type JsonObject } from '../matrix/json.js';
 import { isValidUserId } from '../matrix/user-id.js';
 import { fail, ok, type Result } from '../result/result.js';
+import type { EvaluateRequest } from '../evaluation/evaluate-request.js';
 import { describeSchemaError } from './parse-request.js';
 
 /**
  * The `evaluate` request (see docs/rpc-contract.md): the homeserver's, not a
  * user's, so it has no `user_id`. Objects are open, as in every request.
  */
-export const EvaluateRequest = Type.Object({
+export const EvaluateRequestSchema = Type.Object({
   op: Type.Literal('evaluate'),
   event: Type.Object({
     type: Type.String(),
@@ -33,7 +34,7 @@ export const EvaluateRequest = Type.Object({
   explain: Type.Optional(Type.Boolean()),
 });
 
-export type EvaluateRequestBody = Static<typeof EvaluateRequest>;
+export type EvaluateRequestBody = Static<typeof EvaluateRequestSchema>;
 
 export interface EvaluateLimits {
   /** The event's compact JSON encoding, in UTF-8 bytes (the spec's event size limit). */
@@ -41,28 +42,18 @@ export interface EvaluateLimits {
   readonly maxRecipients: number;
 }
 
-export interface EvaluateRecipient {
-  readonly userId: string;
-  readonly displayName?: string;
-}
-
-/** A valid `evaluate` request, as the worker runs it. */
+/**
+ * A valid `evaluate` request, as the worker runs it: the body itself, in
+ * wire names, which is what the evaluator reads (a fan-out of 20,000
+ * recipients is not copied into other objects first).
+ */
 export interface EvaluateCommand {
   readonly op: 'evaluate';
-  /** The whole event as sent: every key can be matched. */
-  readonly event: JsonObject;
-  readonly room: {
-    readonly memberCount: number;
-    /** Absent or null on the wire: no `sender_notification_permission` condition matches. */
-    readonly senderPowerLevel?: number;
-    readonly notificationPowerLevels: Readonly<Record<string, number>>;
-  };
-  readonly recipients: readonly EvaluateRecipient[];
-  readonly explain: boolean;
+  readonly request: EvaluateRequest;
 }
 
 // Compiled once per process, like the other request schemas.
-const validate = new Ajv({ strict: true, allErrors: false, coerceTypes: false, useDefaults: false }).compile(EvaluateRequest);
+const validate = new Ajv({ strict: true, allErrors: false, coerceTypes: false, useDefaults: false }).compile(EvaluateRequestSchema);
 
 /**
  * Checks a parsed `evaluate` body: BadJson naming the first offending field
@@ -81,24 +72,12 @@ export function toEvaluateCommand(json: JsonObject, limits: EvaluateLimits): Res
     return fail(matrixError('TooLarge', LIMIT_MESSAGES.eventTooLarge(limits.maxEventBytes)));
   }
   const seen = new Set<string>();
-  const recipients: EvaluateRecipient[] = [];
   for (const [index, recipient] of request.recipients.entries()) {
     const userId = recipient.user_id;
     if (!isValidUserId(userId)) return fail(matrixError('BadJson', `recipients.${index}.user_id is not a valid Matrix user ID.`));
     if (seen.has(userId)) return fail(matrixError('BadJson', `recipients.${index}.user_id repeats ${userId}.`));
     seen.add(userId);
-    recipients.push(recipient.display_name === undefined ? { userId } : { userId, displayName: recipient.display_name });
   }
-  const { member_count: memberCount, sender_power_level: senderPowerLevel, notification_power_levels: levels } = request.room;
-  return ok({
-    op: 'evaluate',
-    event,
-    room: {
-      memberCount,
-      ...(typeof senderPowerLevel === 'number' ? { senderPowerLevel } : {}),
-      notificationPowerLevels: levels ?? {},
-    },
-    recipients,
-    explain: request.explain === true,
-  });
+  // The schema checked every field the evaluator relies on.
+  return ok({ op: 'evaluate', request: request });
 }

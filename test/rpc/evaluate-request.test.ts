@@ -19,24 +19,14 @@ const event = (fields: Record<string, unknown>) => ({ type: 'm.room.message', ro
 describe('toEvaluateCommand', () => {
   it('turns a valid request into a command', () => {
     const result = toEvaluateCommand(anEvaluateRequest({ explain: true }), LIMITS);
-    expect(result).toEqual({
-      ok: true,
-      value: {
-        op: 'evaluate',
-        event: anEvaluateRequest()['event'],
-        room: { memberCount: 3, senderPowerLevel: 50, notificationPowerLevels: { room: 50 } },
-        recipients: [{ userId: '@a:x.org', displayName: 'A' }, { userId: '@b:x.org' }],
-        explain: true,
-      },
-    });
+    expect(result).toEqual({ ok: true, value: { op: 'evaluate', request: anEvaluateRequest({ explain: true }) } });
   });
 
   it.each([
     ['absent', {}],
     ['null', { sender_power_level: null }],
-  ])('a sender power level %s is left out, and absent levels are an empty object', (_name, room) => {
-    const result = toEvaluateCommand(anEvaluateRequest({ room: { member_count: 0, ...room } }), LIMITS);
-    expect(result.ok && result.value.room).toEqual({ memberCount: 0, notificationPowerLevels: {} });
+  ])('accepts a sender power level that is %s, and no notification levels', (_name, room) => {
+    expect(toEvaluateCommand(anEvaluateRequest({ room: { member_count: 0, ...room } }), LIMITS).ok).toBe(true);
   });
 
   it('accepts an empty recipient list and extra event keys', () => {
