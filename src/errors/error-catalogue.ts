@@ -43,6 +43,7 @@ export const MESSAGES = {
 /** Messages for the configured limits; they name the limit so a caller can stay under it. */
 export const LIMIT_MESSAGES = {
   requestTooLarge: (max: number) => `Request body is larger than ${max} bytes.`,
+  jsonTooDeep: (max: number) => `Request body nests arrays and objects deeper than ${max} levels.`,
   stringTooLong: (path: string, max: number) => `${path} is longer than ${max} bytes.`,
   tooManyActions: (max: number) => `Too many actions: a rule may have at most ${max}.`,
   tooManyConditions: (max: number) => `Too many conditions: a rule may have at most ${max}.`,
