@@ -38,6 +38,7 @@ export const MESSAGES = {
   storageFailure: 'The push rules store failed.',
   internalError: 'Internal error.',
   untrustedPublisher: 'The publisher of this request is not trusted.',
+  unserializableRequest: 'The request cannot be serialized as JSON: it nests too deeply or holds values JSON cannot represent.',
 } as const;
 
 /** Messages for the configured limits; they name the limit so a caller can stay under it. */
