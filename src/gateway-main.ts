@@ -37,6 +37,7 @@ async function main(): Promise<void> {
     authenticator: authenticatorOf(config.auth),
     logger: log,
     maxBodyBytes: config.http.maxBodyBytes,
+    maxJsonDepth: config.http.maxJsonDepth,
     requestTimeoutMs: config.http.requestTimeoutMs,
     observer: metrics,
   });

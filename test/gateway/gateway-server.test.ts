@@ -9,6 +9,9 @@ import { createLogger } from '../../src/logging/logger.js';
 const ALICE = '@alice:example.org';
 const TOKEN = 'alice-token';
 const RULESET = { override: [], content: [], room: [], sender: [], underride: [] };
+const MAX_DEPTH = 8;
+/** `levels` arrays, one inside the other, as JSON text. */
+const nested = (levels: number) => '['.repeat(levels) + ']'.repeat(levels);
 
 interface Recorded {
   readonly method: string;
@@ -48,7 +51,7 @@ afterEach(async () => {
 });
 
 function gateway(api: PushRulesApi, authenticator: Authenticator = new TokenFileAuthenticator({ [TOKEN]: ALICE })) {
-  app = buildGatewayServer({ api, authenticator, logger: createLogger('silent'), maxBodyBytes: 4096, requestTimeoutMs: 1234 });
+  app = buildGatewayServer({ api, authenticator, logger: createLogger('silent'), maxBodyBytes: 4096, maxJsonDepth: MAX_DEPTH, requestTimeoutMs: 1234 });
   return app;
 }
 
@@ -109,11 +112,31 @@ describe('gateway errors', () => {
     ['not JSON', 'PUT', v3(RULE_PATH), '{"actions": [', 400, 'M_NOT_JSON'],
     ['an empty body', 'POST', v3('pushers/set'), '', 400, 'M_NOT_JSON'],
     ['over the body limit', 'PUT', v3(RULE_PATH), JSON.stringify({ actions: ['x'.repeat(5000)] }), 413, 'M_TOO_LARGE'],
+    ['nested one level deeper than http.maxJsonDepth', 'PUT', v3(RULE_PATH), `{"actions": ${nested(MAX_DEPTH)}}`, 400, 'M_BAD_JSON'],
+    ['whose nesting is not JSON either', 'POST', v3('pushers/set'), `{"data": ${'['.repeat(MAX_DEPTH + 1)}`, 400, 'M_BAD_JSON'],
   ])('a body %s → %i %s, and no call', async (_name, method, url, payload, status, errcode) => {
     const { api, calls } = recordingApi();
     const response = await gateway(api).inject({ method: method as 'PUT', url, headers: { ...auth, 'content-type': 'application/json' }, payload });
     expect(response.statusCode).toBe(status);
     expect(response.json()).toMatchObject({ errcode, error: expect.any(String) as unknown });
+    expect(calls).toEqual([]);
+  });
+
+  it('forwards a body nested exactly http.maxJsonDepth deep, and counts no brackets inside strings', async () => {
+    const { api, calls } = recordingApi();
+    const payload = `{"actions": ${nested(MAX_DEPTH - 1)}, "note": "${'['.repeat(100)}"}`;
+    const response = await gateway(api).inject({ method: 'PUT', url: v3(`${RULE_PATH}/actions`), headers: auth, payload });
+    expect(response.statusCode).toBe(200);
+    expect(calls.map((c) => c.method)).toEqual(['setPushRuleActions']);
+  });
+
+  it('refuses a ~20 KB body nested 10,000 deep with 400 M_BAD_JSON naming the limit, before it reaches the client', async () => {
+    const { api, calls } = recordingApi();
+    app = buildGatewayServer({ api, authenticator: new TokenFileAuthenticator({ [TOKEN]: ALICE }), logger: createLogger('silent'), maxBodyBytes: 65_536, maxJsonDepth: 31, requestTimeoutMs: 1234 });
+    const payload = `{"kind": "http", "app_id": "a", "pushkey": "k", "data": {"deep": ${nested(10_000)}}}`;
+    const response = await app.inject({ method: 'POST', url: v3('pushers/set'), headers: auth, payload });
+    expect(response.statusCode).toBe(400);
+    expect(response.json()).toEqual({ errcode: 'M_BAD_JSON', error: 'Request body nests arrays and objects deeper than 31 levels.' });
     expect(calls).toEqual([]);
   });
 

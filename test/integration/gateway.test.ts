@@ -110,6 +110,17 @@ describe('gateway end to end', () => {
     expect(response.headers.get('access-control-allow-origin')).toBe('*');
   });
 
+  it('refuses a pusher nested 7,000 deep with 400 M_BAD_JSON, and serves the other callers meanwhile', async () => {
+    // ~14 KB. Past ~4,100 levels the client's JSON.stringify overflowed,
+    // which dropped the broker connection under every pending call.
+    const deep = JSON.stringify(aPusherSetAction({ pushkey: 'gw-deep' })).replace(/}}$/, `, "deep": ${'['.repeat(7_000)}${']'.repeat(7_000)}}}`);
+    const others = Array.from({ length: 8 }, async (_, i) => call('GET', 'pushers', { token: i % 2 === 0 ? 'alice-token' : 'bob-token' }));
+    const refused = await call('POST', 'pushers/set', { raw: deep });
+    expect(refused).toMatchObject({ status: 400, body: { errcode: 'M_BAD_JSON', error: 'Request body nests arrays and objects deeper than 31 levels.' } });
+    for (const response of await Promise.all(others)) expect(response.status).toBe(200);
+    expect(await call('GET', 'pushers')).toMatchObject({ status: 200, body: { pushers: [] } });
+  });
+
   it('answers a CORS preflight', async () => {
     const response = await fetch(`${gw.url}/_matrix/client/v3/pushrules/global/room/x`, {
       method: 'OPTIONS',

@@ -19,6 +19,7 @@ export interface GatewayHarnessOptions {
   readonly authenticator?: Authenticator;
   readonly requestTimeoutMs?: number;
   readonly maxBodyBytes?: number;
+  readonly maxJsonDepth?: number;
 }
 
 /** The real gateway, listening on a free port, forwarding to `queue` with the package's client. */
@@ -30,6 +31,8 @@ export async function startGateway(options: GatewayHarnessOptions): Promise<Gate
     authenticator: options.authenticator ?? new TokenFileAuthenticator(options.tokens ?? {}),
     logger: createLogger(process.env['TEST_LOG_LEVEL'] ?? 'silent'),
     maxBodyBytes: options.maxBodyBytes ?? 16 * 1024,
+    // One below the workers' default: the RPC envelope adds a level.
+    maxJsonDepth: options.maxJsonDepth ?? 31,
     requestTimeoutMs,
   });
   await app.listen({ host: '127.0.0.1', port: 0 });
