@@ -53,6 +53,11 @@ export const LIMIT_MESSAGES = {
   tooManyPushers: (max: number) => `Too many pushers: a user may have at most ${max}.`,
 } as const;
 
+/** Messages that point at what a request sent, so that a caller can find it. */
+export const REQUEST_MESSAGES = {
+  forbiddenKey: (path: string) => `Key not accepted: ${path} (__proto__, constructor and prototype are refused anywhere in a request).`,
+} as const;
+
 export type MessageKey = keyof typeof MESSAGES;
 
 /** A domain error as it travels on the wire (the contract's `error` object). */

@@ -20,8 +20,9 @@ const validators = Object.fromEntries(
 
 /**
  * Turns a raw request body into a command, or the contract's error for it:
- * TooLarge, BadJson (not JSON, nested deeper than `maxJsonDepth`, not an
- * object, schema, user ID, rule body),
+ * TooLarge, BadJson (not JSON, nested deeper than `maxJsonDepth`, a key
+ * `__proto__`/`constructor`/`prototype` anywhere, not an object, schema,
+ * user ID, rule body),
  * Unrecognized (unknown op) or InvalidParam (over a per-request limit).
  * Nothing here touches storage.
  */

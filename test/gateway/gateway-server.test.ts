@@ -5,6 +5,7 @@ import { AuthUnavailableError, type Authenticator } from '../../src/gateway/auth
 import { buildGatewayServer, CORS_HEADERS, type PushRulesApi } from '../../src/gateway/gateway-server.js';
 import { TokenFileAuthenticator } from '../../src/gateway/token-file-authenticator.js';
 import { createLogger } from '../../src/logging/logger.js';
+import { expectCleanPrototype, forbiddenKeyMessage, POISONED_CASES, prototypeKeys } from '../support/poisoned-bodies.js';
 
 const ALICE = '@alice:example.org';
 const TOKEN = 'alice-token';
@@ -219,6 +220,24 @@ describe('gateway errors', () => {
     const response = await gateway(api).inject({ method: 'GET', url: v3(RULE_PATH), headers: auth });
     expect(response.statusCode).toBe(status);
     expect(response.json()).toEqual(body);
+  });
+});
+
+describe('gateway: keys that reach a prototype', () => {
+  const before = prototypeKeys();
+
+  it.each(POISONED_CASES)('%s with a key %s → 400 M_BAD_JSON naming its path, and no call', async (_place, key, place) => {
+    const { api, calls } = recordingApi();
+    const response = await gateway(api).inject({
+      method: place.http.method,
+      url: `/_matrix/client/v3/${place.http.path}`,
+      headers: { ...auth, 'content-type': 'application/json' },
+      payload: place.http.body(key),
+    });
+    expect(response.statusCode).toBe(400);
+    expect(response.json()).toEqual({ errcode: 'M_BAD_JSON', error: forbiddenKeyMessage(place.httpPath(key)) });
+    expect(calls).toEqual([]);
+    expectCleanPrototype(before);
   });
 });
 

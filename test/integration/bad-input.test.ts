@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CONTRACT_KINDS } from '../support/expect-result.js';
+import { expectCleanPrototype, forbiddenKeyMessage, POISONED_CASES, prototypeKeys } from '../support/poisoned-bodies.js';
 import { MAX_REQUEST_BYTES, startHarness, TEST_LIMITS, type Harness } from './support/worker-harness.js';
 
 const USER = '@victim:example.org';
@@ -97,5 +98,20 @@ describe('bad input gets a clear error and changes nothing', () => {
       h.caller.call(h.names.queue, { ...address, rule_id: 'late', rule }, { correlationId, timestamp: sentLongAgo, expiration: '30000' }, 1500),
     ).rejects.toThrow(/no reply/);
     await expectUntouchedAndServing();
+  });
+});
+
+describe('keys that reach a prototype are refused, stored nowhere, and pollute nothing', () => {
+  const before = prototypeKeys();
+
+  it.each(POISONED_CASES)('%s with a key %s', async (_place, key, place) => {
+    const reply = await h.caller.call(h.names.queue, Buffer.from(place.request(USER, key)));
+    expect(reply).toEqual({ ok: false, error: { kind: 'BadJson', ...CONTRACT_KINDS.BadJson, error: forbiddenKeyMessage(place.requestPath(key)) } });
+    // Read back through the worker as well as in the database.
+    expect(await h.call('get_pushrule', USER, { scope: 'global', kind: 'override', rule_id: 'poison' })).toMatchObject({ ok: false, error: { kind: 'NotFound' } });
+    const pushers = await h.call('get_pushers', USER);
+    expect((pushers.body as { pushers: { pushkey: string }[] }).pushers.map((p) => p.pushkey)).toEqual(['v@example.org']);
+    await expectUntouchedAndServing();
+    expectCleanPrototype(before);
   });
 });

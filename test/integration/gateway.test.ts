@@ -5,6 +5,7 @@ import { SEED } from '../support/seed-messages.js';
 import { startGateway, type GatewayHarness } from './support/gateway-harness.js';
 import { startHarness, type Harness } from './support/worker-harness.js';
 import { aPusherSetAction } from '../support/builders.js';
+import { expectCleanPrototype, forbiddenKeyMessage, POISONED_CASES, prototypeKeys } from '../support/poisoned-bodies.js';
 
 /**
  * End to end: HTTP → gateway → RabbitMQ → worker → MongoDB wire protocol,
@@ -119,6 +120,15 @@ describe('gateway end to end', () => {
     expect(refused).toMatchObject({ status: 400, body: { errcode: 'M_BAD_JSON', error: 'Request body nests arrays and objects deeper than 31 levels.' } });
     for (const response of await Promise.all(others)) expect(response.status).toBe(200);
     expect(await call('GET', 'pushers')).toMatchObject({ status: 200, body: { pushers: [] } });
+  });
+
+  it.each(POISONED_CASES)('refuses %s with a key %s: 400 M_BAD_JSON, nothing stored, no pollution', async (_place, key, place) => {
+    const before = prototypeKeys();
+    const response = await call(place.http.method, place.http.path, { raw: place.http.body(key), token: 'bob-token' });
+    expect(response).toMatchObject({ status: 400, body: { errcode: 'M_BAD_JSON', error: forbiddenKeyMessage(place.httpPath(key)) } });
+    expect(await call('GET', 'pushrules/global/override/poison', { token: 'bob-token' })).toMatchObject({ status: 404 });
+    expect(await call('GET', 'pushers', { token: 'bob-token' })).toMatchObject({ status: 200, body: { pushers: [] } });
+    expectCleanPrototype(before);
   });
 
   it('answers a CORS preflight', async () => {

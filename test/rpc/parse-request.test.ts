@@ -4,6 +4,7 @@ import { OPS } from '../../src/rpc/request-schemas.js';
 import { ALICE } from '../support/builders.js';
 import { DEFAULT_LIMITS } from '../support/default-config.js';
 import { expectError, expectOk } from '../support/expect-result.js';
+import { expectCleanPrototype, forbiddenKeyMessage, POISONED_CASES, prototypeKeys } from '../support/poisoned-bodies.js';
 
 const LIMIT = DEFAULT_LIMITS;
 const encode = (value: unknown) => new TextEncoder().encode(typeof value === 'string' ? value : JSON.stringify(value));
@@ -173,5 +174,29 @@ describe('parsing requests: nesting depth (BadJson naming the limit, never a thr
     const text = pusherWithData(`{"x": ${nested(10)}}`);
     expectOk(parseRequest(encode(text), { ...LIMIT, maxJsonDepth: 13 }));
     expectError(parseRequest(encode(text), { ...LIMIT, maxJsonDepth: 12 }), 'BadJson', 'Request body nests arrays and objects deeper than 12 levels.');
+  });
+});
+
+describe('parsing requests: keys that reach a prototype (BadJson naming the key path)', () => {
+  const before = prototypeKeys();
+
+  it.each(POISONED_CASES)('%s with a key %s', (_place, key, place) => {
+    const text = place.request(ALICE, key);
+    expect(() => JSON.parse(text) as unknown).not.toThrow();
+    expectError(parseRequest(encode(text), LIMIT), 'BadJson', forbiddenKeyMessage(place.requestPath(key)));
+    expectCleanPrototype(before);
+  });
+
+  it.each([
+    ['a key spelled with an escape', `{"op": "get_pushers", "user_id": "${ALICE}", "x": {"__pro\\u0074o__": 1}}`, 'x.__proto__'],
+    ['the first of several, in document order', `{"op": "get_pushers", "user_id": "${ALICE}", "a": [{"b": {"constructor": {"prototype": 1}}}]}`, 'a.0.b.constructor'],
+    ['a key inside an array of an unknown field', `{"op": "get_pushers", "user_id": "${ALICE}", "x": [[{"prototype": null}]]}`, 'x.0.0.prototype'],
+  ])('%s', (_case, text, path) => {
+    expectError(parse(text), 'BadJson', forbiddenKeyMessage(path));
+    expectCleanPrototype(before);
+  });
+
+  it.each(['__proto__', 'constructor', 'prototype'])('%s as a value, or inside a longer key, is fine', (word) => {
+    expectOk(parse(`{"op": "get_pushers", "user_id": "${ALICE}", "x": {"${word}x": "${word}", "k": ["${word}"]}}`));
   });
 });
