@@ -80,7 +80,9 @@ const queryString = (value: unknown) => (typeof value === 'string' ? value : und
 /**
  * The endpoints, relative to each prefix. Bodies go to the workers as the
  * client sent them: the workers validate every field (and answer
- * M_BAD_JSON), so the gateway checks only that a body is JSON at all.
+ * M_BAD_JSON), so the gateway checks only what keeps the gateway itself
+ * safe: that a body is JSON, not nested past `maxJsonDepth`, and free of
+ * prototype keys.
  */
 const ROUTES: readonly Route[] = [
   { path: '/pushrules/', handlers: { GET: async (api, c) => api.getPushRules(c.userId, { timeoutMs: c.timeoutMs }) } },
