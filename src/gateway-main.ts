@@ -6,6 +6,7 @@ import { GatewayMetrics } from './gateway/gateway-metrics.js';
 import { buildGatewayServer } from './gateway/gateway-server.js';
 import { HomeserverAuthenticator } from './gateway/homeserver-authenticator.js';
 import { TokenFileAuthenticator } from './gateway/token-file-authenticator.js';
+import { handleFatalErrors } from './lifecycle/fatal-errors.js';
 import { handleStopSignals } from './lifecycle/signal-shutdown.js';
 import { createLogger } from './logging/logger.js';
 import { HealthServer, listenAndLog } from './observability/health-server.js';
@@ -22,6 +23,7 @@ import { HealthServer, listenAndLog } from './observability/health-server.js';
 async function main(): Promise<void> {
   const config = readConfig();
   const log = createLogger(config.log.level, 'matrix-push-gateway');
+  handleFatalErrors(log);
   const client = new PushRulesClient({
     url: config.amqp.url,
     queue: config.amqp.queue,
@@ -35,6 +37,7 @@ async function main(): Promise<void> {
     authenticator: authenticatorOf(config.auth),
     logger: log,
     maxBodyBytes: config.http.maxBodyBytes,
+    maxJsonDepth: config.http.maxJsonDepth,
     requestTimeoutMs: config.http.requestTimeoutMs,
     observer: metrics,
     maxInFlight: config.http.maxInFlight,

@@ -2,6 +2,7 @@ import { MongoClient } from 'mongodb';
 import type { Config } from './config/config-schema.js';
 import { ConfigError, loadConfig } from './config/load-config.js';
 import { createLogger, type Logger } from './logging/logger.js';
+import { handleFatalErrors } from './lifecycle/fatal-errors.js';
 import { handleStopSignals } from './lifecycle/signal-shutdown.js';
 import { HealthServer, listenAndLog } from './observability/health-server.js';
 import { WorkerMetrics } from './observability/metrics.js';
@@ -21,6 +22,7 @@ import { PushService } from './worker/push-service.js';
 async function main(): Promise<void> {
   const config = readConfig();
   const log = createLogger(config.log.level);
+  handleFatalErrors(log);
   const stopSignal = new AbortController();
   // A function, not the property: signals flip it between awaits.
   const stopped = () => stopSignal.signal.aborted;

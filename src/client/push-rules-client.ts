@@ -4,7 +4,7 @@ import type { RuleAddress } from '../push-rules/rule-address.js';
 import type { Pusher, PusherSetAction } from '../pushers/pusher.js';
 import type { Reply } from '../worker/reply.js';
 import { PushRulesError } from './push-rules-error.js';
-import { RpcClient, RpcTransportError, type RequestOptions } from './rpc-client.js';
+import { RpcClient, RpcRequestError, RpcTransportError, type RequestOptions } from './rpc-client.js';
 
 // The package entry (`matrix-push-worker/client`) is this file, so its error type and address type come with it.
 export { PushRulesError } from './push-rules-error.js';
@@ -156,6 +156,8 @@ export class PushRulesClient {
       reply = await this.#transport.request(body, options);
     } catch (error) {
       if (error instanceof RpcTransportError) throw PushRulesError.fromTransport(error.reason);
+      // Nothing was sent: the caller's own argument is at fault, not the service.
+      if (error instanceof RpcRequestError) throw PushRulesError.unserializable();
       throw error;
     }
     if (!reply.ok) throw new PushRulesError(reply.error);

@@ -1,5 +1,5 @@
 import type { ErrorKind, MatrixErrorBody } from '../errors/error-catalogue.js';
-import { ERROR_KINDS } from '../errors/error-catalogue.js';
+import { ERROR_KINDS, MESSAGES } from '../errors/error-catalogue.js';
 import type { TransportFailure } from './rpc-client.js';
 
 /** What a caller sees when a transport failure stands in for the reply. */
@@ -12,9 +12,10 @@ const TRANSPORT_MESSAGES: Record<TransportFailure, string> = {
 };
 
 /**
- * The one error `PushRulesClient` throws: a worker's Matrix error, or a
- * transport failure as `Unavailable` (503) with its `reason`. A front
- * answers `status` with `{errcode, error: message}`.
+ * The one error `PushRulesClient` throws: a worker's Matrix error, a
+ * transport failure as `Unavailable` (503) with its `reason`, or a body that
+ * cannot be serialized as `BadJson` (400). A front answers `status` with
+ * `{errcode, error: message}`.
  */
 export class PushRulesError extends Error {
   readonly kind: ErrorKind;
@@ -35,6 +36,12 @@ export class PushRulesError extends Error {
   static fromTransport(reason: TransportFailure): PushRulesError {
     const { errcode, status } = ERROR_KINDS.Unavailable;
     return new PushRulesError({ kind: 'Unavailable', errcode, status, error: TRANSPORT_MESSAGES[reason] }, reason);
+  }
+
+  /** A call whose body `JSON.stringify` refused: `BadJson` (400), nothing sent, no `reason`. */
+  static unserializable(): PushRulesError {
+    const { errcode, status } = ERROR_KINDS.BadJson;
+    return new PushRulesError({ kind: 'BadJson', errcode, status, error: MESSAGES.unserializableRequest });
   }
 
   /** The standard Matrix error body. */

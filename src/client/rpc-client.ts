@@ -18,6 +18,18 @@ export class RpcTransportError extends Error {
   }
 }
 
+/**
+ * A request body that cannot be sent as JSON (`JSON.stringify` refused it:
+ * nested too deep for its stack, a cycle, a BigInt). Nothing was sent, and
+ * only this call fails: it says nothing about the connection.
+ */
+export class RpcRequestError extends Error {
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = 'RpcRequestError';
+  }
+}
+
 export interface RpcClientOptions {
   readonly url: string;
   /** The workers' request queue. */
@@ -73,9 +85,16 @@ export class RpcClient {
     this.#options = options;
   }
 
-  /** Resolves with the reply envelope; rejects with `RpcTransportError` when there is none. */
+  /**
+   * Resolves with the reply envelope; rejects with `RpcTransportError` when
+   * there is none, or `RpcRequestError` when `body` cannot be serialized.
+   */
   async request(body: object, options: RequestOptions = {}): Promise<Reply> {
     if (this.#closed) throw new RpcTransportError('closed', 'the client is closed');
+    // Before the connection is touched: a throw from JSON.stringify inside
+    // the publish's `try` was taken for a closed channel, and the connection
+    // was dropped under every other caller's pending call.
+    const content = serialize(body);
     const session = await this.#connected();
     const timeoutMs = options.timeoutMs ?? this.#options.timeoutMs ?? 10_000;
     const correlationId = randomUUID();
@@ -86,7 +105,7 @@ export class RpcClient {
       }, timeoutMs);
       session.pending.set(correlationId, { resolve, reject, timer });
       try {
-        session.channel.publish('', this.#options.queue, Buffer.from(JSON.stringify(body)), {
+        session.channel.publish('', this.#options.queue, content, {
           mandatory: true,
           replyTo: REPLY_QUEUE,
           correlationId,
@@ -170,6 +189,14 @@ export class RpcClient {
     );
     this.#live = session;
     return session;
+  }
+}
+
+function serialize(body: object): Buffer {
+  try {
+    return Buffer.from(JSON.stringify(body));
+  } catch (error) {
+    throw new RpcRequestError(`the request body cannot be serialized as JSON: ${(error as Error).message}`, { cause: error });
   }
 }
 

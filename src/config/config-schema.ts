@@ -45,6 +45,10 @@ export const ConfigSchema = Type.Object(
     limits: Type.Object(
       {
         maxRequestBytes: Type.Integer({ minimum: 1024, maximum: 4 * 1024 * 1024 }),
+        // A rule with a tweak object needs 4 levels. Past a few thousand,
+        // recursive code (JSON.stringify of a stored value, say) runs out of
+        // stack, so the ceiling stays far below that.
+        maxJsonDepth: Type.Integer({ minimum: 8, maximum: 512 }),
         maxStringBytes: Type.Integer({ minimum: 64, maximum: 1024 * 1024 }),
         maxActionsPerRule: Type.Integer({ minimum: 1, maximum: 10000 }),
         maxConditionsPerRule: Type.Integer({ minimum: 1, maximum: 10000 }),
@@ -137,6 +141,7 @@ export const ENVIRONMENT: readonly { readonly name: string; readonly path: reado
   { name: 'WRITE_BACKOFF_MAX_MS', path: ['writes', 'backoffMaxMs'], kind: 'integer' },
   { name: 'WRITE_RECORDED_WINDOW', path: ['writes', 'recordedWritesWindow'], kind: 'integer' },
   { name: 'MAX_REQUEST_BYTES', path: ['limits', 'maxRequestBytes'], kind: 'integer' },
+  { name: 'MAX_JSON_DEPTH', path: ['limits', 'maxJsonDepth'], kind: 'integer' },
   { name: 'MAX_STRING_BYTES', path: ['limits', 'maxStringBytes'], kind: 'integer' },
   { name: 'MAX_ACTIONS_PER_RULE', path: ['limits', 'maxActionsPerRule'], kind: 'integer' },
   { name: 'MAX_CONDITIONS_PER_RULE', path: ['limits', 'maxConditionsPerRule'], kind: 'integer' },

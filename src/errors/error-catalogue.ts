@@ -38,11 +38,13 @@ export const MESSAGES = {
   storageFailure: 'The push rules store failed.',
   internalError: 'Internal error.',
   untrustedPublisher: 'The publisher of this request is not trusted.',
+  unserializableRequest: 'The request cannot be serialized as JSON: it nests too deeply or holds values JSON cannot represent.',
 } as const;
 
 /** Messages for the configured limits; they name the limit so a caller can stay under it. */
 export const LIMIT_MESSAGES = {
   requestTooLarge: (max: number) => `Request body is larger than ${max} bytes.`,
+  jsonTooDeep: (max: number) => `Request body nests arrays and objects deeper than ${max} levels.`,
   stringTooLong: (path: string, max: number) => `${path} is longer than ${max} bytes.`,
   tooManyActions: (max: number) => `Too many actions: a rule may have at most ${max}.`,
   tooManyConditions: (max: number) => `Too many conditions: a rule may have at most ${max}.`,
@@ -51,6 +53,11 @@ export const LIMIT_MESSAGES = {
   tooManyPushers: (max: number) => `Too many pushers: a user may have at most ${max}.`,
   tooManyRecipients: (max: number) => `Too many recipients: an evaluate request may name at most ${max}.`,
   eventTooLarge: (max: number) => `The event is larger than ${max} bytes.`,
+} as const;
+
+/** Messages that point at what a request sent, so that a caller can find it. */
+export const REQUEST_MESSAGES = {
+  forbiddenKey: (path: string) => `Key not accepted: ${path} (__proto__, constructor and prototype are refused anywhere in a request).`,
 } as const;
 
 export type MessageKey = keyof typeof MESSAGES;

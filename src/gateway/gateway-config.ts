@@ -13,6 +13,12 @@ export const GatewayConfigSchema = Type.Object(
         port: Type.Integer({ minimum: 0, maximum: 65535 }),
         /** Larger request bodies get 413 M_TOO_LARGE before anything else. */
         maxBodyBytes: Type.Integer({ minimum: 1024, maximum: 4 * 1024 * 1024 }),
+        /**
+         * Bodies nesting arrays and objects deeper get 400 M_BAD_JSON before
+         * they are parsed. The RPC envelope wraps a body in one more level, so
+         * this stays one below the workers' `limits.maxJsonDepth`.
+         */
+        maxJsonDepth: Type.Integer({ minimum: 7, maximum: 511 }),
         /** How long a request may wait for the workers before the client gets 503. */
         requestTimeoutMs: Type.Integer({ minimum: 100, maximum: 120000 }),
         /** Requests the gateway works on at once; more get 503 at once (bounded memory, no queue in front of the workers). */
@@ -74,6 +80,7 @@ export const GATEWAY_ENVIRONMENT: EnvironmentList = [
   { name: 'GATEWAY_HOST', path: ['http', 'host'], kind: 'string' },
   { name: 'GATEWAY_PORT', path: ['http', 'port'], kind: 'integer' },
   { name: 'GATEWAY_MAX_BODY_BYTES', path: ['http', 'maxBodyBytes'], kind: 'integer' },
+  { name: 'GATEWAY_MAX_JSON_DEPTH', path: ['http', 'maxJsonDepth'], kind: 'integer' },
   { name: 'GATEWAY_REQUEST_TIMEOUT_MS', path: ['http', 'requestTimeoutMs'], kind: 'integer' },
   { name: 'GATEWAY_MAX_IN_FLIGHT', path: ['http', 'maxInFlight'], kind: 'integer' },
   { name: 'AMQP_URL', path: ['amqp', 'url'], kind: 'string' },

@@ -10,6 +10,7 @@ export const GATEWAY_ERRORS = {
   methodNotAllowed: { errcode: 'M_UNRECOGNIZED', status: 405, message: 'Method not allowed on this endpoint.' },
   badPath: { errcode: 'M_UNRECOGNIZED', status: 400, message: 'The request path is not valid percent-encoding.' },
   notJson: { errcode: 'M_NOT_JSON', status: 400, message: 'Content not JSON.' },
+  badJson: { errcode: 'M_BAD_JSON', status: 400, message: 'The JSON body is not acceptable.' },
   tooLarge: { errcode: 'M_TOO_LARGE', status: 413, message: 'Request body too large.' },
   badRequest: { errcode: 'M_UNKNOWN', status: 400, message: 'Bad request.' },
   missingToken: { errcode: 'M_MISSING_TOKEN', status: 401, message: 'Missing access token.' },

@@ -4,6 +4,7 @@ import type { PushAction, RuleBody } from '../push-rules/push-rule.js';
 import type { RuleAddress } from '../push-rules/rule-address.js';
 import type { PusherSetAction } from '../pushers/pusher.js';
 import type { Logger } from '../logging/logger.js';
+import { parseUntrustedJson } from '../matrix/parse-untrusted-json.js';
 import { AuthUnavailableError, type Authenticator, type TokenRejection } from './authenticator.js';
 import { GATEWAY_ERRORS, matrixBody, rejectionBody, type GatewayError } from './gateway-errors.js';
 import { InFlightLimit, type InFlightSlot } from './in-flight-limit.js';
@@ -55,6 +56,8 @@ export interface GatewayServerOptions {
   readonly authenticator: Authenticator;
   readonly logger: Logger;
   readonly maxBodyBytes: number;
+  /** Bodies nesting arrays and objects deeper get 400 M_BAD_JSON before they are parsed. */
+  readonly maxJsonDepth: number;
   /** Each call's deadline for the workers; past it the client gets 503. */
   readonly requestTimeoutMs: number;
   readonly observer?: GatewayObserver;
@@ -80,6 +83,11 @@ export const CORS_HEADERS = {
 } as const;
 
 type Method = 'GET' | 'PUT' | 'POST' | 'DELETE';
+/** How the body parser tells the error handler what to answer. */
+interface BodyRefusal {
+  readonly matrixError: GatewayError;
+  readonly matrixMessage?: string;
+}
 type Params = Readonly<Record<string, string>>;
 interface Call {
   readonly userId: string;
@@ -103,7 +111,9 @@ const queryString = (value: unknown) => (typeof value === 'string' ? value : und
 /**
  * The endpoints, relative to each prefix. Bodies go to the workers as the
  * client sent them: the workers validate every field (and answer
- * M_BAD_JSON), so the gateway checks only that a body is JSON at all.
+ * M_BAD_JSON), so the gateway checks only what keeps the gateway itself
+ * safe: that a body is JSON, not nested past `maxJsonDepth`, and free of
+ * prototype keys.
  */
 const ROUTES: readonly Route[] = [
   { path: '/pushrules/', handlers: { GET: async (api, c) => api.getPushRules(c.userId, { timeoutMs: c.timeoutMs }) } },
@@ -230,11 +240,17 @@ export function buildGatewayServer(options: GatewayServerOptions): FastifyInstan
       done(null, undefined);
       return;
     }
-    try {
-      done(null, JSON.parse(text as string));
-    } catch {
-      done(Object.assign(new Error('Content not JSON.'), { statusCode: 400, matrixError: 'notJson' as const }), undefined);
+    // The depth is checked before the parse: a few KB of `[` would
+    // otherwise overflow the stack of whatever walks the body next (the
+    // client's JSON.stringify, for one).
+    const parsed = parseUntrustedJson(text as string, { maxDepth: options.maxJsonDepth });
+    if (parsed.ok) {
+      done(null, parsed.value);
+      return;
     }
+    const refusal: BodyRefusal =
+      parsed.problem === 'not-json' ? { matrixError: 'notJson' } : { matrixError: 'badJson', matrixMessage: parsed.message };
+    done(Object.assign(new Error(parsed.message), { statusCode: 400 }, refusal), undefined);
   });
 
   // Every request counts against the cap, before authentication: at the
@@ -260,8 +276,8 @@ export function buildGatewayServer(options: GatewayServerOptions): FastifyInstan
   });
 
   app.setNotFoundHandler(async (_request, reply) => send(reply, 'unrecognized'));
-  app.setErrorHandler(async (error: Error & { statusCode?: number; matrixError?: GatewayError }, request, reply) => {
-    if (error.matrixError !== undefined) return send(reply, error.matrixError);
+  app.setErrorHandler(async (error: Error & { statusCode?: number } & Partial<BodyRefusal>, request, reply) => {
+    if (error.matrixError !== undefined) return send(reply, error.matrixError, error.matrixMessage);
     if (error.statusCode === 413) return send(reply, 'tooLarge');
     if (error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode < 500) return send(reply, 'badRequest', error.message);
     request.log.error({ err: error }, 'gateway request failed');

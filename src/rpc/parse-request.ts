@@ -1,6 +1,7 @@
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import { LIMIT_MESSAGES, matrixError } from '../errors/error-catalogue.js';
 import { isJsonObject, type JsonObject } from '../matrix/json.js';
+import { parseUntrustedJson } from '../matrix/parse-untrusted-json.js';
 import { isValidUserId } from '../matrix/user-id.js';
 import type { RawPusherSetAction } from '../pushers/decide-pusher-set.js';
 import { validateActions } from '../push-rules/validate-actions.js';
@@ -19,7 +20,9 @@ const validators = Object.fromEntries(
 
 /**
  * Turns a raw request body into a command, or the contract's error for it:
- * TooLarge, BadJson (not JSON, not an object, schema, user ID, rule body),
+ * TooLarge, BadJson (not JSON, nested deeper than `maxJsonDepth`, a key
+ * `__proto__`/`constructor`/`prototype` anywhere, not an object, schema,
+ * user ID, rule body),
  * Unrecognized (unknown op) or InvalidParam (over a per-request limit).
  * Nothing here touches storage.
  */
@@ -27,12 +30,13 @@ export function parseRequest(body: Uint8Array, limits: RequestLimits): Result<Co
   if (body.byteLength > limits.maxRequestBytes) {
     return fail(matrixError('TooLarge', LIMIT_MESSAGES.requestTooLarge(limits.maxRequestBytes)));
   }
-  let json: unknown;
-  try {
-    json = JSON.parse(Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString('utf8'));
-  } catch {
-    return fail(matrixError('BadJson', 'Request body is not valid JSON.'));
-  }
+  const text = Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString('utf8');
+  // Too deep is BadJson, not TooLarge: the body is small, its shape is
+  // what the contract refuses (like a schema failure), and a 413 would
+  // tell an HTTP client to send fewer bytes.
+  const parsed = parseUntrustedJson(text, { maxDepth: limits.maxJsonDepth });
+  if (!parsed.ok) return fail(matrixError('BadJson', parsed.problem === 'not-json' ? 'Request body is not valid JSON.' : parsed.message));
+  const json = parsed.value;
   if (!isJsonObject(json)) return fail(matrixError('BadJson', 'Request body must be a JSON object.'));
   const command = parseRequestObject(json);
   return command.ok ? checkRequestLimits(json, command.value, limits) : command;

@@ -46,6 +46,12 @@ export interface RpcWorkerOptions {
 const JSON_CONTENT = 'application/json';
 const NO_OBSERVER: WorkerObserver = { requestSettled: () => undefined, reconnected: () => undefined };
 
+/** How far the handling of one request got, so that a failure neither answers nor settles it twice. */
+interface Progress {
+  replied: boolean;
+  settled: boolean;
+}
+
 /** One connection and its channel; replaced as a whole when either is lost. */
 interface Session {
   readonly connection: ChannelModel;
@@ -235,7 +241,32 @@ export class RpcWorker {
     });
   }
 
+  /**
+   * Never rejects: its promise is only tracked, so a rejection would be
+   * unhandled and take the process down, and the broker would hand the same
+   * request to the next worker. Anything unexpected is logged with its
+   * cause; a request not answered yet gets an internal error and is acked.
+   */
   async #onMessage(session: Session, message: ConsumeMessage): Promise<void> {
+    const progress: Progress = { replied: false, settled: false };
+    try {
+      await this.#answer(session, message, progress);
+    } catch (error) {
+      try {
+        this.#log.error({ err: error, ...progress }, 'request failed unexpectedly');
+        const { replyTo, correlationId } = message.properties as { replyTo?: unknown; correlationId?: unknown };
+        if (!progress.replied && typeof replyTo === 'string' && replyTo !== '' && typeof correlationId === 'string' && correlationId !== '') {
+          const reply = failure(matrixError('Database', MESSAGES.internalError));
+          this.#publish(session.channel, '', replyTo, reply, { correlationId, contentType: JSON_CONTENT });
+        }
+        if (!progress.settled) this.#settle(session, message, 'ack');
+      } catch {
+        // Logging itself failed; the request is settled or goes back to the broker with the channel.
+      }
+    }
+  }
+
+  async #answer(session: Session, message: ConsumeMessage, progress: Progress): Promise<void> {
     const { channel } = session;
     const started = performance.now();
     // amqplib types these properties as `any`; they are whatever the publisher sent.
@@ -253,6 +284,7 @@ export class RpcWorker {
         { messageId, hasReplyTo: typeof replyTo === 'string', hasCorrelationId: typeof correlationId === 'string' },
         'request without replyTo or correlationId cannot be answered: dead-lettered',
       );
+      progress.settled = true;
       this.#settle(session, message, 'reject');
       report('unknown', 'dead-lettered');
       return;
@@ -260,6 +292,7 @@ export class RpcWorker {
     const deadline = requestDeadline(properties.timestamp as unknown, properties.expiration as unknown);
     if (deadline !== undefined && deadline <= this.#now()) {
       this.#log.info({ correlationId }, 'request expired before it was taken: dropped');
+      progress.settled = true;
       this.#settle(session, message, 'ack');
       report('unknown', 'expired');
       return;
@@ -270,10 +303,12 @@ export class RpcWorker {
       trusted.length > 0 && (typeof publisher !== 'string' || !trusted.includes(publisher))
         ? { reply: failure(matrixError('Forbidden', MESSAGES.untrustedPublisher)), conflicts: 0 }
         : await this.#serve(message.content, typeof messageId === 'string' && messageId !== '' ? messageId : undefined);
+    progress.replied = true;
     const published = this.#publish(channel, '', replyTo, outcome.reply, { correlationId, contentType: JSON_CONTENT });
     if (published && outcome.change !== undefined) {
       this.#publish(channel, this.#options.amqp.eventsExchange, outcome.change.type, outcome.change, { contentType: JSON_CONTENT });
     }
+    progress.settled = true;
     this.#settle(session, message, published ? 'ack' : 'requeue');
     const seconds = (performance.now() - started) / 1000;
     this.#logOutcome(outcome, { correlationId, publisher, redelivered, ms: Math.round(seconds * 100_000) / 100 });
@@ -283,18 +318,26 @@ export class RpcWorker {
     });
   }
 
+  /** Every failure becomes a reply: parsing and the hooks run inside the same `try` as the service. */
   async #serve(body: Buffer, messageId: string | undefined): Promise<HandleOutcome & { op?: string }> {
-    const parsed = parseRequest(body, this.#options.limits);
-    if (!parsed.ok) return { reply: failure(parsed.error), conflicts: 0 };
-    this.#options.beforeServe?.(parsed.value);
+    let command: Command | undefined;
     try {
-      const outcome = await this.#service.handle(parsed.value, { messageId });
-      this.#options.afterServe?.(parsed.value);
-      return { ...outcome, op: parsed.value.op };
+      const parsed = parseRequest(body, this.#options.limits);
+      if (!parsed.ok) return { reply: failure(parsed.error), conflicts: 0 };
+      command = parsed.value;
+      this.#options.beforeServe?.(command);
+      const outcome = await this.#service.handle(command, { messageId });
+      this.#options.afterServe?.(command);
+      return { ...outcome, op: command.op };
     } catch (error) {
-      // The service turns every failure into a reply; this is a bug, and
-      // the caller still gets an answer.
-      return { reply: failure(matrixError('Database', MESSAGES.internalError)), conflicts: 0, failure: error, op: parsed.value.op };
+      // Parsing and the service turn every refusal into a result; this is a
+      // bug, logged with its cause, and the caller still gets an answer.
+      return {
+        reply: failure(matrixError('Database', MESSAGES.internalError)),
+        conflicts: 0,
+        failure: error,
+        ...(command === undefined ? {} : { op: command.op }),
+      };
     }
   }
 

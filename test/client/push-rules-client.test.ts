@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { PushRulesClient, PushRulesError, type RpcTransport } from '../../src/client/push-rules-client.js';
-import { RpcTransportError, type RequestOptions, type TransportFailure } from '../../src/client/rpc-client.js';
+import { RpcClient, RpcRequestError, RpcTransportError, type RequestOptions, type TransportFailure } from '../../src/client/rpc-client.js';
+import type { JsonValue } from '../../src/matrix/json.js';
 import type { Reply } from '../../src/worker/reply.js';
 import { aPusherSetAction } from '../support/builders.js';
 
@@ -122,5 +123,50 @@ describe('PushRulesClient replies', () => {
     const { client, closes } = recordingTransport();
     await client.close();
     expect(closes.count).toBe(1);
+  });
+});
+
+/** A pusher whose `data` nests `levels` deep, built without recursion. */
+function deepPusher(levels: number) {
+  let deep: JsonValue = 'leaf';
+  for (let i = 0; i < levels; i += 1) deep = [deep];
+  return aPusherSetAction({ data: { url: 'https://push.example.org/_matrix/push/v1/notify', deep } });
+}
+
+describe('PushRulesClient with a body that cannot be serialized', () => {
+  const BAD_JSON = { kind: 'BadJson', errcode: 'M_BAD_JSON', status: 400, reason: undefined };
+
+  it('turns the transport refusing the body into BadJson 400, without a reason', async () => {
+    const { client } = recordingTransport(async () => Promise.reject(new RpcRequestError('the request body cannot be serialized as JSON: x')));
+    const thrown = await client.setPusher(USER, PUSHER).catch((e: unknown) => e);
+    expect(thrown).toBeInstanceOf(PushRulesError);
+    expect(thrown).toMatchObject(BAD_JSON);
+    expect((thrown as PushRulesError).toMatrixBody()).toEqual({ errcode: 'M_BAD_JSON', error: expect.stringContaining('cannot be serialized as JSON') as unknown });
+  });
+
+  // The real transport, pointed at a port nothing listens on: a body it
+  // cannot serialize must fail before it tries to connect.
+  const unreachable = 'amqp://guest:guest@127.0.0.1:1';
+  const cyclic: Record<string, unknown> = {};
+  cyclic['self'] = cyclic;
+
+  it.each<[string, object]>([
+    ['nested 10,000 deep (past JSON.stringify’s stack)', { op: 'set_pusher', user_id: USER, action: deepPusher(10_000) }],
+    ['cyclic', { op: 'set_pusher', user_id: USER, action: cyclic }],
+    ['holding a BigInt', { op: 'set_pusher', user_id: USER, action: { n: 1n } }],
+  ])('RpcClient refuses a body %s with RpcRequestError, before it connects', async (_case, body) => {
+    const rpc = new RpcClient({ url: unreachable, queue: 'q', timeoutMs: 1_000 });
+    const thrown = await rpc.request(body).catch((e: unknown) => e);
+    expect(thrown).toBeInstanceOf(RpcRequestError);
+    expect((thrown as Error).message).toMatch(/^the request body cannot be serialized as JSON: /);
+    await rpc.close();
+  });
+
+  it('PushRulesClient on the real transport answers BadJson 400 for such a body, not Unavailable', async () => {
+    const client = new PushRulesClient({ url: unreachable, timeoutMs: 1_000 });
+    const thrown = await client.setPusher(USER, deepPusher(10_000)).catch((e: unknown) => e);
+    expect(thrown).toBeInstanceOf(PushRulesError);
+    expect(thrown).toMatchObject(BAD_JSON);
+    await client.close();
   });
 });

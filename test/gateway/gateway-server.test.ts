@@ -10,10 +10,14 @@ import { GatewayMetrics } from '../../src/gateway/gateway-metrics.js';
 import { buildGatewayServer, CORS_HEADERS, REFUSAL_LOG_INTERVAL_MS, type GatewayObserver, type GatewayServerOptions, type PushRulesApi } from '../../src/gateway/gateway-server.js';
 import { TokenFileAuthenticator } from '../../src/gateway/token-file-authenticator.js';
 import { createLogger } from '../../src/logging/logger.js';
+import { expectCleanPrototype, forbiddenKeyMessage, POISONED_CASES, prototypeKeys } from '../support/poisoned-bodies.js';
 
 const ALICE = '@alice:example.org';
 const TOKEN = 'alice-token';
 const RULESET = { override: [], content: [], room: [], sender: [], underride: [] };
+const MAX_DEPTH = 8;
+/** `levels` arrays, one inside the other, as JSON text. */
+const nested = (levels: number) => '['.repeat(levels) + ']'.repeat(levels);
 
 interface Recorded {
   readonly method: string;
@@ -57,7 +61,15 @@ function gateway(
   authenticator: Authenticator = new TokenFileAuthenticator({ [TOKEN]: ALICE }),
   more: Partial<Pick<GatewayServerOptions, 'writeRateLimit' | 'maxInFlight' | 'now' | 'observer' | 'logger'>> = {},
 ) {
-  app = buildGatewayServer({ api, authenticator, logger: createLogger('silent'), maxBodyBytes: 4096, requestTimeoutMs: 1234, ...more });
+  app = buildGatewayServer({
+    api,
+    authenticator,
+    logger: createLogger('silent'),
+    maxBodyBytes: 4096,
+    maxJsonDepth: MAX_DEPTH,
+    requestTimeoutMs: 1234,
+    ...more,
+  });
   return app;
 }
 
@@ -118,11 +130,31 @@ describe('gateway errors', () => {
     ['not JSON', 'PUT', v3(RULE_PATH), '{"actions": [', 400, 'M_NOT_JSON'],
     ['an empty body', 'POST', v3('pushers/set'), '', 400, 'M_NOT_JSON'],
     ['over the body limit', 'PUT', v3(RULE_PATH), JSON.stringify({ actions: ['x'.repeat(5000)] }), 413, 'M_TOO_LARGE'],
+    ['nested one level deeper than http.maxJsonDepth', 'PUT', v3(RULE_PATH), `{"actions": ${nested(MAX_DEPTH)}}`, 400, 'M_BAD_JSON'],
+    ['whose nesting is not JSON either', 'POST', v3('pushers/set'), `{"data": ${'['.repeat(MAX_DEPTH + 1)}`, 400, 'M_BAD_JSON'],
   ])('a body %s → %i %s, and no call', async (_name, method, url, payload, status, errcode) => {
     const { api, calls } = recordingApi();
     const response = await gateway(api).inject({ method: method as 'PUT', url, headers: { ...auth, 'content-type': 'application/json' }, payload });
     expect(response.statusCode).toBe(status);
     expect(response.json()).toMatchObject({ errcode, error: expect.any(String) as unknown });
+    expect(calls).toEqual([]);
+  });
+
+  it('forwards a body nested exactly http.maxJsonDepth deep, and counts no brackets inside strings', async () => {
+    const { api, calls } = recordingApi();
+    const payload = `{"actions": ${nested(MAX_DEPTH - 1)}, "note": "${'['.repeat(100)}"}`;
+    const response = await gateway(api).inject({ method: 'PUT', url: v3(`${RULE_PATH}/actions`), headers: auth, payload });
+    expect(response.statusCode).toBe(200);
+    expect(calls.map((c) => c.method)).toEqual(['setPushRuleActions']);
+  });
+
+  it('refuses a ~20 KB body nested 10,000 deep with 400 M_BAD_JSON naming the limit, before it reaches the client', async () => {
+    const { api, calls } = recordingApi();
+    app = buildGatewayServer({ api, authenticator: new TokenFileAuthenticator({ [TOKEN]: ALICE }), logger: createLogger('silent'), maxBodyBytes: 65_536, maxJsonDepth: 31, requestTimeoutMs: 1234 });
+    const payload = `{"kind": "http", "app_id": "a", "pushkey": "k", "data": {"deep": ${nested(10_000)}}}`;
+    const response = await app.inject({ method: 'POST', url: v3('pushers/set'), headers: auth, payload });
+    expect(response.statusCode).toBe(400);
+    expect(response.json()).toEqual({ errcode: 'M_BAD_JSON', error: 'Request body nests arrays and objects deeper than 31 levels.' });
     expect(calls).toEqual([]);
   });
 
@@ -498,6 +530,24 @@ describe('gateway in-flight cap', () => {
     // Taken again for the call to the workers, freed after it.
     expect(counts).toEqual([1, 0, 1, 0]);
     expect(calls.map((c) => c.method)).toEqual(['getPushers']);
+  });
+});
+
+describe('gateway: keys that reach a prototype', () => {
+  const before = prototypeKeys();
+
+  it.each(POISONED_CASES)('%s with a key %s → 400 M_BAD_JSON naming its path, and no call', async (_place, key, place) => {
+    const { api, calls } = recordingApi();
+    const response = await gateway(api).inject({
+      method: place.http.method,
+      url: `/_matrix/client/v3/${place.http.path}`,
+      headers: { ...auth, 'content-type': 'application/json' },
+      payload: place.http.body(key),
+    });
+    expect(response.statusCode).toBe(400);
+    expect(response.json()).toEqual({ errcode: 'M_BAD_JSON', error: forbiddenKeyMessage(place.httpPath(key)) });
+    expect(calls).toEqual([]);
+    expectCleanPrototype(before);
   });
 });
 

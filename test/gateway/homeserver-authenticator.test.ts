@@ -188,7 +188,7 @@ describe('the gateway with the homeserver authenticator', () => {
     const hs = await homeserver((_token, response) => {
       json(response, status, whoami);
     });
-    const app = buildGatewayServer({ api, authenticator: authenticator(hs.url), logger: createLogger('silent'), maxBodyBytes: 4096, requestTimeoutMs: 1000 });
+    const app = buildGatewayServer({ api, authenticator: authenticator(hs.url), logger: createLogger('silent'), maxBodyBytes: 4096, maxJsonDepth: 31, requestTimeoutMs: 1000 });
     try {
       const response = await app.inject({ method: 'GET', url: '/_matrix/client/v3/pushers', headers: { authorization: 'Bearer expired' } });
       expect(response.statusCode).toBe(gatewayStatus);

@@ -32,7 +32,7 @@ describe('TokenFileAuthenticator', () => {
 describe('gateway configuration', () => {
   it('has defaults that validate', () => {
     const config = loadGatewayConfig({});
-    expect(config.http).toEqual({ host: '0.0.0.0', port: 8090, maxBodyBytes: 65536, requestTimeoutMs: 10000, maxInFlight: 512 });
+    expect(config.http).toEqual({ host: '0.0.0.0', port: 8090, maxBodyBytes: 65536, maxJsonDepth: 31, requestTimeoutMs: 10000, maxInFlight: 512 });
     expect(config.auth).toMatchObject({ kind: 'homeserver', cacheSeconds: 30, timeoutMs: 5000 });
     expect(config.rateLimit).toEqual({ writesPerSecond: 10, burst: 50, maxUsers: 100000 });
     expect(Object.isFrozen(config.auth)).toBe(true);

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CONTRACT_KINDS } from '../support/expect-result.js';
+import { expectCleanPrototype, forbiddenKeyMessage, POISONED_CASES, prototypeKeys } from '../support/poisoned-bodies.js';
 import { MAX_REQUEST_BYTES, startHarness, TEST_LIMITS, type Harness } from './support/worker-harness.js';
 
 const USER = '@victim:example.org';
@@ -9,6 +10,18 @@ let snapshot: unknown;
 
 const rule = { actions: ['notify'], conditions: [] };
 const address = { op: 'set_pushrule', user_id: USER, scope: 'global', kind: 'override', rule_id: 'x' };
+
+/** `levels` arrays one inside the other: 3,100 of them made one request kill every worker that took it. */
+const nested = (levels: number) => '['.repeat(levels) + ']'.repeat(levels);
+const TOO_DEEP = `Request body nests arrays and objects deeper than ${TEST_LIMITS.maxJsonDepth} levels.`;
+const deepPusher = Buffer.from(
+  `{"op": "set_pusher", "user_id": "${USER}", "action": {"kind": "email", "app_id": "m.email", "pushkey": "deep@example.org", ` +
+    `"app_display_name": "E", "device_display_name": "E", "lang": "en", "data": {"x": ${nested(3_100)}}}}`,
+);
+const deepCondition = Buffer.from(
+  `{"op": "set_pushrule", "user_id": "${USER}", "scope": "global", "kind": "override", "rule_id": "deep", ` +
+    `"rule": {"actions": ["notify"], "conditions": [{"kind": "event_match", "key": "content.body", "pattern": "hi", "org.example.v": ${nested(3_100)}}]}}`,
+);
 
 beforeAll(async () => {
   h = await startHarness();
@@ -51,6 +64,8 @@ describe('bad input gets a clear error and changes nothing', () => {
     ['an invalid action', { ...address, rule: { actions: [42], conditions: [] } }, 'BadJson', 'actions[0] must be a string or an object.'],
     ['an invalid condition', { ...address, rule: { actions: [], conditions: [{ kind: 'event_match' }] } }, 'BadJson', 'conditions[0] (event_match) needs key to be a string.'],
     ['a string over the limit', { ...address, rule_id: 'r'.repeat(TEST_LIMITS.maxStringBytes + 1), rule }, 'InvalidParam', `rule_id is longer than ${TEST_LIMITS.maxStringBytes} bytes.`],
+    ['a pusher whose data nests 3,100 deep', deepPusher, 'BadJson', TOO_DEEP],
+    ['a rule whose condition nests 3,100 deep', deepCondition, 'BadJson', TOO_DEEP],
     ['too many conditions', { ...address, rule: { actions: [], conditions: Array.from({ length: TEST_LIMITS.maxConditionsPerRule + 1 }, () => ({ kind: 'contains_display_name' })) } }, 'InvalidParam', `Too many conditions: a rule may have at most ${TEST_LIMITS.maxConditionsPerRule}.`],
   ] as const)('%s', async (_case, body, kind, message) => {
     const reply = await h.caller.call(h.names.queue, body);
@@ -83,5 +98,20 @@ describe('bad input gets a clear error and changes nothing', () => {
       h.caller.call(h.names.queue, { ...address, rule_id: 'late', rule }, { correlationId, timestamp: sentLongAgo, expiration: '30000' }, 1500),
     ).rejects.toThrow(/no reply/);
     await expectUntouchedAndServing();
+  });
+});
+
+describe('keys that reach a prototype are refused, stored nowhere, and pollute nothing', () => {
+  const before = prototypeKeys();
+
+  it.each(POISONED_CASES)('%s with a key %s', async (_place, key, place) => {
+    const reply = await h.caller.call(h.names.queue, Buffer.from(place.request(USER, key)));
+    expect(reply).toEqual({ ok: false, error: { kind: 'BadJson', ...CONTRACT_KINDS.BadJson, error: forbiddenKeyMessage(place.requestPath(key)) } });
+    // Read back through the worker as well as in the database.
+    expect(await h.call('get_pushrule', USER, { scope: 'global', kind: 'override', rule_id: 'poison' })).toMatchObject({ ok: false, error: { kind: 'NotFound' } });
+    const pushers = await h.call('get_pushers', USER);
+    expect((pushers.body as { pushers: { pushkey: string }[] }).pushers.map((p) => p.pushkey)).toEqual(['v@example.org']);
+    await expectUntouchedAndServing();
+    expectCleanPrototype(before);
   });
 });

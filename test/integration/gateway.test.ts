@@ -5,6 +5,7 @@ import { SEED } from '../support/seed-messages.js';
 import { startGateway, type GatewayHarness } from './support/gateway-harness.js';
 import { startHarness, type Harness } from './support/worker-harness.js';
 import { aPusherSetAction } from '../support/builders.js';
+import { expectCleanPrototype, forbiddenKeyMessage, POISONED_CASES, prototypeKeys } from '../support/poisoned-bodies.js';
 
 /**
  * End to end: HTTP → gateway → RabbitMQ → worker → MongoDB wire protocol,
@@ -108,6 +109,26 @@ describe('gateway end to end', () => {
     expect(response.status).toBe(status);
     expect(response.body).toMatchObject({ errcode });
     expect(response.headers.get('access-control-allow-origin')).toBe('*');
+  });
+
+  it('refuses a pusher nested 7,000 deep with 400 M_BAD_JSON, and serves the other callers meanwhile', async () => {
+    // ~14 KB. Past ~4,100 levels the client's JSON.stringify overflowed,
+    // which dropped the broker connection under every pending call.
+    const deep = JSON.stringify(aPusherSetAction({ pushkey: 'gw-deep' })).replace(/}}$/, `, "deep": ${'['.repeat(7_000)}${']'.repeat(7_000)}}}`);
+    const others = Array.from({ length: 8 }, async (_, i) => call('GET', 'pushers', { token: i % 2 === 0 ? 'alice-token' : 'bob-token' }));
+    const refused = await call('POST', 'pushers/set', { raw: deep });
+    expect(refused).toMatchObject({ status: 400, body: { errcode: 'M_BAD_JSON', error: 'Request body nests arrays and objects deeper than 31 levels.' } });
+    for (const response of await Promise.all(others)) expect(response.status).toBe(200);
+    expect(await call('GET', 'pushers')).toMatchObject({ status: 200, body: { pushers: [] } });
+  });
+
+  it.each(POISONED_CASES)('refuses %s with a key %s: 400 M_BAD_JSON, nothing stored, no pollution', async (_place, key, place) => {
+    const before = prototypeKeys();
+    const response = await call(place.http.method, place.http.path, { raw: place.http.body(key), token: 'bob-token' });
+    expect(response).toMatchObject({ status: 400, body: { errcode: 'M_BAD_JSON', error: forbiddenKeyMessage(place.httpPath(key)) } });
+    expect(await call('GET', 'pushrules/global/override/poison', { token: 'bob-token' })).toMatchObject({ status: 404 });
+    expect(await call('GET', 'pushers', { token: 'bob-token' })).toMatchObject({ status: 200, body: { pushers: [] } });
+    expectCleanPrototype(before);
   });
 
   it('answers a CORS preflight', async () => {

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RpcClient, RpcTransportError } from '../../src/client/rpc-client.js';
+import { RpcClient, RpcRequestError, RpcTransportError } from '../../src/client/rpc-client.js';
 import { startHarness, type Harness } from './support/worker-harness.js';
 
 let h: Harness;
@@ -86,6 +86,47 @@ describe('RpcClient', () => {
     await Promise.all([client.close(), client.close()]);
     expect(await pending).toBe('closed');
     expect(await reasonOf(client.request({ op: 'get_pushers', user_id: '@x:example.org' }))).toBe('closed');
+    await h.caller.channel.deleteQueue(queue);
+  });
+
+  it('a body it cannot serialize fails only its own call: the calls pending on the same connection get their replies', async () => {
+    // The test plays the worker, so that the other calls are surely pending
+    // (published, not answered) when the bad one is made.
+    const queue = `fake-worker.${randomUUID()}`;
+    await h.caller.channel.assertQueue(queue, { autoDelete: true });
+    const client = aClient(queue);
+    const take = async () => {
+      for (let tries = 0; tries < 50; tries += 1) {
+        const request = await h.caller.channel.get(queue, { noAck: true });
+        if (request !== false) return request;
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      throw new Error('no request arrived');
+    };
+    const answer = (request: Awaited<ReturnType<typeof take>>) => {
+      const { replyTo, correlationId } = request.properties as { replyTo: string; correlationId: string };
+      const { user_id: userId } = JSON.parse(request.content.toString()) as { user_id: string };
+      h.caller.channel.sendToQueue(replyTo, Buffer.from(JSON.stringify({ ok: true, body: { for: userId } })), { correlationId });
+    };
+    const pending = ['@one:example.org', '@two:example.org'].map(async (user) => client.request({ op: 'get_pushers', user_id: user }));
+    const taken = [await take(), await take()];
+
+    // ~4,100 levels and more overflow JSON.stringify's stack.
+    let deep: unknown = 'leaf';
+    for (let i = 0; i < 10_000; i += 1) deep = [deep];
+    const bad = await client.request({ op: 'set_pusher', user_id: '@bad:example.org', action: { data: { deep } } }).catch((e: unknown) => e);
+    expect(bad).toBeInstanceOf(RpcRequestError);
+
+    for (const request of taken) answer(request);
+    expect(await Promise.all(pending)).toEqual([
+      { ok: true, body: { for: '@one:example.org' } },
+      { ok: true, body: { for: '@two:example.org' } },
+    ]);
+    // Same connection, still serving.
+    const next = client.request({ op: 'get_pushers', user_id: '@three:example.org' });
+    answer(await take());
+    expect(await next).toEqual({ ok: true, body: { for: '@three:example.org' } });
+    await client.close();
     await h.caller.channel.deleteQueue(queue);
   });
 

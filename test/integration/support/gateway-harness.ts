@@ -21,6 +21,7 @@ export interface GatewayHarnessOptions {
   readonly maxBodyBytes?: number;
   /** Absent: writes are not limited. */
   readonly writeRateLimit?: WriteRateLimit;
+  readonly maxJsonDepth?: number;
 }
 
 /** The real gateway, listening on a free port, forwarding to `queue` with the package's client. */
@@ -32,6 +33,8 @@ export async function startGateway(options: GatewayHarnessOptions): Promise<Gate
     authenticator: options.authenticator ?? new TokenFileAuthenticator(options.tokens ?? {}),
     logger: createLogger(process.env['TEST_LOG_LEVEL'] ?? 'silent'),
     maxBodyBytes: options.maxBodyBytes ?? 16 * 1024,
+    // One below the workers' default: the RPC envelope adds a level.
+    maxJsonDepth: options.maxJsonDepth ?? 31,
     requestTimeoutMs,
     ...(options.writeRateLimit === undefined ? {} : { writeRateLimit: options.writeRateLimit }),
   });

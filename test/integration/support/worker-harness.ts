@@ -4,7 +4,7 @@ import { MongoClient, type Db } from 'mongodb';
 import { inject } from 'vitest';
 import type { Config } from '../../../src/config/config-schema.js';
 import { createLogger } from '../../../src/logging/logger.js';
-import { RpcWorker } from '../../../src/rpc/rpc-worker.js';
+import { RpcWorker, type RpcWorkerOptions } from '../../../src/rpc/rpc-worker.js';
 import { MongoPushStore } from '../../../src/store/mongo-push-store.js';
 import { PushService } from '../../../src/worker/push-service.js';
 import { DEFAULT_CONFIG } from '../../support/default-config.js';
@@ -59,8 +59,11 @@ export const TEST_LIMITS = {
   maxPushersPerUser: 3,
 };
 
+/** What a test may put into the worker besides its settings: hooks, an observer, its own logger. */
+export type WorkerOverrides = Partial<Pick<RpcWorkerOptions, 'logger' | 'observer' | 'beforeServe' | 'afterServe'>>;
+
 /** One in-process worker on the real broker and database server. */
-export async function startHarness(amqpOverrides: Partial<Config['amqp']> = {}): Promise<Harness> {
+export async function startHarness(amqpOverrides: Partial<Config['amqp']> = {}, workerOverrides: WorkerOverrides = {}): Promise<Harness> {
   const unique = uniqueNames();
   const names = { ...unique, amqp: { ...unique.amqp, ...amqpOverrides } };
   const mongo = new MongoClient(inject('mongoUrl'), { serverSelectionTimeoutMS: 5000 });
@@ -78,6 +81,7 @@ export async function startHarness(amqpOverrides: Partial<Config['amqp']> = {}):
     amqp: names.amqp,
     limits: TEST_LIMITS,
     logger: createLogger(process.env['TEST_LOG_LEVEL'] ?? 'silent'),
+    ...workerOverrides,
   });
   await worker.start();
   const caller = await RpcCaller.open(names.amqp.url);
