@@ -13,6 +13,7 @@ export class WorkerMetrics implements WorkerObserver {
   readonly #retries: Counter;
   readonly #redeliveries: Counter;
   readonly #replays: Counter;
+  readonly #unchanged: Counter;
   readonly #reconnects: Counter;
 
   /** `inFlight` is read at scrape time, so the gauge never drifts. */
@@ -48,6 +49,11 @@ export class WorkerMetrics implements WorkerObserver {
       help: 'Writes whose messageId was already applied, answered from the record.',
       registers,
     });
+    this.#unchanged = new Counter({
+      name: 'push_worker_unchanged_writes_total',
+      help: 'Writes that changed nothing: no version bump, no change event.',
+      registers,
+    });
     this.#reconnects = new Counter({ name: 'push_worker_amqp_reconnects_total', help: 'Broker sessions re-established after a loss.', registers });
   }
 
@@ -61,6 +67,7 @@ export class WorkerMetrics implements WorkerObserver {
     }
     if (report.redelivered) this.#redeliveries.inc();
     if (report.replayed) this.#replays.inc();
+    if (report.unchanged) this.#unchanged.inc();
   }
 
   reconnected(): void {

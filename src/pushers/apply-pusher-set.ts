@@ -1,4 +1,4 @@
-import { pusherMatches, type StoredPusher } from './pusher.js';
+import { pusherMatches, samePusher, type StoredPusher } from './pusher.js';
 import type { PusherSetPlan } from './decide-pusher-set.js';
 
 export type PusherSetEffect = 'created' | 'updated' | 'deleted' | 'unchanged';
@@ -13,7 +13,9 @@ export interface PusherSetOutcome {
 /**
  * Applies a plan to a list of pushers (all users'). The in-memory store is
  * built on this; the MongoDB store performs the same steps as queries.
- * Deleting a pusher that does not exist succeeds and changes nothing.
+ * Deleting a pusher that does not exist succeeds and changes nothing; so
+ * does setting a pusher to exactly the values it has (`samePusher`), and
+ * then it is left as it was.
  */
 export function applyPusherSet(pushers: readonly StoredPusher[], plan: PusherSetPlan): PusherSetOutcome {
   const { key } = plan;
@@ -28,8 +30,9 @@ export function applyPusherSet(pushers: readonly StoredPusher[], plan: PusherSet
   const next: StoredPusher[] = [];
   for (const pusher of pushers) {
     if (pusherMatches(pusher, key)) {
-      effect = 'updated';
-      next.push(stored);
+      const same = samePusher(pusher, stored);
+      effect = same ? 'unchanged' : 'updated';
+      next.push(same ? pusher : stored);
     } else if (plan.removeFromOtherUsers && pusher.app_id === key.appId && pusher.pushkey === key.pushkey) {
       removedFromOtherUsers += 1;
     } else {

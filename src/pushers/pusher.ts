@@ -41,6 +41,27 @@ export function pusherMatches(pusher: StoredPusher, key: PusherKey): boolean {
   return pusher.user_id === key.userId && pusher.app_id === key.appId && pusher.pushkey === key.pushkey;
 }
 
+/**
+ * Whether two pushers hold the same values: every field, `profile_tag`
+ * absent on both or equal, and `data` with the same JSON text. `data` is
+ * opaque to this server and kept exactly as the client sent it, key order
+ * included (push gateways get it back as it was), so the text is what is
+ * compared — as the MongoDB store compares the `data_json` it keeps.
+ */
+export function samePusher(a: StoredPusher, b: StoredPusher): boolean {
+  return (
+    a.user_id === b.user_id &&
+    a.app_id === b.app_id &&
+    a.pushkey === b.pushkey &&
+    a.kind === b.kind &&
+    a.app_display_name === b.app_display_name &&
+    a.device_display_name === b.device_display_name &&
+    a.lang === b.lang &&
+    a.profile_tag === b.profile_tag &&
+    JSON.stringify(a.data) === JSON.stringify(b.data)
+  );
+}
+
 /** The wire form of a stored pusher, without its owner. */
 export function toWirePusher({ user_id: _owner, ...pusher }: StoredPusher): Pusher {
   return pusher;

@@ -23,6 +23,8 @@ export interface RequestReport {
   readonly conflicts: number;
   readonly redelivered: boolean;
   readonly replayed: boolean;
+  /** A write served without changing anything (see `HandleOutcome.unchanged`). */
+  readonly unchanged: boolean;
 }
 
 /** Narrow hooks a metrics registry implements; tests pass object literals. */
@@ -277,7 +279,7 @@ export class RpcWorker {
     const publisher: unknown = properties.userId;
     const redelivered = message.fields.redelivered;
     const report = (op: string, outcome: string, extra: Partial<RequestReport> = {}) => {
-      this.#observer.requestSettled({ op, outcome, seconds: (performance.now() - started) / 1000, conflicts: 0, redelivered, replayed: false, ...extra });
+      this.#observer.requestSettled({ op, outcome, seconds: (performance.now() - started) / 1000, conflicts: 0, redelivered, replayed: false, unchanged: false, ...extra });
     };
     if (typeof replyTo !== 'string' || replyTo === '' || typeof correlationId !== 'string' || correlationId === '') {
       this.#log.warn(
@@ -315,6 +317,7 @@ export class RpcWorker {
     report(outcome.op ?? 'unknown', outcome.reply.ok ? 'ok' : outcome.reply.error.kind, {
       conflicts: outcome.conflicts,
       replayed: outcome.replayed === true,
+      unchanged: outcome.unchanged === true,
     });
   }
 
@@ -374,6 +377,7 @@ export class RpcWorker {
       ...context,
       conflicts: outcome.conflicts,
       ...(outcome.replayed === true ? { replayed: true } : {}),
+      ...(outcome.unchanged === true ? { unchanged: true } : {}),
       ...(outcome.cause === undefined ? {} : { cause: outcome.cause }),
       outcome: outcome.reply.ok ? 'ok' : outcome.reply.error.kind,
     };

@@ -77,13 +77,14 @@ export class InMemoryPushStore implements PushStore {
     return this.#pushers.filter((p) => p.user_id === userId).map((p) => structuredClone(p));
   }
 
-  async upsertPusher(pusher: StoredPusher): Promise<'created' | 'updated'> {
+  async upsertPusher(pusher: StoredPusher): Promise<'created' | 'updated' | 'unchanged'> {
     await Promise.resolve();
     const key = { userId: pusher.user_id, appId: pusher.app_id, pushkey: pusher.pushkey };
     const { user_id: _owner, ...wire } = structuredClone(pusher);
     const outcome = applyPusherSet(this.#pushers, { type: 'upsert', key, pusher: wire, removeFromOtherUsers: false });
     this.#pushers = outcome.pushers;
-    return outcome.effect === 'updated' ? 'updated' : 'created';
+    // An upsert plan is never a deletion.
+    return outcome.effect === 'deleted' ? 'updated' : outcome.effect;
   }
 
   async deletePusher(key: PusherKey): Promise<boolean> {
@@ -119,6 +120,14 @@ export class InMemoryPushStore implements PushStore {
     await Promise.resolve();
     const doc = this.#doc(userId);
     this.#users.set(userId, { ...doc, recentWrites: this.#withRecord(doc, record) });
+  }
+
+  async recordWriteAtVersion(userId: string, expectedVersion: number, record: RecordedWrite): Promise<boolean> {
+    await Promise.resolve();
+    const doc = this.#users.get(userId);
+    if (doc?.version !== expectedVersion) return false;
+    this.#users.set(userId, { ...doc, recentWrites: this.#withRecord(doc, record) });
+    return true;
   }
 
   #doc(userId: string): UserDocument {

@@ -1,4 +1,4 @@
-import type { Collection, Db, UpdateFilter } from 'mongodb';
+import type { Collection, Db, Filter, UpdateFilter } from 'mongodb';
 import type { Ruleset } from '../push-rules/push-rule.js';
 import type { PusherData, PusherKey, StoredPusher } from '../pushers/pusher.js';
 import { classifyMongoError, isDuplicateKey } from './mongo-errors.js';
@@ -101,7 +101,7 @@ export class MongoPushStore implements PushStore {
     // for other account data but has no version yet; when there is no
     // document, the upsert inserts one, and a concurrent first write loses
     // on the duplicate _id — a conflict like any other.
-    const filter = expectedVersion === 0 ? { _id: userId, version: { $exists: false } } : { _id: userId, version: expectedVersion };
+    const filter = versionFilter(userId, expectedVersion);
     try {
       const result = await guard(async () =>
         this.#accountData.updateOne(
@@ -141,15 +141,24 @@ export class MongoPushStore implements PushStore {
     return docs.map(fromDocument);
   }
 
-  async upsertPusher(pusher: StoredPusher): Promise<'created' | 'updated'> {
-    const doc = toDocument(pusher);
-    const filter = { user_id: doc.user_id, app_id: doc.app_id, pushkey: doc.pushkey };
+  async upsertPusher(pusher: StoredPusher): Promise<'created' | 'updated' | 'unchanged'> {
+    const { user_id: userId, app_id: appId, pushkey, profile_tag: profileTag, ...values } = toDocument(pusher);
+    const filter = { user_id: userId, app_id: appId, pushkey };
+    // Field by field, not a replacement: MongoDB skips a $set to the value a
+    // field already has (and an $unset of a field that is not there), so an
+    // identical pusher is a no-op of the same atomic update — nothing
+    // written, no oplog entry, modifiedCount 0. A replacement document is
+    // written even when identical: it lacks the stored _id, so the server's
+    // own no-op check never matches it.
+    const update: UpdateFilter<PusherDocument> =
+      profileTag === undefined ? { $set: values, $unset: { profile_tag: '' } } : { $set: { ...values, profile_tag: profileTag } };
     // Two upserts of a new key can race to insert; the loser sees a
-    // duplicate key and then finds the winner's document to replace.
+    // duplicate key and then finds the winner's document to update.
     for (let attempt = 0; ; attempt += 1) {
       try {
-        const result = await guard(async () => this.#pushers.replaceOne(filter, doc, { upsert: true }));
-        return result.upsertedCount === 1 ? 'created' : 'updated';
+        const result = await guard(async () => this.#pushers.updateOne(filter, update, { upsert: true }));
+        if (result.upsertedCount === 1) return 'created';
+        return result.modifiedCount === 1 ? 'updated' : 'unchanged';
       } catch (error) {
         if (!isDuplicateKey(error) || attempt > 0) throw error;
       }
@@ -190,12 +199,22 @@ export class MongoPushStore implements PushStore {
     await guard(async () => this.#accountData.updateOne({ _id: userId }, this.#pushRecord(record), { upsert: true }));
   }
 
+  async recordWriteAtVersion(userId: string, expectedVersion: number, record: RecordedWrite): Promise<boolean> {
+    const result = await guard(async () => this.#accountData.updateOne(versionFilter(userId, expectedVersion), this.#pushRecord(record)));
+    return result.matchedCount === 1;
+  }
+
   /** Appends to the window and drops the oldest beyond its size, in the same update. */
   #pushRecord(record: RecordedWrite | undefined): Pick<UpdateFilter<AccountDataDocument>, '$push'> {
     if (record === undefined) return {};
     const entry = { message_id: record.messageId, reply_json: record.replyJson };
     return { $push: { recent_writes: { $each: [entry], $slice: -this.#window } } };
   }
+}
+
+/** The user's document if its push rules are at `version`; 0 matches a document that has none yet. */
+function versionFilter(userId: string, version: number): Filter<AccountDataDocument> {
+  return version === 0 ? { _id: userId, version: { $exists: false } } : { _id: userId, version };
 }
 
 function findRecorded(doc: Pick<AccountDataDocument, 'recent_writes'> | null, messageId: string): RecordedWrite | undefined {

@@ -70,8 +70,13 @@ export interface PushStore {
   insertPushRulesIfAbsent(userId: string, ruleset: Ruleset, defaultsRevision: string): Promise<boolean>;
 
   listPushers(userId: string): Promise<readonly StoredPusher[]>;
-  /** Creates or replaces the pusher with the same (user, app_id, pushkey). */
-  upsertPusher(pusher: StoredPusher): Promise<'created' | 'updated'>;
+  /**
+   * Creates the pusher with this (user, app_id, pushkey), or replaces it if
+   * any of its values differ, in one atomic update. `unchanged` when it
+   * already had exactly these values, and then nothing was written. `data`
+   * is compared as its JSON text, the form it is stored and returned in.
+   */
+  upsertPusher(pusher: StoredPusher): Promise<'created' | 'updated' | 'unchanged'>;
   /** Whether a pusher was deleted. */
   deletePusher(key: PusherKey): Promise<boolean>;
   /** Deletes pushers with this app_id and pushkey owned by anyone but `key.userId`. */
@@ -81,8 +86,16 @@ export interface PushStore {
 
   /** The recorded write with this `messageId`, if it is still in the user's window. */
   findRecordedWrite(userId: string, messageId: string): Promise<RecordedWrite | undefined>;
-  /** Adds a write to the user's window (for writes that changed nothing else). */
+  /** Adds a write to the user's window (for pusher writes that changed nothing else). */
   recordWrite(userId: string, record: RecordedWrite): Promise<void>;
+  /**
+   * Compare-and-set without a change: adds `record` to the user's window if
+   * their push rules are still at `expectedVersion` (0: a document without
+   * a version), leaving the rules and the version as they are. `false` when
+   * another writer changed them first, or there is no document. How a
+   * push-rule write that changed nothing is remembered (see `PushService`).
+   */
+  recordWriteAtVersion(userId: string, expectedVersion: number, record: RecordedWrite): Promise<boolean>;
 }
 
 /** How many recorded writes each user keeps unless configured otherwise. */

@@ -9,6 +9,7 @@ import { getPushRuleEnabled, setPushRuleEnabled } from '../push-rules/push-rule-
 import { viewPushRulesEvent, type PushRulesEventView } from '../push-rules/push-rules-event.js';
 import { DEFAULT_RULES_REVISION } from '../push-rules/server-default-rules.js';
 import { checkRulesetGrowth, type RulesetLimits } from '../push-rules/ruleset-limits.js';
+import { leavesRulesetUnchanged } from '../push-rules/ruleset-unchanged.js';
 import { setPushRule } from '../push-rules/set-push-rule.js';
 import { decidePusherSet, type PusherPolicy, type RawPusherSetAction } from '../pushers/decide-pusher-set.js';
 import { toWirePusher, type PusherKey } from '../pushers/pusher.js';
@@ -51,6 +52,11 @@ export interface HandleOutcome {
   readonly cause?: string;
   /** The request's `messageId` was already applied: this is the recorded reply, nothing was written. */
   readonly replayed?: true;
+  /**
+   * A write that changed nothing: served without storing anything but, when
+   * it has a `messageId`, its record; no version bump, no change event.
+   */
+  readonly unchanged?: true;
 }
 
 /** What the transport knows about a request beyond its body. */
@@ -149,6 +155,7 @@ export class PushService {
       const view = viewOf(loaded, userId);
       const result = operation(view);
       if (!result.ok) return { done: failure(result.error) };
+      if (leavesRulesetUnchanged(view, result.value)) return this.#recordUnchanged(userId, loaded.version, success({}), messageId);
       // An operation only succeeds on a valid view.
       const before = view.status === 'valid' ? view.ruleset : result.value;
       const limited = checkRulesetGrowth(before, result.value, this.#options.limits);
@@ -164,6 +171,33 @@ export class PushService {
     return { done: reply, change: { user_id: userId, type: 'm.push_rules', version: saved.version } };
   }
 
+  /**
+   * Serves a push-rule write that changed nothing: no ruleset stored, no
+   * version bump, no change event — but a `messageId` is still recorded.
+   *
+   * Not recording it would be wrong. Re-applying a no-op is a no-op only as
+   * long as nothing else changed: set enabled=false on a disabled rule
+   * (unchanged), another client sets it true, then a retry of the first
+   * request would set it false — applying it twice, and undoing a change
+   * made after it. With the record, the retry gets `{}` and changes nothing,
+   * as it would had the first request changed something.
+   *
+   * The record is written the way a changing write writes it: under
+   * compare-and-set on the version the no-op was decided on, without bumping
+   * it. If another writer got in between, this is a conflict like any other
+   * and the request is judged again on what is stored now (where it may be
+   * a change, or meet the record of a redelivered copy of itself). A plain
+   * append would not do: a copy of this request judged after that other
+   * writer would apply it for real while this one records its no-op.
+   *
+   * Without a `messageId` nothing is written at all.
+   */
+  async #recordUnchanged(userId: string, version: number, reply: Reply, messageId: string | undefined): Promise<Attempt> {
+    const record = recordOf(messageId, reply);
+    if (record !== undefined && !(await this.#store.recordWriteAtVersion(userId, version, record))) return { conflict: true };
+    return { done: reply, unchanged: true };
+  }
+
   /** Runs `attempt` until it is done or the budget of conflicts is spent. */
   async #withRetries(attempt: () => Promise<Attempt>): Promise<HandleOutcome> {
     const { maxWriteAttempts, backoff, random } = this.#options;
@@ -172,6 +206,7 @@ export class PushService {
       const outcome = await attempt();
       if ('done' in outcome) {
         if (outcome.replayed === true) return { reply: outcome.done, conflicts: round, replayed: true };
+        if (outcome.unchanged === true) return { reply: outcome.done, conflicts: round, unchanged: true };
         return outcome.change === undefined
           ? { reply: outcome.done, conflicts: round }
           : { reply: outcome.done, change: outcome.change, conflicts: round };
@@ -186,6 +221,13 @@ export class PushService {
    * change again, which leaves the same pushers (a set is a replace by
    * value, a delete of a missing pusher is a no-op) and at worst announces
    * one more change event.
+   *
+   * A set that leaves the user's pusher exactly as it was (the store decides
+   * it in the same atomic update, see `upsertPusher`), like a delete of a
+   * pusher that is not there, bumps no version and announces nothing; its
+   * `messageId` is still recorded, for the reason given at
+   * `#recordUnchanged`. Pushers of other users removed by `append: false`
+   * are removed either way and, as before, not announced.
    */
   async #setPusher(userId: string, messageId: string | undefined, action: RawPusherSetAction): Promise<HandleOutcome> {
     if (messageId !== undefined) {
@@ -200,15 +242,15 @@ export class PushService {
     } else {
       const refused = await this.#checkPusherCount(userId, plan.value.key);
       if (refused !== undefined) return { reply: refused, conflicts: 0 };
-      await this.#store.upsertPusher({ ...plan.value.pusher, user_id: userId });
+      const upserted = await this.#store.upsertPusher({ ...plan.value.pusher, user_id: userId });
       if (plan.value.removeFromOtherUsers) await this.#store.deletePushersOfOtherUsers(plan.value.key);
-      changed = true;
+      changed = upserted !== 'unchanged';
     }
     const reply = success({});
     const record = recordOf(messageId, reply);
     if (!changed) {
       if (record !== undefined) await this.#store.recordWrite(userId, record);
-      return { reply, conflicts: 0 };
+      return { reply, conflicts: 0, unchanged: true };
     }
     const version = await this.#store.bumpPushersVersion(userId, record);
     return { reply, change: { user_id: userId, type: 'm.pushers', version }, conflicts: 0 };
@@ -230,7 +272,7 @@ export class PushService {
 }
 
 type Attempt =
-  | { readonly done: Reply; readonly change?: ChangeEvent | undefined; readonly replayed?: true }
+  | { readonly done: Reply; readonly change?: ChangeEvent | undefined; readonly replayed?: true; readonly unchanged?: true }
   | { readonly conflict: true };
 
 function recordOf(messageId: string | undefined, reply: Reply): RecordedWrite | undefined {

@@ -32,8 +32,10 @@ describe('SIGTERM during load', () => {
       next: (i) => ({
         user: USER,
         messageId: `term-${i}`,
+        // Every write sets actions no earlier one set, so each is a change
+        // and bumps the version once (a write that changes nothing does not).
         body: i % 4 === 0
-          ? { op: 'set_pushrule_enabled', user_id: USER, scope: 'global', kind: 'override', rule_id: '.m.rule.master', enabled: i % 8 === 0 }
+          ? { op: 'set_pushrule_actions', user_id: USER, scope: 'global', kind: 'override', rule_id: '.m.rule.master', actions: [{ set_tweak: 'sound', value: `term-${i}` }] }
           : { op: 'get_pushrule_enabled', user_id: USER, scope: 'global', kind: 'override', rule_id: '.m.rule.master' },
       }),
     });
@@ -59,7 +61,7 @@ describe('SIGTERM during load', () => {
     const served = logLines(world, 'request served').map((l) => l['correlationId']);
     expect(served.length - new Set(served).size).toBe(0);
     const redeliveredAfterStop = logLines(world, 'request served').filter((l) => l['redelivered'] === true).length;
-    const writes = outcomes.filter((o) => o.request.body['op'] === 'set_pushrule_enabled').length;
+    const writes = outcomes.filter((o) => o.request.body['op'] === 'set_pushrule_actions').length;
     expect((await world.stored(USER)).version).toBe(1 + writes);
     console.info(
       `[fault: SIGTERM] ${outcomes.length} requests (${writes} writes), all answered ok; ` +

@@ -79,8 +79,9 @@ describe('PushRulesClient through a real worker', () => {
     await client.setPushRule(user, address, { actions: [] }, { messageId: 'typed-retry-1' });
     await client.setPushRule(user, address, { actions: [] }, { messageId: 'typed-retry-1' });
     expect(await versionOf(user)).toBe(before + 1);
-    // Without an id, each call is a write of its own.
-    await client.setPushRuleEnabled(user, address, true);
+    // Without an id, each call is a write of its own (each a change here:
+    // the same value twice would change nothing the second time).
+    await client.setPushRuleEnabled(user, address, false);
     await client.setPushRuleEnabled(user, address, true);
     expect(await versionOf(user)).toBe(before + 3);
   });

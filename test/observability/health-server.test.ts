@@ -57,13 +57,14 @@ describe('health server', () => {
 });
 
 describe('worker metrics', () => {
-  it('counts requests by op and outcome, conflicts, retries, redeliveries, replays and reconnects', async () => {
+  it('counts requests by op and outcome, conflicts, retries, redeliveries, replays, unchanged writes and reconnects', async () => {
     const metrics = new WorkerMetrics(() => 0, { processMetrics: false });
-    const base = { seconds: 0.002, conflicts: 0, redelivered: false, replayed: false };
+    const base = { seconds: 0.002, conflicts: 0, redelivered: false, replayed: false, unchanged: false };
     metrics.requestSettled({ ...base, op: 'set_pushrule', outcome: 'ok', conflicts: 2 });
     metrics.requestSettled({ ...base, op: 'set_pushrule', outcome: 'ok', redelivered: true, replayed: true });
     metrics.requestSettled({ ...base, op: 'set_pushrule', outcome: 'Unavailable', conflicts: 12 });
     metrics.requestSettled({ ...base, op: 'unknown', outcome: 'dead-lettered' });
+    metrics.requestSettled({ ...base, op: 'set_pushrule_enabled', outcome: 'ok', unchanged: true });
     metrics.reconnected();
     const text = await metrics.registry.metrics();
     expect(text).toContain('push_worker_requests_total{op="set_pushrule",outcome="ok"} 2');
@@ -74,6 +75,7 @@ describe('worker metrics', () => {
     expect(text).toContain('push_worker_cas_retries_total 13');
     expect(text).toContain('push_worker_redeliveries_total 1');
     expect(text).toContain('push_worker_replayed_writes_total 1');
+    expect(text).toContain('push_worker_unchanged_writes_total 1');
     expect(text).toContain('push_worker_amqp_reconnects_total 1');
     expect(text).toContain('push_worker_request_duration_seconds_count{op="set_pushrule"} 3');
   });

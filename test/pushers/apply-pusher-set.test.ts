@@ -37,6 +37,19 @@ describe('applying a pusher set', () => {
     expect(outcome).toEqual({ pushers: [updated], effect: 'updated', removedFromOtherUsers: 0 });
   });
 
+  it('leaves a pusher that already has exactly these values as it is', () => {
+    const stored = aPusher({ profile_tag: 'p' });
+    const outcome = applyPusherSet([stored], upsert(structuredClone(stored)));
+    expect(outcome).toEqual({ pushers: [stored], effect: 'unchanged', removedFromOtherUsers: 0 });
+    expect(outcome.pushers[0]).toBe(stored);
+  });
+
+  it("still removes other users' pushers when its own is unchanged (append: false)", () => {
+    const bobs = aPusher({ user_id: BOB });
+    const outcome = applyPusherSet([aPusher(), bobs], upsert(aPusher()));
+    expect(outcome).toEqual({ pushers: [aPusher()], effect: 'unchanged', removedFromOtherUsers: 1 });
+  });
+
   it('treats another app_id or pushkey as another pusher', () => {
     const other = aPusher({ app_id: 'org.example.other' });
     const outcome = applyPusherSet([other], upsert(aPusher()));

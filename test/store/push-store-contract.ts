@@ -125,6 +125,35 @@ export function pushStoreContract(name: string, makeFixture: (options?: FixtureO
       expect(await fixture.store.listPushers(user)).toEqual([aPusher(user, { pushkey: 'other', profile_tag: 'p' })]);
     });
 
+    it('reports an upsert with exactly the stored values as unchanged, and leaves the pusher as it is', async () => {
+      expect(await fixture.store.upsertPusher(aPusher(user))).toBe('created');
+      expect(await fixture.store.upsertPusher(aPusher(user))).toBe('unchanged');
+      expect(await fixture.store.upsertPusher(structuredClone(aPusher(user)))).toBe('unchanged');
+      expect(await fixture.store.listPushers(user)).toEqual([aPusher(user)]);
+    });
+
+    it.each<[string, Partial<StoredPusher>]>([
+      ['kind', { kind: 'email' }],
+      ['app_display_name', { app_display_name: 'Other' }],
+      ['device_display_name', { device_display_name: 'Tablet' }],
+      ['lang', { lang: 'de' }],
+      ['a profile_tag added', { profile_tag: 'p' }],
+      ['a data value', { data: { url: 'https://push.example.org/_matrix/push/v1/notify', 'org.example.$weird.key': [1, { a: 0 }] } }],
+      ['data keys in another order (data is kept as sent)', { data: { 'org.example.$weird.key': [1, { a: null }], url: 'https://push.example.org/_matrix/push/v1/notify' } }],
+    ])('reports an upsert that changes %s as updated, and a repeat of it as unchanged', async (_field, change) => {
+      await fixture.store.upsertPusher(aPusher(user));
+      expect(await fixture.store.upsertPusher(aPusher(user, change))).toBe('updated');
+      expect(await fixture.store.upsertPusher(aPusher(user, change))).toBe('unchanged');
+      expect(await fixture.store.listPushers(user)).toEqual([aPusher(user, change)]);
+    });
+
+    it('treats a profile_tag removed as a change, and its absence on both sides as none', async () => {
+      await fixture.store.upsertPusher(aPusher(user, { profile_tag: 'p' }));
+      expect(await fixture.store.upsertPusher(aPusher(user, { profile_tag: 'p' }))).toBe('unchanged');
+      expect(await fixture.store.upsertPusher(aPusher(user))).toBe('updated');
+      expect(await fixture.store.upsertPusher(aPusher(user))).toBe('unchanged');
+    });
+
     it('an update without profile_tag removes the old one', async () => {
       await fixture.store.upsertPusher(aPusher(user, { profile_tag: 'p' }));
       await fixture.store.upsertPusher(aPusher(user));
@@ -177,6 +206,32 @@ export function pushStoreContract(name: string, makeFixture: (options?: FixtureO
         expect(await fixture.store.loadPushRules(user)).toEqual({ version: 0, lookup: { found: false } });
       });
 
+      it('records at the current version without touching the push rules or their version', async () => {
+        await fixture.store.savePushRules(user, 0, aRuleset(), 'v1.19');
+        const before = await fixture.store.loadPushRules(user);
+        expect(await fixture.store.recordWriteAtVersion(user, 1, record('same'))).toBe(true);
+        expect(await fixture.store.loadPushRules(user, 'same')).toEqual({ ...before, recorded: record('same') });
+      });
+
+      it('refuses to record at a stale version, or where there is no document', async () => {
+        await fixture.store.savePushRules(user, 0, aRuleset(), 'v1.19');
+        await fixture.store.savePushRules(user, 1, aRuleset({ room: [] }), 'v1.19');
+        expect(await fixture.store.recordWriteAtVersion(user, 1, record('stale'))).toBe(false);
+        expect(await fixture.store.recordWriteAtVersion(user, 0, record('stale'))).toBe(false);
+        expect(await fixture.store.findRecordedWrite(user, 'stale')).toBeUndefined();
+        expect((await fixture.store.loadPushRules(user)).version).toBe(2);
+        const nobody = aUser();
+        expect(await fixture.store.recordWriteAtVersion(nobody, 0, record('none'))).toBe(false);
+        expect(await fixture.store.findRecordedWrite(nobody, 'none')).toBeUndefined();
+      });
+
+      it('records at version 0 on a document that has no push-rules version yet', async () => {
+        await fixture.store.bumpPushersVersion(user);
+        expect(await fixture.store.recordWriteAtVersion(user, 0, record('v0'))).toBe(true);
+        expect(await fixture.store.findRecordedWrite(user, 'v0')).toEqual(record('v0'));
+        expect(await fixture.store.loadPushRules(user)).toEqual({ version: 0, lookup: { found: false } });
+      });
+
       it('keeps only the newest writes of the configured window', async () => {
         const small = (await makeFixture({ recordedWritesWindow: 3 })).store;
         await small.savePushRules(user, 0, aRuleset(), 'v1.19', record('w1'));
@@ -185,6 +240,9 @@ export function pushStoreContract(name: string, makeFixture: (options?: FixtureO
         await small.bumpPushersVersion(user, record('w4'));
         expect(await small.findRecordedWrite(user, 'w1')).toBeUndefined();
         for (const id of ['w2', 'w3', 'w4']) expect(await small.findRecordedWrite(user, id)).toEqual(record(id));
+        await small.recordWriteAtVersion(user, 2, record('w5'));
+        expect(await small.findRecordedWrite(user, 'w2')).toBeUndefined();
+        for (const id of ['w3', 'w4', 'w5']) expect(await small.findRecordedWrite(user, id)).toEqual(record(id));
       });
     });
   });

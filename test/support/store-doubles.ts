@@ -17,6 +17,7 @@ export function wrapStore(inner: PushStore, overrides: Partial<PushStore> = {}):
     bumpPushersVersion: async (u, record) => inner.bumpPushersVersion(u, record),
     findRecordedWrite: async (u, id) => inner.findRecordedWrite(u, id),
     recordWrite: async (u, record) => inner.recordWrite(u, record),
+    recordWriteAtVersion: async (u, v, record) => inner.recordWriteAtVersion(u, v, record),
     ...overrides,
   };
 }

@@ -96,7 +96,7 @@ describe('PushService: change events', () => {
       userId: ALICE,
       action: { kind: null, app_id: 'a', pushkey: 'k' },
     });
-    expect(outcome).toEqual({ reply: { ok: true, body: {} }, conflicts: 0 });
+    expect(outcome).toEqual({ reply: { ok: true, body: {} }, conflicts: 0, unchanged: true });
   });
 
   it('a read announces nothing', async () => {
@@ -189,10 +189,11 @@ describe('PushService: a write redelivered with the same messageId is applied on
     const toggle = (enabled: boolean): Command => ({ op: 'set_pushrule_enabled', userId: ALICE, address: address('!t:x'), enabled });
     await service.handle(rule('!t:x'));
     const before = (await store.loadPushRules(ALICE)).version;
+    // Each one a change (the same value twice would change nothing the second time).
     await service.handle(toggle(false));
-    await service.handle(toggle(false));
-    await service.handle(toggle(true), { messageId: 'a' });
-    await service.handle(toggle(false), { messageId: 'b' });
+    await service.handle(toggle(true));
+    await service.handle(toggle(false), { messageId: 'a' });
+    await service.handle(toggle(true), { messageId: 'b' });
     expect((await store.loadPushRules(ALICE)).version).toBe(before + 4);
   });
 
