@@ -38,6 +38,7 @@ export const MESSAGES = {
   storageFailure: 'The push rules store failed.',
   internalError: 'Internal error.',
   untrustedPublisher: 'The publisher of this request is not trusted.',
+  evaluateOnItsQueue: 'evaluate is served on its own queue (evaluate.queue, matrix.push.evaluate by default), not on the request queue.',
   unserializableRequest: 'The request cannot be serialized as JSON: it nests too deeply or holds values JSON cannot represent.',
 } as const;
 
