@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { PushAction, PushRule, RuleBody, Ruleset } from '../push-rules/push-rule.js';
 import type { RuleAddress } from '../push-rules/rule-address.js';
+import type { EvaluateReply } from '../evaluation/evaluate-request.js';
+import type { EvaluationEvent, EvaluationRecipient, EvaluationRoom } from '../evaluation/evaluation-input.js';
 import type { Pusher, PusherSetAction } from '../pushers/pusher.js';
 import type { Reply } from '../worker/reply.js';
 import { PushRulesError } from './push-rules-error.js';
@@ -9,6 +11,8 @@ import { RpcClient, RpcRequestError, RpcTransportError, type RequestOptions } fr
 // The package entry (`matrix-push-worker/client`) is this file, so its error type and address type come with it.
 export { PushRulesError } from './push-rules-error.js';
 export type { RuleAddress } from '../push-rules/rule-address.js';
+export type { EvaluateReply } from '../evaluation/evaluate-request.js';
+export type { EvaluationEvent, EvaluationRecipient, EvaluationRoom } from '../evaluation/evaluation-input.js';
 
 /** The part of `RpcClient` this client needs; tests fake it with an object literal. */
 export interface RpcTransport {
@@ -23,6 +27,8 @@ export interface PushRulesClientOptions {
   readonly queue?: string;
   /** Default per-call deadline in ms (10 000); also sent as each request's `expiration`. */
   readonly timeoutMs?: number;
+  /** The workers' evaluate queue; `matrix.push.evaluate` unless they are configured otherwise. */
+  readonly evaluateQueue?: string;
   /** The broker user of `url`; needed when the workers have trusted publishers. */
   readonly publisherUserId?: string;
 }
@@ -51,6 +57,12 @@ export interface SetPushRuleOptions extends WriteOptions {
 export type EmptyBody = Record<string, never>;
 
 export const DEFAULT_QUEUE = 'matrix.push.rpc';
+export const DEFAULT_EVALUATE_QUEUE = 'matrix.push.evaluate';
+
+export interface EvaluateOptions extends CallOptions {
+  /** Also name every recipient's matched rule (`rule_ids`). */
+  readonly explain?: boolean;
+}
 
 /**
  * A front homeserver's client for the worker pool: one method per operation
@@ -62,8 +74,10 @@ export const DEFAULT_QUEUE = 'matrix.push.rpc';
  */
 export class PushRulesClient {
   readonly #transport: RpcTransport;
+  readonly #evaluateQueue: string;
 
   constructor(options: PushRulesClientOptions, transport?: RpcTransport) {
+    this.#evaluateQueue = options.evaluateQueue ?? DEFAULT_EVALUATE_QUEUE;
     this.#transport =
       transport ??
       new RpcClient({
@@ -132,6 +146,25 @@ export class PushRulesClient {
 
   async setPusher(userId: string, action: PusherSetAction, options: WriteOptions = {}): Promise<EmptyBody> {
     return this.#write({ op: 'set_pusher', user_id: userId, action }, options);
+  }
+
+  /**
+   * The homeserver's question for an event it persisted: which of
+   * `recipients` get notified, and with which actions. Sent to the evaluate
+   * queue; needs no user (the publisher must be trusted like for any op).
+   * Resolves with `notify` (only the notified, by user ID), `evaluated`,
+   * and `rule_ids` when `explain` is set.
+   */
+  async evaluate(
+    event: EvaluationEvent,
+    room: EvaluationRoom,
+    recipients: readonly EvaluationRecipient[],
+    options: EvaluateOptions = {},
+  ): Promise<EvaluateReply> {
+    return this.#call<EvaluateReply>(
+      { op: 'evaluate', event, room, recipients, ...(options.explain === true ? { explain: true } : {}) },
+      { queue: this.#evaluateQueue, ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }) },
+    );
   }
 
   /** Rejects pending calls (`reason: 'closed'`) and disconnects. Idempotent. */

@@ -51,6 +51,8 @@ export interface RequestOptions {
   readonly timeoutMs?: number;
   /** Idempotency key: a write retried with the same id is applied once. */
   readonly messageId?: string;
+  /** Another queue than the client's own (the evaluate queue). */
+  readonly queue?: string;
 }
 
 interface Pending {
@@ -105,7 +107,7 @@ export class RpcClient {
       }, timeoutMs);
       session.pending.set(correlationId, { resolve, reject, timer });
       try {
-        session.channel.publish('', this.#options.queue, content, {
+        session.channel.publish('', options.queue ?? this.#options.queue, content, {
           mandatory: true,
           replyTo: REPLY_QUEUE,
           correlationId,

@@ -170,3 +170,39 @@ describe('PushRulesClient with a body that cannot be serialized', () => {
     await client.close();
   });
 });
+
+describe('PushRulesClient.evaluate', () => {
+  const EVENT = { type: 'm.room.message', room_id: '!r:example.org', sender: '@s:example.org', content: { body: 'hi' } };
+  const ROOM = { member_count: 2, sender_power_level: 0 };
+  const RECIPIENTS = [{ user_id: USER, display_name: 'Alice' }];
+
+  it('sends the request to the evaluate queue, with no user and no messageId', async () => {
+    const { client, sent } = recordingTransport();
+    await client.evaluate(EVENT, ROOM, RECIPIENTS);
+    await client.evaluate(EVENT, ROOM, RECIPIENTS, { explain: true, timeoutMs: 50 });
+    expect(sent).toEqual([
+      { body: { op: 'evaluate', event: EVENT, room: ROOM, recipients: RECIPIENTS }, options: { queue: 'matrix.push.evaluate' } },
+      { body: { op: 'evaluate', event: EVENT, room: ROOM, recipients: RECIPIENTS, explain: true }, options: { queue: 'matrix.push.evaluate', timeoutMs: 50 } },
+    ]);
+  });
+
+  it('uses the evaluate queue it is configured with', async () => {
+    const sent: RequestOptions[] = [];
+    const transport: RpcTransport = {
+      request: async (_body, options) => {
+        sent.push(options);
+        return Promise.resolve({ ok: true, body: { notify: {}, evaluated: 0 } });
+      },
+      close: async () => Promise.resolve(),
+    };
+    const client = new PushRulesClient({ url: 'amqp://unused', evaluateQueue: 'hs1.evaluate' }, transport);
+    expect(await client.evaluate(EVENT, ROOM, [])).toEqual({ notify: {}, evaluated: 0 });
+    expect(sent).toEqual([{ queue: 'hs1.evaluate' }]);
+  });
+
+  it('rejects with the worker error as PushRulesError', async () => {
+    const error = { kind: 'TooLarge', errcode: 'M_TOO_LARGE', error: 'Too many recipients: an evaluate request may name at most 5.', status: 413 } as const;
+    const { client } = recordingTransport(async () => Promise.resolve({ ok: false, error }));
+    await expect(client.evaluate(EVENT, ROOM, RECIPIENTS)).rejects.toMatchObject({ kind: 'TooLarge', status: 413, message: error.error });
+  });
+});

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Db } from 'mongodb';
 import { inject } from 'vitest';
+import { PushRulesClient } from '../../src/client/push-rules-client.js';
 import { RpcCaller, type ContractReply } from './support/rpc-caller.js';
 import { openTestDatabase, startEvaluatingWorker, type EvaluatingWorker } from './support/evaluate-harness.js';
 import { wrapStore } from '../support/store-doubles.js';
@@ -149,6 +150,24 @@ describe('evaluate through a real worker', () => {
     expect(queries).toBe(5);
     await evaluate(worker, anEvaluate('hello again', recipients, { explain: false }));
     expect(queries).toBe(5);
+  });
+});
+
+describe('PushRulesClient.evaluate through a real worker', () => {
+  it('resolves with the reply body, and rejects with PushRulesError for bad input', async () => {
+    const worker = await aWorker({ evaluate: { maxRecipients: 2 } });
+    const client = new PushRulesClient({ url: inject('amqpUrl'), queue: worker.names.queue, evaluateQueue: worker.evaluateQueueName });
+    try {
+      const request = anEvaluate('hi @bob', [BOB]);
+      const body = await client.evaluate(request.event, request.room, request.recipients, { explain: true });
+      expect(body).toEqual({ notify: { [BOB]: ['notify'] }, evaluated: 1, rule_ids: { [BOB]: '.m.rule.message' } });
+      await expect(client.evaluate(request.event, request.room, [{ user_id: BOB }, { user_id: ALICE }, { user_id: SENDER }])).rejects.toMatchObject({
+        kind: 'TooLarge',
+        status: 413,
+      });
+    } finally {
+      await client.close();
+    }
   });
 });
 
