@@ -6,7 +6,7 @@ import type { EvaluationEvent, EvaluationRecipient, EvaluationRoom } from '../ev
 import type { Pusher, PusherSetAction } from '../pushers/pusher.js';
 import type { Reply } from '../worker/reply.js';
 import { PushRulesError } from './push-rules-error.js';
-import { RpcClient, RpcRequestError, RpcTransportError, type RequestOptions } from './rpc-client.js';
+import { RpcClient, RpcRequestError, RpcTransportError, type ReadFallback, type RequestOptions } from './rpc-client.js';
 
 // The package entry (`matrix-push-worker/client`) is this file, so its error type and address type come with it.
 export { PushRulesError } from './push-rules-error.js';
@@ -27,6 +27,14 @@ export interface PushRulesClientOptions {
   readonly queue?: string;
   /** Default per-call deadline in ms (10 000); also sent as each request's `expiration`. */
   readonly timeoutMs?: number;
+  /**
+   * The workers' read queue (`matrix.push.read` unless configured otherwise;
+   * `null`: send reads to `queue` too). Reads go there while a worker
+   * consumes it, and to `queue` otherwise: never lost, at worst slower.
+   */
+  readonly readQueue?: string | null;
+  /** Called for each read sent to `queue` instead of the read queue (for a metric). */
+  readonly onReadFallback?: (reason: ReadFallback) => void;
   /** The workers' evaluate queue; `matrix.push.evaluate` unless they are configured otherwise. */
   readonly evaluateQueue?: string;
   /** The broker user of `url`; needed when the workers have trusted publishers. */
@@ -57,6 +65,7 @@ export interface SetPushRuleOptions extends WriteOptions {
 export type EmptyBody = Record<string, never>;
 
 export const DEFAULT_QUEUE = 'matrix.push.rpc';
+export const DEFAULT_READ_QUEUE = 'matrix.push.read';
 export const DEFAULT_EVALUATE_QUEUE = 'matrix.push.evaluate';
 
 export interface EvaluateOptions extends CallOptions {
@@ -85,6 +94,8 @@ export class PushRulesClient {
         queue: options.queue ?? DEFAULT_QUEUE,
         ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
         ...(options.publisherUserId === undefined ? {} : { publisherUserId: options.publisherUserId }),
+        ...(options.readQueue === null ? {} : { readQueue: options.readQueue ?? DEFAULT_READ_QUEUE }),
+        ...(options.onReadFallback === undefined ? {} : { onReadFallback: options.onReadFallback }),
       });
   }
 
@@ -173,7 +184,7 @@ export class PushRulesClient {
   }
 
   async #read<T>(body: object, options: CallOptions): Promise<T> {
-    return this.#call<T>(body, options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs });
+    return this.#call<T>(body, { read: true, ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }) });
   }
 
   async #write(body: object, options: WriteOptions): Promise<EmptyBody> {

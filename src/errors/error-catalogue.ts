@@ -59,6 +59,7 @@ export const LIMIT_MESSAGES = {
 /** Messages that point at what a request sent, so that a caller can find it. */
 export const REQUEST_MESSAGES = {
   forbiddenKey: (path: string) => `Key not accepted: ${path} (__proto__, constructor and prototype are refused anywhere in a request).`,
+  writeOnReadQueue: (op: string) => `${op} changes data: send it to the request queue, not the read queue.`,
 } as const;
 
 export type MessageKey = keyof typeof MESSAGES;

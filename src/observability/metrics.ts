@@ -10,7 +10,7 @@ import type { RulesetCache } from '../worker/ruleset-cache.js';
  */
 export class WorkerMetrics implements WorkerObserver, EvaluateObserver {
   readonly registry = new Registry();
-  readonly #requests: Counter<'op' | 'outcome'>;
+  readonly #requests: Counter<'op' | 'outcome' | 'queue'>;
   readonly #duration: Histogram<'op'>;
   readonly #conflicts: Counter;
   readonly #retries: Counter;
@@ -33,8 +33,8 @@ export class WorkerMetrics implements WorkerObserver, EvaluateObserver {
     if (options.processMetrics ?? true) collectDefaultMetrics({ register: this.registry });
     this.#requests = new Counter({
       name: 'push_worker_requests_total',
-      help: 'Requests settled, by op and outcome (ok, an error kind, expired, dead-lettered).',
-      labelNames: ['op', 'outcome'],
+      help: 'Requests settled, by op, outcome (ok, an error kind, expired, dead-lettered) and queue (request, read, evaluate).',
+      labelNames: ['op', 'outcome', 'queue'],
       registers,
     });
     this.#duration = new Histogram({
@@ -110,7 +110,7 @@ export class WorkerMetrics implements WorkerObserver, EvaluateObserver {
   }
 
   requestSettled(report: RequestReport): void {
-    this.#requests.inc({ op: report.op, outcome: report.outcome });
+    this.#requests.inc({ op: report.op, outcome: report.outcome, queue: report.queue });
     this.#duration.observe({ op: report.op }, report.seconds);
     if (report.conflicts > 0) {
       this.#conflicts.inc(report.conflicts);

@@ -33,6 +33,7 @@ export function evaluateQueue(options: EvaluateQueueOptions): ConsumedQueue {
     maxRecipients: evaluate.maxRecipients,
   };
   return {
+    role: 'evaluate',
     queue: evaluate.queue,
     prefetch: evaluate.prefetch,
     declare: async (channel: Channel) => {

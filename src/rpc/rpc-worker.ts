@@ -1,14 +1,14 @@
 import type { Channel, ChannelModel, ConsumeMessage, Options } from 'amqplib';
 import type { Config } from '../config/config-schema.js';
-import { matrixError, MESSAGES } from '../errors/error-catalogue.js';
+import { matrixError, MESSAGES, REQUEST_MESSAGES } from '../errors/error-catalogue.js';
 import type { Logger } from '../logging/logger.js';
 import { retryUntilDone } from '../worker/retry-until-done.js';
 import type { HandleOutcome, PushService } from '../worker/push-service.js';
 import { failure, type Reply } from '../worker/reply.js';
 import { AckBatcher } from './ack-batcher.js';
 import { connectAmqp, connectionName } from './amqp-connect.js';
-import { declareTopology } from './amqp-topology.js';
-import type { Command } from './command.js';
+import { declareReadQueue, declareTopology } from './amqp-topology.js';
+import { isReadOp, type Command } from './command.js';
 import { parseRequest } from './parse-request.js';
 import { requestDeadline } from './request-deadline.js';
 import type { RequestLimits } from './request-limits.js';
@@ -17,6 +17,8 @@ import type { RequestLimits } from './request-limits.js';
 export interface RequestReport {
   /** The request's op, or `unknown` when the body did not name a valid one. */
   readonly op: string;
+  /** Which queue it came from: `request`, `read` or `evaluate` (the role, not the configured name). */
+  readonly queue: string;
   /** `ok`, an error kind, `expired` or `dead-lettered`. */
   readonly outcome: string;
   readonly seconds: number;
@@ -39,6 +41,8 @@ export interface WorkerObserver {
  * reply, acknowledgement, logging and metrics as the request queue.
  */
 export interface ConsumedQueue {
+  /** What the queue is for, as metrics label it (`evaluate`). */
+  readonly role: string;
   readonly queue: string;
   readonly prefetch: number;
   /** Declares the queue (every worker declares it the same way). */
@@ -138,12 +142,20 @@ export class RpcWorker {
     this.#now = options.now ?? Date.now;
     this.#observer = options.observer ?? NO_OBSERVER;
     const requests: ConsumedQueue = {
+      role: 'request',
       queue: options.amqp.queue,
       prefetch: options.amqp.prefetch,
       declare: async (channel) => declareTopology(channel, options.amqp),
-      serve: async (body, context) => this.#serve(body, context.messageId),
+      serve: async (body, context) => this.#serve(body, context.messageId, false),
     };
-    this.#queues = [requests, ...(options.queues ?? [])];
+    const reads: ConsumedQueue = {
+      role: 'read',
+      queue: options.amqp.readQueue,
+      prefetch: options.amqp.readPrefetch,
+      declare: async (channel) => declareReadQueue(channel, options.amqp),
+      serve: async (body, context) => this.#serve(body, context.messageId, true),
+    };
+    this.#queues = [requests, reads, ...(options.queues ?? [])];
   }
 
   get inFlight(): number {
@@ -377,7 +389,17 @@ export class RpcWorker {
     const publisher: unknown = properties.userId;
     const redelivered = message.fields.redelivered;
     const report = (op: string, outcome: string, extra: Partial<RequestReport> = {}) => {
-      this.#observer.requestSettled({ op, outcome, seconds: (performance.now() - started) / 1000, conflicts: 0, redelivered, replayed: false, unchanged: false, ...extra });
+      this.#observer.requestSettled({
+        op,
+        queue: lane.consumed.role,
+        outcome,
+        seconds: (performance.now() - started) / 1000,
+        conflicts: 0,
+        redelivered,
+        replayed: false,
+        unchanged: false,
+        ...extra,
+      });
     };
     if (typeof replyTo !== 'string' || replyTo === '' || typeof correlationId !== 'string' || correlationId === '') {
       this.#log.warn(
@@ -422,12 +444,15 @@ export class RpcWorker {
   }
 
   /** Every failure becomes a reply: parsing and the hooks run inside the same `try` as the service. */
-  async #serve(body: Buffer, messageId: string | undefined): Promise<ServeOutcome> {
+  async #serve(body: Buffer, messageId: string | undefined, readOnly: boolean): Promise<ServeOutcome> {
     let command: Command | undefined;
     try {
       const parsed = parseRequest(body, this.#options.limits);
       if (!parsed.ok) return { reply: failure(parsed.error), conflicts: 0 };
       command = parsed.value;
+      if (readOnly && !isReadOp(command.op)) {
+        return { reply: failure(matrixError('Unrecognized', REQUEST_MESSAGES.writeOnReadQueue(command.op))), conflicts: 0, op: command.op };
+      }
       this.#options.beforeServe?.(command);
       const outcome = await this.#service.handle(command, { messageId });
       this.#options.afterServe?.(command);

@@ -41,10 +41,10 @@ describe('PushRulesClient requests', () => {
     ['getPushRuleActions', async (c) => c.getPushRuleActions(USER, ADDRESS), { op: 'get_pushrule_actions', user_id: USER, ...WIRE_ADDRESS }],
     ['getPushRuleEnabled', async (c) => c.getPushRuleEnabled(USER, ADDRESS), { op: 'get_pushrule_enabled', user_id: USER, ...WIRE_ADDRESS }],
     ['getPushers', async (c) => c.getPushers(USER), { op: 'get_pushers', user_id: USER }],
-  ])('%s sends the contract body and no messageId', async (_name, call, expected) => {
+  ])('%s sends the contract body as a read (the read queue may serve it) and no messageId', async (_name, call, expected) => {
     const { client, sent } = recordingTransport();
     await call(client);
-    expect(sent).toEqual([{ body: expected, options: {} }]);
+    expect(sent).toEqual([{ body: expected, options: { read: true } }]);
   });
 
   it.each<[string, Call, Record<string, unknown>]>([
@@ -89,7 +89,7 @@ describe('PushRulesClient requests', () => {
   it('sends the deadline a read is given', async () => {
     const { client, sent } = recordingTransport();
     await client.getPushers(USER, { timeoutMs: 99 });
-    expect(sent[0]?.options).toEqual({ timeoutMs: 99 });
+    expect(sent[0]?.options).toEqual({ read: true, timeoutMs: 99 });
   });
 });
 
