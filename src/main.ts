@@ -66,7 +66,11 @@ async function main(): Promise<void> {
 
   await listenAndLog(health, config.health.host, log);
 
-  const store = new MongoPushStore(db, { ...config.mongodb, recordedWritesWindow: config.writes.recordedWritesWindow });
+  const store = new MongoPushStore(db, {
+    ...config.mongodb,
+    recordedWritesWindow: config.writes.recordedWritesWindow,
+    parsedCacheChars: config.mongodb.parsedRulesCacheChars,
+  });
   // Until the database first answers there is nothing to serve, so wait
   // for it here. Connect explicitly on each attempt: after a failed first
   // connection the driver's topology stays closed ("Topology is closed")

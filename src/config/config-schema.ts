@@ -34,6 +34,8 @@ export const ConfigSchema = Type.Object(
         accountDataCollection: Name,
         pushersCollection: Name,
         serverSelectionTimeoutMs: Type.Integer({ minimum: 100, maximum: 120000 }),
+        /** Characters of stored ruleset text whose parse is kept for the next read of the same text; 0: none. */
+        parsedRulesCacheChars: Type.Integer({ minimum: 0, maximum: 1024 * 1024 * 1024 }),
       },
       { additionalProperties: false },
     ),
@@ -143,6 +145,7 @@ export const ENVIRONMENT: readonly { readonly name: string; readonly path: reado
   { name: 'MONGODB_URL', path: ['mongodb', 'url'], kind: 'string' },
   { name: 'MONGODB_DATABASE', path: ['mongodb', 'database'], kind: 'string' },
   { name: 'MONGODB_SERVER_SELECTION_TIMEOUT_MS', path: ['mongodb', 'serverSelectionTimeoutMs'], kind: 'integer' },
+  { name: 'MONGODB_PARSED_RULES_CACHE_CHARS', path: ['mongodb', 'parsedRulesCacheChars'], kind: 'integer' },
   { name: 'WRITE_MAX_ATTEMPTS', path: ['writes', 'maxAttempts'], kind: 'integer' },
   { name: 'WRITE_BACKOFF_BASE_MS', path: ['writes', 'backoffBaseMs'], kind: 'integer' },
   { name: 'WRITE_BACKOFF_MAX_MS', path: ['writes', 'backoffMaxMs'], kind: 'integer' },
