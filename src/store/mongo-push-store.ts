@@ -79,7 +79,8 @@ export class MongoPushStore implements PushStore {
         ? this.#parsed.lookup(userId, version, contentJson, entry?.defaults_revision, read)
         : read();
     const recorded = messageId === undefined ? undefined : findRecorded(doc, messageId);
-    return recorded === undefined ? { version, lookup } : { version, lookup, recorded };
+    const sized = typeof contentJson === 'string' && contentJson.length > 0 ? { version, lookup, storedChars: contentJson.length } : { version, lookup };
+    return recorded === undefined ? sized : { ...sized, recorded };
   }
 
   async loadManyPushRules(userIds: readonly string[]): Promise<ReadonlyMap<string, LoadedPushRules>> {
