@@ -4,6 +4,7 @@ import type { PusherData, PusherKey, StoredPusher } from '../pushers/pusher.js';
 import { classifyMongoError, isDuplicateKey, isRetryableRead } from './mongo-errors.js';
 import { DEFAULT_RECORDED_WRITES_WINDOW, type LoadedPushRules, type PushStore, type RecordedWrite, type SaveOutcome } from './push-store.js';
 import { ParsedEntryCache } from './parsed-entry-cache.js';
+import { ReadBatcher } from './read-batcher.js';
 import { encodePushRulesContent, readPushRulesEntry } from './push-rules-entry.js';
 
 /**
@@ -40,7 +41,16 @@ export interface MongoPushStoreOptions {
   readonly recordedWritesWindow?: number;
   /** Characters of stored ruleset text whose parse is kept (`ParsedEntryCache`); 0 or absent: none. */
   readonly parsedCacheChars?: number;
+  /**
+   * Users whose push rules one query reads at most, when reads come in
+   * together (`ReadBatcher`); 1: every read alone. Default 64.
+   */
+  readonly readBatchSize?: number;
 }
+
+/** What a read of the push rules needs of a user's document. */
+const RULES_PROJECTION = { version: 1, push_rules: 1 } as const;
+const DEFAULT_READ_BATCH_SIZE = 64;
 
 export class MongoPushStore implements PushStore {
   readonly #db: Db;
@@ -48,6 +58,8 @@ export class MongoPushStore implements PushStore {
   readonly #pushers: Collection<PusherDocument>;
   readonly #window: number;
   readonly #parsed: ParsedEntryCache | undefined;
+  /** Push-rule reads (without a `messageId`) that come in together share a query. */
+  readonly #ruleReads: ReadBatcher<AccountDataDocument>;
 
   constructor(db: Db, options: MongoPushStoreOptions) {
     this.#db = db;
@@ -56,6 +68,11 @@ export class MongoPushStore implements PushStore {
     this.#window = options.recordedWritesWindow ?? DEFAULT_RECORDED_WRITES_WINDOW;
     const parsedCacheChars = options.parsedCacheChars ?? 0;
     this.#parsed = parsedCacheChars > 0 ? new ParsedEntryCache(parsedCacheChars) : undefined;
+    this.#ruleReads = new ReadBatcher({
+      fetchOne: async (userId) => this.#findAccountData(userId, RULES_PROJECTION),
+      fetchMany: async (userIds) => this.#findAccountDataOf(userIds, RULES_PROJECTION),
+      maxBatch: options.readBatchSize ?? DEFAULT_READ_BATCH_SIZE,
+    });
   }
 
   /** Creates the indexes the queries rely on. Idempotent; run at start-up. */
@@ -69,8 +86,9 @@ export class MongoPushStore implements PushStore {
   }
 
   async loadPushRules(userId: string, messageId?: string): Promise<LoadedPushRules> {
-    const projection = messageId === undefined ? { version: 1, push_rules: 1 } : { version: 1, push_rules: 1, recent_writes: 1 };
-    const doc = await guard(async () => this.#findAccountData(userId, projection));
+    const doc = await guard(async () =>
+      messageId === undefined ? this.#ruleReads.load(userId) : this.#findAccountData(userId, { ...RULES_PROJECTION, recent_writes: 1 }),
+    );
     const entry = doc?.push_rules;
     const version = doc?.version ?? 0;
     const read = () =>
@@ -221,12 +239,28 @@ export class MongoPushStore implements PushStore {
    * would be.
    */
   async #findAccountData(userId: string, projection: Document): Promise<AccountDataDocument | null> {
+    const batch = await this.#find({ filter: { _id: userId }, projection, limit: 1, singleBatch: true, batchSize: 1 });
+    return batch[0] ?? null;
+  }
+
+  /**
+   * The documents of these users that exist, in one `find` (one batch).
+   * A user missing from the answer may have no document, or the batch may
+   * have been cut at the server's 16 MiB: the batcher reads them alone.
+   */
+  async #findAccountDataOf(userIds: readonly string[], projection: Document): Promise<ReadonlyMap<string, AccountDataDocument>> {
+    const batch = await this.#find({ filter: { _id: { $in: userIds } }, projection, singleBatch: true, batchSize: userIds.length });
+    return new Map(batch.map((doc) => [doc._id, doc]));
+  }
+
+  /** A `find` on the account data, its first batch only; retried once as the driver retries reads. */
+  async #find(find: Document): Promise<AccountDataDocument[]> {
     const { readPreference, readConcern } = this.#accountData;
-    const command: Document = { find: this.#accountData.collectionName, filter: { _id: userId }, projection, limit: 1, singleBatch: true, batchSize: 1 };
+    const command: Document = { find: this.#accountData.collectionName, ...find };
     if (readConcern !== undefined) command['readConcern'] = readConcern.toJSON();
     for (let attempt = 0; ; attempt += 1) {
       try {
-        return firstOfBatch(await this.#db.command(command, readPreference === undefined ? {} : { readPreference }));
+        return firstBatchOf(await this.#db.command(command, readPreference === undefined ? {} : { readPreference }));
       } catch (error) {
         if (attempt > 0 || !isRetryableRead(error)) throw error;
       }
@@ -250,11 +284,11 @@ export class MongoPushStore implements PushStore {
   }
 }
 
-/** The document of a `find` reply's first (and, with `singleBatch`, only) batch. */
-function firstOfBatch(reply: Document): AccountDataDocument | null {
+/** The documents of a `find` reply's first (and, with `singleBatch`, only) batch. */
+function firstBatchOf(reply: Document): AccountDataDocument[] {
   const batch: unknown = (reply['cursor'] as { firstBatch?: unknown } | undefined)?.firstBatch;
   if (!Array.isArray(batch)) throw new Error('find reply without cursor.firstBatch');
-  return (batch[0] as AccountDataDocument | undefined) ?? null;
+  return batch as AccountDataDocument[];
 }
 
 /** The user's document if its push rules are at `version`; 0 matches a document that has none yet. */
