@@ -1,4 +1,4 @@
-import type { Collection, Db, Document, Filter, UpdateFilter } from 'mongodb';
+import { Long, type Collection, type Db, type Document, type Filter, type UpdateFilter } from 'mongodb';
 import type { Ruleset } from '../push-rules/push-rule.js';
 import type { PusherData, PusherKey, StoredPusher } from '../pushers/pusher.js';
 import { classifyMongoError, isDuplicateKey, isRetryableRead } from './mongo-errors.js';
@@ -46,6 +46,8 @@ export interface MongoPushStoreOptions {
    * together (`ReadBatcher`); 1: every read alone. Default 64.
    */
   readonly readBatchSize?: number;
+  /** Pushers a batched pusher read takes in its first batch before it falls back to reading each user alone (tests). */
+  readonly pusherBatchDocs?: number;
 }
 
 /** What a read of the push rules needs of a user's document. */
@@ -60,6 +62,9 @@ export class MongoPushStore implements PushStore {
   readonly #parsed: ParsedEntryCache | undefined;
   /** Push-rule reads (without a `messageId`) that come in together share a query. */
   readonly #ruleReads: ReadBatcher<AccountDataDocument>;
+  /** So do pusher reads. */
+  readonly #pusherReads: ReadBatcher<readonly PusherDocument[]>;
+  readonly #pusherBatchDocs: number;
 
   constructor(db: Db, options: MongoPushStoreOptions) {
     this.#db = db;
@@ -71,6 +76,12 @@ export class MongoPushStore implements PushStore {
     this.#ruleReads = new ReadBatcher({
       fetchOne: async (userId) => this.#findAccountData(userId, RULES_PROJECTION),
       fetchMany: async (userIds) => this.#findAccountDataOf(userIds, RULES_PROJECTION),
+      maxBatch: options.readBatchSize ?? DEFAULT_READ_BATCH_SIZE,
+    });
+    this.#pusherBatchDocs = options.pusherBatchDocs ?? 1_000_000;
+    this.#pusherReads = new ReadBatcher({
+      fetchOne: async (userId) => this.#pushers.find({ user_id: userId }, { projection: { _id: 0 } }).sort({ app_id: 1, pushkey: 1 }).toArray(),
+      fetchMany: async (userIds) => this.#pushersOf(userIds),
       maxBatch: options.readBatchSize ?? DEFAULT_READ_BATCH_SIZE,
     });
   }
@@ -167,10 +178,34 @@ export class MongoPushStore implements PushStore {
   }
 
   async listPushers(userId: string): Promise<readonly StoredPusher[]> {
-    const docs = await guard(async () =>
-      this.#pushers.find({ user_id: userId }, { projection: { _id: 0 } }).sort({ app_id: 1, pushkey: 1 }).toArray(),
-    );
-    return docs.map(fromDocument);
+    const docs = await guard(async () => this.#pusherReads.load(userId));
+    return (docs ?? []).map(fromDocument);
+  }
+
+  /**
+   * The pushers of each of these users, in the order `listPushers` gives
+   * them, from one `find`; an empty map (every user then read alone) when
+   * they did not fit in its first batch.
+   */
+  async #pushersOf(userIds: readonly string[]): Promise<ReadonlyMap<string, readonly PusherDocument[]>> {
+    const find = {
+      find: this.#pushers.collectionName,
+      filter: { user_id: { $in: userIds } },
+      projection: { _id: 0 },
+      sort: { user_id: 1, app_id: 1, pushkey: 1 },
+      batchSize: this.#pusherBatchDocs,
+    };
+    // Cursor IDs are 64-bit: kept as Long so that a cursor left open can be closed.
+    const reply = await this.#command(this.#pushers, find, { promoteLongs: false });
+    const cursor = reply['cursor'] as { id?: unknown; firstBatch?: unknown } | undefined;
+    if (!Array.isArray(cursor?.firstBatch) || !(cursor.id instanceof Long)) throw new Error('find reply without cursor.id and cursor.firstBatch');
+    if (!cursor.id.isZero()) {
+      await this.#db.command({ killCursors: this.#pushers.collectionName, cursors: [cursor.id] }).catch(() => undefined);
+      return new Map();
+    }
+    const byUser = new Map<string, PusherDocument[]>(userIds.map((userId) => [userId, []]));
+    for (const doc of cursor.firstBatch as PusherDocument[]) byUser.get(doc.user_id)?.push(doc);
+    return byUser;
   }
 
   async upsertPusher(pusher: StoredPusher): Promise<'created' | 'updated' | 'unchanged'> {
@@ -253,14 +288,21 @@ export class MongoPushStore implements PushStore {
     return new Map(batch.map((doc) => [doc._id, doc]));
   }
 
-  /** A `find` on the account data, its first batch only; retried once as the driver retries reads. */
+  /** A `find` on the account data, its first batch only. */
   async #find(find: Document): Promise<AccountDataDocument[]> {
-    const { readPreference, readConcern } = this.#accountData;
-    const command: Document = { find: this.#accountData.collectionName, ...find };
-    if (readConcern !== undefined) command['readConcern'] = readConcern.toJSON();
+    return firstBatchOf(await this.#command(this.#accountData, { find: this.#accountData.collectionName, ...find }));
+  }
+
+  /**
+   * A read command on a collection, with the collection's read preference
+   * and read concern; retried once on what the driver retries reads on.
+   */
+  async #command(collection: Collection<AccountDataDocument> | Collection<PusherDocument>, read: Document, options: { promoteLongs?: boolean } = {}): Promise<Document> {
+    const { readPreference, readConcern } = collection;
+    const command: Document = readConcern === undefined ? read : { ...read, readConcern: readConcern.toJSON() };
     for (let attempt = 0; ; attempt += 1) {
       try {
-        return firstBatchOf(await this.#db.command(command, readPreference === undefined ? {} : { readPreference }));
+        return await this.#db.command(command, readPreference === undefined ? options : { ...options, readPreference });
       } catch (error) {
         if (attempt > 0 || !isRetryableRead(error)) throw error;
       }

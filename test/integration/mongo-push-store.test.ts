@@ -64,3 +64,32 @@ describe('MongoPushStore: push-rule reads that come in together', () => {
     expect(commands.filter((name) => name === 'find').length).toBe(1 + 3 + 3);
   });
 });
+
+describe('MongoPushStore: pusher reads that come in together', () => {
+  const pusherOf = (userId: string, appId: string, pushkey: string) => ({
+    user_id: userId,
+    app_id: appId,
+    pushkey,
+    kind: 'http' as const,
+    app_display_name: 'App',
+    device_display_name: 'Phone',
+    lang: 'en',
+    data: { url: 'https://push.example.org/_matrix/push/v1/notify' },
+  });
+
+  it.each([
+    ['in one query', 1000],
+    ['alone when they do not fit in its first batch', 3],
+  ])('answers each user as a read of that user alone would: %s', async (_name, pusherBatchDocs) => {
+    const store = new MongoPushStore(db, { ...options, pusherBatchDocs });
+    const users = Array.from({ length: 5 }, (_, k) => `@pushers${pusherBatchDocs}-${k}:example.org`);
+    for (const [k, user] of users.entries()) {
+      for (let n = 0; n < k; n += 1) await store.upsertPusher(pusherOf(user, `app.${(n * 7) % 5}`, `key-${k}-${n}`));
+    }
+    const alone: unknown[] = [];
+    for (const user of users) alone.push(await store.listPushers(user));
+    expect(alone.map((p) => (p as unknown[]).length)).toEqual([0, 1, 2, 3, 4]);
+    const together = await Promise.all([...users, ...users].map(async (user) => store.listPushers(user)));
+    expect(together).toEqual([...alone, ...alone]);
+  });
+});
