@@ -107,7 +107,8 @@ export class MongoPushStore implements PushStore {
     const contentJson = entry?.content_json;
     const lookup =
       this.#parsed !== undefined && typeof contentJson === 'string'
-        ? this.#parsed.lookup(userId, version, contentJson, entry?.defaults_revision, read)
+        ? // A load with a messageId is a write's: what it parses is replaced by the write.
+          this.#parsed.lookup(userId, version, contentJson, entry?.defaults_revision, read, messageId === undefined)
         : read();
     const recorded = messageId === undefined ? undefined : findRecorded(doc, messageId);
     const sized = typeof contentJson === 'string' && contentJson.length > 0 ? { version, lookup, storedChars: contentJson.length } : { version, lookup };
@@ -153,7 +154,10 @@ export class MongoPushStore implements PushStore {
           { upsert: expectedVersion === 0 },
         ),
       );
-      return result.matchedCount + result.upsertedCount === 1 ? { saved: true, version } : { saved: false };
+      if (result.matchedCount + result.upsertedCount !== 1) return { saved: false };
+      // The entry's text is no longer what is stored.
+      this.#parsed?.forget(userId);
+      return { saved: true, version };
     } catch (error) {
       if (isDuplicateKey(error)) return { saved: false };
       throw error;
