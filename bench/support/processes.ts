@@ -1,5 +1,6 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
+import { readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 
@@ -45,9 +46,17 @@ export async function startChild(name: string, args: readonly string[], env: Nod
   };
 }
 
-/** The built worker (`dist/main.js`), as `npm start` runs it. */
+/** The Node flags `npm start` gives the worker (package.json's `start` script: `node <flags> dist/main.js`). */
+export function workerNodeFlags(): string[] {
+  const { scripts } = JSON.parse(readFileSync(`${ROOT}package.json`, 'utf8')) as { scripts: Record<string, string> };
+  const match = /^node((?: --[\w-]+(?:=\S+)?)*) dist\/main\.js$/.exec(scripts['start'] ?? '');
+  if (match === null) throw new Error(`package.json's start script is not "node <flags> dist/main.js": ${scripts['start'] ?? ''}`);
+  return (match[1] ?? '').split(' ').filter((flag) => flag !== '');
+}
+
+/** The built worker (`dist/main.js`), as `npm start` runs it (its Node flags too). */
 export async function startWorker(env: NodeJS.ProcessEnv, nodeArgs: readonly string[] = []): Promise<Child> {
-  return startChild('worker', [...nodeArgs, 'dist/main.js'], env, (line) => line.includes('"worker started"'));
+  return startChild('worker', [...workerNodeFlags(), ...nodeArgs, 'dist/main.js'], env, (line) => line.includes('"worker started"'));
 }
 
 export async function startEchoConsumer(env: NodeJS.ProcessEnv): Promise<Child> {

@@ -1,6 +1,8 @@
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { percentile, runClosedLoop } from '../../bench/support/closed-loop.js';
 import { checkTargets, cpuMicrosPerRequest, workerMicrosPerRequest, type ScenarioResult } from '../../bench/support/report.js';
+import { workerNodeFlags } from '../../bench/support/processes.js';
 import { nextWrite, UserPool } from '../../bench/support/workloads.js';
 
 describe('UserPool.pick', () => {
@@ -192,5 +194,14 @@ describe('workerMicrosPerRequest', () => {
 describe('cpuMicrosPerRequest', () => {
   it('divides the CPU of every process by the requests answered', () => {
     expect(cpuMicrosPerRequest(aResult({ throughput: 2_000, cpu: { worker: 100, rabbitmq: 100 } }))).toBe(1_000);
+  });
+});
+
+describe('workerNodeFlags', () => {
+  it("are npm start's, and the Docker image's worker runs with the same", () => {
+    const flags = workerNodeFlags();
+    expect(flags).toContain('--max-semi-space-size=8');
+    const dockerfile = readFileSync(new URL('../../Dockerfile', import.meta.url), 'utf8');
+    expect(dockerfile).toContain(`CMD ${JSON.stringify(['node', ...flags, 'dist/main.js']).replaceAll(',', ', ')}`);
   });
 });
