@@ -80,7 +80,7 @@ export async function seedUsers(store: MongoPushStore, users: UserPool, userRule
   const seeder = async () => {
     for (let user = ids.pop(); user !== undefined; user = ids.pop()) {
       await store.savePushRules(user, 0, rulesetWithUserRules(user, userRules), DEFAULT_RULES_REVISION);
-      await store.upsertPusher({ ...storedPusher(user, 'Phone'), user_id: user });
+      await store.upsertPusher({ ...storedPusher(user, 'Phone'), enabled: true, user_id: user });
     }
   };
   await Promise.all(Array.from({ length: 32 }, seeder));
@@ -163,7 +163,7 @@ export const STORE_OPS = {
     const pusher = storedPusher(user, `Phone ${i % 10}`);
     await store.findRecordedWrite(user, messageId);
     await store.listPushers(user);
-    await store.upsertPusher({ ...pusher, user_id: user });
+    await store.upsertPusher({ ...pusher, enabled: true, user_id: user });
     await store.deletePushersOfOtherUsers({ userId: user, appId: pusher.app_id, pushkey: pusher.pushkey });
     await store.bumpPushersVersion(user, { messageId, replyJson: RECORDED_REPLY });
   },

@@ -131,10 +131,9 @@ export class PushService {
       const reply = success({ global: ruleset });
       if (persist === 'none') return { done: reply };
       if (persist === 'store-if-absent') {
+        // Version 1 for a new user; the next version for one whose data was erased.
         const inserted = await this.#store.insertPushRulesIfAbsent(userId, ruleset, DEFAULT_RULES_REVISION);
-        // A version is only ever stored together with a push-rules entry, so
-        // the first entry of a user is always version 1.
-        return { done: reply, change: inserted ? { user_id: userId, type: 'm.push_rules', version: 1 } : undefined };
+        return { done: reply, change: inserted.saved ? { user_id: userId, type: 'm.push_rules', version: inserted.version } : undefined };
       }
       return this.#save(userId, loaded.version, ruleset, reply);
     });

@@ -60,7 +60,7 @@ describe('PushRulesClient through a real worker', () => {
     const user = '@typed-pushers:example.org';
     const pusher = aPusherSetAction({ pushkey: 'key-1' });
     expect(await client.setPusher(user, pusher)).toEqual({});
-    expect(await client.getPushers(user)).toEqual({ pushers: [pusher] });
+    expect(await client.getPushers(user)).toEqual({ pushers: [{ ...pusher, enabled: true, 'org.matrix.msc3881.enabled': true }] });
     expect(await client.setPusher(user, { pushkey: 'key-1', app_id: 'org.example.app', kind: null })).toEqual({});
     expect(await client.getPushers(user)).toEqual({ pushers: [] });
     expect(await failureOf(client.setPusher(user, { pushkey: 'k', app_id: 'a', kind: 'http' }))).toMatchObject({

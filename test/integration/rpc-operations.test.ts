@@ -214,7 +214,9 @@ describe('pusher ops end to end', () => {
     const user = aUser();
     expect(await h.call('get_pushers', user)).toEqual({ ok: true, body: { pushers: [] } });
     expect(await h.call('set_pusher', user, { action: { ...pusherAction(), unknown_top_level: 1 } })).toEqual({ ok: true, body: {} });
-    const { append: _append, ...listed } = { ...pusherAction(), append: undefined };
+    const { append: _append, ...sent } = { ...pusherAction(), append: undefined };
+    // Enabled by default, of an unknown device (the request named none).
+    const listed = { ...sent, enabled: true, 'org.matrix.msc3881.enabled': true };
     expect(await h.call('get_pushers', user)).toEqual({ ok: true, body: { pushers: [listed] } });
     await h.call('set_pusher', user, { action: pusherAction({ lang: 'de', profile_tag: 'tag' }) });
     expect(await h.call('get_pushers', user)).toEqual({ ok: true, body: { pushers: [{ ...listed, lang: 'de', profile_tag: 'tag' }] } });
