@@ -3,7 +3,7 @@ import type { Config } from '../config/config-schema.js';
 import { matrixError, MESSAGES } from '../errors/error-catalogue.js';
 import type { Logger } from '../logging/logger.js';
 import { retryUntilDone } from '../worker/retry-until-done.js';
-import type { HandleOutcome, PushService } from '../worker/push-service.js';
+import { changeEventsOf, type HandleOutcome, type PushService } from '../worker/push-service.js';
 import { failure, type Reply } from '../worker/reply.js';
 import { AckBatcher } from './ack-batcher.js';
 import { connectAmqp, connectionName } from './amqp-connect.js';
@@ -11,6 +11,7 @@ import { declareTopology } from './amqp-topology.js';
 import type { Command } from './command.js';
 import { parseRequest } from './parse-request.js';
 import { requestDeadline } from './request-deadline.js';
+import { HOMESERVER_OPS } from './request-schemas.js';
 import type { RequestLimits } from './request-limits.js';
 
 /** What the worker reports about each request it settles, for metrics. */
@@ -112,7 +113,9 @@ export class RpcWorker {
 
   async start(): Promise<void> {
     if (this.#options.amqp.trustedPublishers.length === 0) {
-      this.#log.warn('amqp.trustedPublishers is empty: any publisher that can reach the queue is trusted');
+      this.#log.warn(
+        'amqp.trustedPublishers is empty: any publisher that can reach the queue is trusted; the homeserver ops (delete_pushers, delete_user_data) are refused',
+      );
     }
     await this.#connect();
   }
@@ -307,8 +310,10 @@ export class RpcWorker {
         : await this.#serve(message.content, typeof messageId === 'string' && messageId !== '' ? messageId : undefined);
     progress.replied = true;
     const published = this.#publish(channel, '', replyTo, outcome.reply, { correlationId, contentType: JSON_CONTENT });
-    if (published && outcome.change !== undefined) {
-      this.#publish(channel, this.#options.amqp.eventsExchange, outcome.change.type, outcome.change, { contentType: JSON_CONTENT });
+    if (published) {
+      for (const change of changeEventsOf(outcome)) {
+        this.#publish(channel, this.#options.amqp.eventsExchange, change.type, change, { contentType: JSON_CONTENT });
+      }
     }
     progress.settled = true;
     this.#settle(session, message, published ? 'ack' : 'requeue');
@@ -328,6 +333,10 @@ export class RpcWorker {
       const parsed = parseRequest(body, this.#options.limits);
       if (!parsed.ok) return { reply: failure(parsed.error), conflicts: 0 };
       command = parsed.value;
+      // With trusted publishers, only they got here; without any, nobody may send these.
+      if (HOMESERVER_OPS.has(command.op) && this.#options.amqp.trustedPublishers.length === 0) {
+        return { reply: failure(matrixError('Forbidden', MESSAGES.homeserverOpWithoutTrustedPublishers)), conflicts: 0, op: command.op };
+      }
       this.#options.beforeServe?.(command);
       const outcome = await this.#service.handle(command, { messageId });
       this.#options.afterServe?.(command);
