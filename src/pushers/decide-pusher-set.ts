@@ -97,7 +97,8 @@ export function decidePusherSet(
     ...(action.profile_tag === undefined ? {} : { profile_tag: action.profile_tag }),
     // As for a new pusher; the service resolves it against a stored one.
     enabled: resolveEnabled(action, undefined),
-    ...(context.deviceId === undefined ? {} : { device_id: context.deviceId }),
+    // Only an HTTP pusher belongs to a device (MSC3881); an e-mail pusher is the account's.
+    ...(context.deviceId === undefined || kind !== 'http' ? {} : { device_id: context.deviceId }),
   };
   return ok({ type: 'upsert', key, pusher, removeFromOtherUsers: action.append !== true });
 }

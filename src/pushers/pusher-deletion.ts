@@ -19,7 +19,9 @@ export interface PusherDeletion {
   readonly devices: DeviceSelector;
   /**
    * E-mail pushers (`kind: "email"`) belong to the account, not to a
-   * device: they are kept unless this is set (deactivation).
+   * device: they are kept unless this is set (deactivation). They record no
+   * device, so `deviceIds` never selects them; `exceptDeviceId` and `all`
+   * do when this is set.
    */
   readonly includeEmail: boolean;
 }

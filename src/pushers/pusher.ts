@@ -41,7 +41,8 @@ export interface Pusher {
  * A pusher as `get_pushers` returns it: `enabled` and `device_id` under
  * their stable names and under MSC3881's unstable ones (clients of today
  * read the unstable ones); both `device_id` names are left out when the
- * device is unknown.
+ * device is unknown, and for pushers other than `http` (MSC3881: only an
+ * HTTP pusher belongs to a device; e-mail pushers are the account's).
  */
 export interface WirePusher extends Pusher {
   readonly [UNSTABLE_ENABLED]: boolean;
@@ -89,9 +90,11 @@ export function samePusher(a: StoredPusher, b: StoredPusher): boolean {
 
 /** The wire form of a stored pusher, without its owner, with MSC3881's unstable names beside the stable ones. */
 export function toWirePusher({ user_id: _owner, ...pusher }: StoredPusher): WirePusher {
-  const { device_id: deviceId } = pusher;
+  const { device_id: storedDeviceId, ...values } = pusher;
+  const deviceId = pusher.kind === 'http' ? storedDeviceId : undefined;
   return {
-    ...pusher,
+    ...values,
+    ...(deviceId === undefined ? {} : { device_id: deviceId }),
     [UNSTABLE_ENABLED]: pusher.enabled,
     ...(deviceId === undefined ? {} : { [UNSTABLE_DEVICE_ID]: deviceId }),
   };

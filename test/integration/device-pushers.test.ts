@@ -139,7 +139,8 @@ describe('delete_pushers', () => {
     ['logout everywhere: all, e-mail kept', { all: true }, 2, ['a@example.org']],
     ['logout everywhere, include_email false', { all: true, include_email: false }, 2, ['a@example.org']],
     ['deactivation: all with e-mail', { all: true, include_email: true }, 3, []],
-    ['a device with its e-mail pusher', { device_ids: ['PHONE'], include_email: true }, 2, ['laptop']],
+    ['a device with include_email: the e-mail pusher has no device', { device_ids: ['PHONE'], include_email: true }, 1, ['a@example.org', 'laptop']],
+    ['all but a device, with e-mail', { except_device_id: 'LAPTOP', include_email: true }, 2, ['laptop']],
   ])('%s → {deleted: n}, one change event, other users untouched', async (_case, fields, deleted, left) => {
     const { user, other } = await seeded();
     const events = await eventsDuring(async () => {

@@ -116,6 +116,12 @@ describe('applying a pusher set', () => {
     });
   });
 
+  it('the wire form of an e-mail pusher has no device_id, even if one was stored (it belongs to the account)', () => {
+    const wire = toWirePusher(aPusher({ kind: 'email', device_id: 'PHONE', data: {} }));
+    expect(wire).not.toHaveProperty('device_id');
+    expect(wire).not.toHaveProperty('org.matrix.msc3881.device_id');
+  });
+
   it('the wire form of a pusher of an unknown device has no device_id under either name', () => {
     const wire = toWirePusher(aPusher());
     expect(wire).toMatchObject({ enabled: true, 'org.matrix.msc3881.enabled': true });
@@ -128,7 +134,7 @@ describe('which pushers a deletion selects', () => {
   const phone = aPusher({ pushkey: 'phone', device_id: 'PHONE' });
   const laptop = aPusher({ pushkey: 'laptop', device_id: 'LAPTOP' });
   const unknown = aPusher({ pushkey: 'legacy' });
-  const email = aPusher({ kind: 'email', app_id: 'm.email', pushkey: 'alice@example.org', device_id: 'PHONE', data: {} });
+  const email = aPusher({ kind: 'email', app_id: 'm.email', pushkey: 'alice@example.org', data: {} });
   const bobsPhone = aPusher({ user_id: BOB, pushkey: 'bob', device_id: 'PHONE' });
   const all = [phone, laptop, unknown, email, bobsPhone];
   const selected = (deletion: Omit<PusherDeletion, 'userId'>) =>
@@ -141,8 +147,8 @@ describe('which pushers a deletion selects', () => {
     ['all but one device, unknown devices included (password change)', { devices: { exceptDeviceId: 'PHONE' }, includeEmail: false }, ['laptop', 'legacy']],
     ['all (log out everywhere)', { devices: { all: true }, includeEmail: false }, ['phone', 'laptop', 'legacy']],
     ['e-mail too when asked (deactivation)', { devices: { all: true }, includeEmail: true }, ['phone', 'laptop', 'legacy', 'alice@example.org']],
-    ['e-mail of the device when asked', { devices: { deviceIds: ['PHONE'] }, includeEmail: true }, ['phone', 'alice@example.org']],
-    ['e-mail of another device when asked', { devices: { exceptDeviceId: 'LAPTOP' }, includeEmail: true }, ['phone', 'legacy', 'alice@example.org']],
+    ['not e-mail by device, even when asked: it has none', { devices: { deviceIds: ['PHONE'] }, includeEmail: true }, ['phone']],
+    ['e-mail with all but a device when asked', { devices: { exceptDeviceId: 'LAPTOP' }, includeEmail: true }, ['phone', 'legacy', 'alice@example.org']],
   ])('%s', (_case, deletion, pushkeys) => {
     expect(selected(deletion)).toEqual(pushkeys);
   });

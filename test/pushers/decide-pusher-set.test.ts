@@ -128,6 +128,10 @@ describe('set pusher: the device and enabled (MSC3881)', () => {
     expect(pusherOf(anHttpAction())).not.toHaveProperty('device_id');
   });
 
+  it('records no device for an e-mail pusher: it belongs to the account (MSC3881: device_id only for http)', () => {
+    expect(pusherOf(anHttpAction({ kind: 'email', pushkey: 'alice@example.org', data: {} }), 'PHONE')).not.toHaveProperty('device_id');
+  });
+
   it("ignores a device_id in the client's action, under either name", () => {
     const posted = { ...anHttpAction(), device_id: 'STOLEN', 'org.matrix.msc3881.device_id': 'STOLEN' } as RawPusherSetAction;
     expect(pusherOf(posted, 'PHONE').device_id).toBe('PHONE');

@@ -206,7 +206,7 @@ export function pushStoreContract(name: string, makeFixture: (options?: FixtureO
         await fixture.store.upsertPusher(aPusher(user, { pushkey: 'phone-2', device_id: 'PHONE' }));
         await fixture.store.upsertPusher(aPusher(user, { pushkey: 'laptop', device_id: 'LAPTOP' }));
         await fixture.store.upsertPusher(aPusher(user, { pushkey: 'legacy' }));
-        await fixture.store.upsertPusher(aPusher(user, { kind: 'email', app_id: 'm.email', pushkey: 'a@example.org', data: {}, device_id: 'PHONE' }));
+        await fixture.store.upsertPusher(aPusher(user, { kind: 'email', app_id: 'm.email', pushkey: 'a@example.org', data: {} }));
         await fixture.store.upsertPusher(aPusher(other, { pushkey: 'phone', device_id: 'PHONE' }));
         return other;
       }
@@ -218,7 +218,8 @@ export function pushStoreContract(name: string, makeFixture: (options?: FixtureO
         ['all but one device, unknown ones included', { exceptDeviceId: 'LAPTOP' }, false, 3, ['a@example.org', 'laptop']],
         ['all but e-mail', { all: true }, false, 4, ['a@example.org']],
         ['all with e-mail', { all: true }, true, 5, []],
-        ['some devices with e-mail', { deviceIds: ['PHONE'] }, true, 3, ['laptop', 'legacy']],
+        ['some devices with e-mail (which has no device)', { deviceIds: ['PHONE'] }, true, 2, ['a@example.org', 'laptop', 'legacy']],
+        ['all but one device with e-mail', { exceptDeviceId: 'LAPTOP' }, true, 4, ['laptop']],
       ])('deletes %s, and no other user’s', async (_case, devices, includeEmail, deleted, left) => {
         const other = await seed();
         expect(await fixture.store.deletePushers({ userId: user, devices, includeEmail })).toBe(deleted);

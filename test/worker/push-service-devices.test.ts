@@ -126,7 +126,8 @@ describe('delete_pushers', () => {
     ['a password change that logs out the other devices', { exceptDeviceId: 'PHONE' }, false, 2, ['alice@example.org', 'phone']],
     ['a logout everywhere', { all: true }, false, 3, ['alice@example.org']],
     ['a deactivation', { all: true }, true, 4, []],
-    ['a logout with the e-mail pushers of the device', { deviceIds: ['PHONE'] }, true, 2, ['laptop', 'legacy']],
+    ['a logout with include_email: e-mail pushers have no device, so it keeps them', { deviceIds: ['PHONE'] }, true, 1, ['alice@example.org', 'laptop', 'legacy']],
+    ['a password change with include_email', { exceptDeviceId: 'PHONE' }, true, 3, ['phone']],
   ])('%s: replies how many went, announces one change', async (_case, devices, includeEmail, deleted, left) => {
     const { run, pushkeys } = await seeded();
     const outcome = await run(deletePushers(devices, includeEmail));
@@ -136,8 +137,11 @@ describe('delete_pushers', () => {
   });
 
   it('keeps e-mail pushers unless asked, and deletes them when asked', async () => {
-    const { run, pushkeys } = setup();
+    const { run, pushkeys, pushers } = setup();
     await run({ op: 'set_pusher', userId: ALICE, action: emailAction('alice@example.org'), deviceId: 'PHONE' });
+    // The account's, not the device's: no device recorded.
+    expect((await pushers())[0]).not.toHaveProperty('device_id');
+    expect((await run(deletePushers({ deviceIds: ['PHONE'] }, true))).reply).toEqual({ ok: true, body: { deleted: 0 } });
     expect((await run(deletePushers({ all: true }))).reply).toEqual({ ok: true, body: { deleted: 0 } });
     expect(await pushkeys()).toEqual(['alice@example.org']);
     expect((await run(deletePushers({ all: true }, true))).reply).toEqual({ ok: true, body: { deleted: 1 } });
