@@ -141,20 +141,17 @@ export class RpcWorker {
     this.#log = options.logger;
     this.#now = options.now ?? Date.now;
     this.#observer = options.observer ?? NO_OBSERVER;
-    const requests: ConsumedQueue = {
-      role: 'request',
-      queue: options.amqp.queue,
-      prefetch: options.amqp.prefetch,
-      declare: async (channel) => declareTopology(channel, options.amqp),
-      serve: async (body, context) => this.#serve(body, context.messageId, false),
-    };
-    const reads: ConsumedQueue = {
-      role: 'read',
-      queue: options.amqp.readQueue,
-      prefetch: options.amqp.readPrefetch,
-      declare: async (channel) => declareReadQueue(channel, options.amqp),
-      serve: async (body, context) => this.#serve(body, context.messageId, true),
-    };
+    const { amqp } = options;
+    // The user ops: every one on the request queue, the reads alone on the read queue.
+    const userOps = (role: 'request' | 'read', queue: string, prefetch: number, declare: (channel: Channel) => Promise<void>): ConsumedQueue => ({
+      role,
+      queue,
+      prefetch,
+      declare,
+      serve: async (body, context) => this.#serve(body, context.messageId, role === 'read'),
+    });
+    const requests = userOps('request', amqp.queue, amqp.prefetch, async (channel) => declareTopology(channel, amqp));
+    const reads = userOps('read', amqp.readQueue, amqp.readPrefetch, async (channel) => declareReadQueue(channel, amqp));
     this.#queues = [requests, reads, ...(options.queues ?? [])];
   }
 
