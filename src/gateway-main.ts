@@ -24,13 +24,17 @@ async function main(): Promise<void> {
   const config = readConfig();
   const log = createLogger(config.log.level, 'matrix-push-gateway');
   handleFatalErrors(log);
+  const metrics = new GatewayMetrics();
   const client = new PushRulesClient({
     url: config.amqp.url,
     queue: config.amqp.queue,
+    readQueue: config.amqp.readQueue === '' ? null : config.amqp.readQueue,
+    onReadFallback: (reason) => {
+      metrics.readFallback(reason);
+    },
     timeoutMs: config.http.requestTimeoutMs,
     ...(config.amqp.publisherUserId === '' ? {} : { publisherUserId: config.amqp.publisherUserId }),
   });
-  const metrics = new GatewayMetrics();
   const state = { listening: false };
   const app = buildGatewayServer({
     api: client,

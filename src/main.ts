@@ -7,10 +7,14 @@ import { handleStopSignals } from './lifecycle/signal-shutdown.js';
 import { HealthServer, listenAndLog } from './observability/health-server.js';
 import { WorkerMetrics } from './observability/metrics.js';
 import type { Command } from './rpc/command.js';
+import type { CompiledRuleset } from './evaluation/compiled-ruleset.js';
+import { evaluateQueue } from './rpc/evaluate-queue.js';
 import { RpcWorker } from './rpc/rpc-worker.js';
 import { MongoPushStore } from './store/mongo-push-store.js';
 import { retryUntilDone } from './worker/retry-until-done.js';
+import { EvaluateService } from './worker/evaluate-service.js';
 import { PushService } from './worker/push-service.js';
+import { RulesetCache } from './worker/ruleset-cache.js';
 
 /**
  * `npm start`: one worker process.
@@ -29,7 +33,13 @@ async function main(): Promise<void> {
   // Created once the database answers; signals and probes may come sooner.
   const running: { worker?: RpcWorker } = {};
 
-  const metrics = new WorkerMetrics(() => running.worker?.inFlight ?? 0);
+  // Compiled rulesets for `evaluate`, kept current by the change events.
+  const cache = new RulesetCache<CompiledRuleset>({
+    maxEntries: config.evaluate.cacheMaxEntries,
+    maxBytes: config.evaluate.cacheMaxBytes,
+    maxStalenessMs: config.evaluate.maxStalenessMs,
+  });
+  const metrics = new WorkerMetrics(() => running.worker?.inFlight ?? 0, { cache });
   const mongo = new MongoClient(config.mongodb.url, { serverSelectionTimeoutMS: config.mongodb.serverSelectionTimeoutMs });
   const db = mongo.db(config.mongodb.database);
   const health = config.health.enabled
@@ -56,7 +66,11 @@ async function main(): Promise<void> {
 
   await listenAndLog(health, config.health.host, log);
 
-  const store = new MongoPushStore(db, { ...config.mongodb, recordedWritesWindow: config.writes.recordedWritesWindow });
+  const store = new MongoPushStore(db, {
+    ...config.mongodb,
+    recordedWritesWindow: config.writes.recordedWritesWindow,
+    parsedCacheChars: config.mongodb.parsedRulesCacheChars,
+  });
   // Until the database first answers there is nothing to serve, so wait
   // for it here. Connect explicitly on each attempt: after a failed first
   // connection the driver's topology stays closed ("Topology is closed")
@@ -80,8 +94,25 @@ async function main(): Promise<void> {
     pusherPolicy: { allowInsecureGateways: config.pushers.allowInsecureGateways },
     limits: config.limits,
   });
+  const evaluations = new EvaluateService(store, {
+    cache,
+    loadChunkSize: config.evaluate.loadChunkSize,
+    sliceMs: config.evaluate.sliceMs,
+    onUndecodable: (userId) => {
+      log.warn({ userId }, 'stored push rules cannot be decoded: evaluated as the server defaults');
+    },
+  });
   const worker = new RpcWorker(service, {
     amqp: config.amqp,
+    queues: [evaluateQueue({ amqp: config.amqp, evaluate: config.evaluate, maxJsonDepth: config.limits.maxJsonDepth, service: evaluations, observer: metrics })],
+    changes: {
+      pushRulesChanged: (userId) => {
+        cache.invalidate(userId);
+      },
+      subscriptionReset: () => {
+        cache.clear();
+      },
+    },
     limits: config.limits,
     logger: log,
     observer: metrics,

@@ -1,15 +1,19 @@
 import { randomUUID } from 'node:crypto';
 import type { PushAction, PushRule, RuleBody, Ruleset } from '../push-rules/push-rule.js';
 import type { RuleAddress } from '../push-rules/rule-address.js';
+import type { EvaluateReply } from '../evaluation/evaluate-request.js';
+import type { EvaluationEvent, EvaluationRecipient, EvaluationRoom } from '../evaluation/evaluation-input.js';
 import type { PusherSetAction, WirePusher } from '../pushers/pusher.js';
 import type { Reply } from '../worker/reply.js';
 import { PushRulesError } from './push-rules-error.js';
-import { RpcClient, RpcRequestError, RpcTransportError, type RequestOptions } from './rpc-client.js';
+import { RpcClient, RpcRequestError, RpcTransportError, type ReadFallback, type RequestOptions } from './rpc-client.js';
 
 // The package entry (`matrix-push-worker/client`) is this file, so its error type and address type come with it.
 export { PushRulesError } from './push-rules-error.js';
 export type { RuleAddress } from '../push-rules/rule-address.js';
 export type { PusherSetAction, WirePusher } from '../pushers/pusher.js';
+export type { EvaluateReply } from '../evaluation/evaluate-request.js';
+export type { EvaluationEvent, EvaluationRecipient, EvaluationRoom } from '../evaluation/evaluation-input.js';
 
 /** The part of `RpcClient` this client needs; tests fake it with an object literal. */
 export interface RpcTransport {
@@ -24,6 +28,16 @@ export interface PushRulesClientOptions {
   readonly queue?: string;
   /** Default per-call deadline in ms (10 000); also sent as each request's `expiration`. */
   readonly timeoutMs?: number;
+  /**
+   * The workers' read queue (`matrix.push.read` unless configured otherwise;
+   * `null`: send reads to `queue` too). Reads go there while a worker
+   * consumes it, and to `queue` otherwise: never lost, at worst slower.
+   */
+  readonly readQueue?: string | null;
+  /** Called for each read sent to `queue` instead of the read queue (for a metric). */
+  readonly onReadFallback?: (reason: ReadFallback) => void;
+  /** The workers' evaluate queue; `matrix.push.evaluate` unless they are configured otherwise. */
+  readonly evaluateQueue?: string;
   /** The broker user of `url`; needed when the workers have trusted publishers. */
   readonly publisherUserId?: string;
 }
@@ -77,6 +91,13 @@ export interface DeletePushersOptions extends WriteOptions {
 export type EmptyBody = Record<string, never>;
 
 export const DEFAULT_QUEUE = 'matrix.push.rpc';
+export const DEFAULT_READ_QUEUE = 'matrix.push.read';
+export const DEFAULT_EVALUATE_QUEUE = 'matrix.push.evaluate';
+
+export interface EvaluateOptions extends CallOptions {
+  /** Also name every recipient's matched rule (`rule_ids`). */
+  readonly explain?: boolean;
+}
 
 /**
  * A front homeserver's client for the worker pool: one method per operation
@@ -88,8 +109,10 @@ export const DEFAULT_QUEUE = 'matrix.push.rpc';
  */
 export class PushRulesClient {
   readonly #transport: RpcTransport;
+  readonly #evaluateQueue: string;
 
   constructor(options: PushRulesClientOptions, transport?: RpcTransport) {
+    this.#evaluateQueue = options.evaluateQueue ?? DEFAULT_EVALUATE_QUEUE;
     this.#transport =
       transport ??
       new RpcClient({
@@ -97,6 +120,8 @@ export class PushRulesClient {
         queue: options.queue ?? DEFAULT_QUEUE,
         ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
         ...(options.publisherUserId === undefined ? {} : { publisherUserId: options.publisherUserId }),
+        ...(options.readQueue === null ? {} : { readQueue: options.readQueue ?? DEFAULT_READ_QUEUE }),
+        ...(options.onReadFallback === undefined ? {} : { onReadFallback: options.onReadFallback }),
       });
   }
 
@@ -195,13 +220,32 @@ export class PushRulesClient {
     return this.#write({ op: 'delete_user_data', user_id: userId }, options);
   }
 
+  /**
+   * The homeserver's question for an event it persisted: which of
+   * `recipients` get notified, and with which actions. Sent to the evaluate
+   * queue; needs no user (the publisher must be trusted like for any op).
+   * Resolves with `notify` (only the notified, by user ID), `evaluated`,
+   * and `rule_ids` when `explain` is set.
+   */
+  async evaluate(
+    event: EvaluationEvent,
+    room: EvaluationRoom,
+    recipients: readonly EvaluationRecipient[],
+    options: EvaluateOptions = {},
+  ): Promise<EvaluateReply> {
+    return this.#call<EvaluateReply>(
+      { op: 'evaluate', event, room, recipients, ...(options.explain === true ? { explain: true } : {}) },
+      { queue: this.#evaluateQueue, ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }) },
+    );
+  }
+
   /** Rejects pending calls (`reason: 'closed'`) and disconnects. Idempotent. */
   async close(): Promise<void> {
     await this.#transport.close();
   }
 
   async #read<T>(body: object, options: CallOptions): Promise<T> {
-    return this.#call<T>(body, options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs });
+    return this.#call<T>(body, { read: true, ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }) });
   }
 
   async #write<T = EmptyBody>(body: object, options: WriteOptions): Promise<T> {

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Channel, ChannelModel, ConsumeMessage, Message } from 'amqplib';
+import type { Channel, ChannelModel, ConsumeMessage, Message, Options } from 'amqplib';
 import { connectAmqp, connectionName } from '../rpc/amqp-connect.js';
 import type { Reply } from '../worker/reply.js';
 
@@ -43,7 +43,18 @@ export interface RpcClientOptions {
   readonly publisherUserId?: string;
   /** Heartbeat interval asked of the broker (0: off); default 10 s, the workers' default. */
   readonly heartbeatSeconds?: number;
+  /**
+   * The workers' read queue: reads (`{read: true}`) go there while it has a
+   * consumer, and to `queue` otherwise. Unset: every request goes to `queue`.
+   */
+  readonly readQueue?: string;
+  /** How often the read queue's consumers are counted (default 1 000 ms). */
+  readonly readProbeIntervalMs?: number;
+  /** A read went to `queue` instead: the read queue returned it, or has no consumer (or does not exist). */
+  readonly onReadFallback?: (reason: ReadFallback) => void;
 }
+
+export type ReadFallback = 'returned' | 'no-consumer';
 
 const DEFAULT_HEARTBEAT_SECONDS = 10;
 
@@ -51,18 +62,29 @@ export interface RequestOptions {
   readonly timeoutMs?: number;
   /** Idempotency key: a write retried with the same id is applied once. */
   readonly messageId?: string;
+  /** Another queue than the client's own (the evaluate queue). */
+  readonly queue?: string;
+  /** A read-only op: the read queue may serve it (see `RpcClientOptions.readQueue`). */
+  readonly read?: boolean;
 }
 
 interface Pending {
   readonly resolve: (reply: Reply) => void;
   readonly reject: (error: RpcTransportError) => void;
   readonly timer: NodeJS.Timeout;
+  /** A read sent to the read queue: where to send it instead if that queue returns it. */
+  fallback?: { readonly content: Buffer; readonly properties: Options.Publish };
 }
 
 interface Session {
   readonly connection: ChannelModel;
   readonly channel: Channel;
   readonly pending: Map<string, Pending>;
+  /** The read queue had a consumer when last counted. */
+  readQueueServed: boolean;
+  /** Counts the read queue's consumers; its own channel, since a missing queue closes the channel that asks. */
+  probe?: Channel;
+  probeTimer?: NodeJS.Timeout;
 }
 
 /**
@@ -103,18 +125,30 @@ export class RpcClient {
         session.pending.delete(correlationId);
         reject(new RpcTransportError('timeout', `no reply within ${timeoutMs} ms`));
       }, timeoutMs);
-      session.pending.set(correlationId, { resolve, reject, timer });
+      const pending: Pending = { resolve, reject, timer };
+      session.pending.set(correlationId, pending);
+      const properties: Options.Publish = {
+        mandatory: true,
+        replyTo: REPLY_QUEUE,
+        correlationId,
+        contentType: 'application/json',
+        expiration: String(timeoutMs),
+        timestamp: Date.now(),
+        ...(options.messageId === undefined ? {} : { messageId: options.messageId }),
+        ...(this.#options.publisherUserId === undefined ? {} : { userId: this.#options.publisherUserId }),
+      };
+      let queue = options.queue ?? this.#options.queue;
+      const { readQueue } = this.#options;
+      if (options.read === true && options.queue === undefined && readQueue !== undefined) {
+        if (session.readQueueServed) {
+          queue = readQueue;
+          pending.fallback = { content, properties };
+        } else {
+          this.#options.onReadFallback?.('no-consumer');
+        }
+      }
       try {
-        session.channel.publish('', this.#options.queue, content, {
-          mandatory: true,
-          replyTo: REPLY_QUEUE,
-          correlationId,
-          contentType: 'application/json',
-          expiration: String(timeoutMs),
-          timestamp: Date.now(),
-          ...(options.messageId === undefined ? {} : { messageId: options.messageId }),
-          ...(this.#options.publisherUserId === undefined ? {} : { userId: this.#options.publisherUserId }),
-        });
+        session.channel.publish('', queue, content, properties);
       } catch {
         // The channel is closed but its close event has not run yet: drop
         // the session now, so the next call connects instead of failing too.
@@ -133,6 +167,7 @@ export class RpcClient {
     const session = await this.#session?.catch(() => undefined);
     if (session === undefined) return;
     failAll(session, 'closed', 'the client was closed');
+    clearInterval(session.probeTimer);
     await session.connection.close().catch(() => undefined);
   }
 
@@ -140,6 +175,7 @@ export class RpcClient {
     if (this.#live !== session) return;
     this.#live = undefined;
     this.#session = undefined;
+    clearInterval(session.probeTimer);
     void session.connection.close().catch(() => undefined);
   }
 
@@ -157,8 +193,9 @@ export class RpcClient {
       connectionName: connectionName('matrix-push-worker client'),
     });
     const channel = await connection.createChannel();
-    const session: Session = { connection, channel, pending: new Map() };
+    const session: Session = { connection, channel, pending: new Map(), readQueueServed: false };
     const lost = () => {
+      clearInterval(session.probeTimer);
       this.#drop(session);
       failAll(session, 'connection-lost', 'the broker connection was lost before the reply');
     };
@@ -170,7 +207,10 @@ export class RpcClient {
       void connection.close().catch(() => undefined);
     });
     channel.on('return', (message: Message) => {
-      settle(session, String(message.properties.correlationId), (p) => {
+      const correlationId = String(message.properties.correlationId);
+      const fallback = session.pending.get(correlationId)?.fallback;
+      if (fallback !== undefined && this.#resend(session, correlationId, fallback)) return;
+      settle(session, correlationId, (p) => {
         p.reject(new RpcTransportError('unroutable', 'no queue took the request: is any worker running?'));
       });
     });
@@ -187,8 +227,53 @@ export class RpcClient {
       },
       { noAck: true },
     );
+    if (this.#options.readQueue !== undefined) await this.#watchReadQueue(session, this.#options.readQueue);
     this.#live = session;
     return session;
+  }
+
+  /** A read the read queue returned goes to the request queue, which serves every op. */
+  #resend(session: Session, correlationId: string, fallback: NonNullable<Pending['fallback']>): boolean {
+    const pending = session.pending.get(correlationId);
+    if (pending === undefined) return true;
+    delete pending.fallback;
+    session.readQueueServed = false;
+    this.#options.onReadFallback?.('returned');
+    try {
+      session.channel.publish('', this.#options.queue, fallback.content, fallback.properties);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  /**
+   * Counts the read queue's consumers now and every `readProbeIntervalMs`:
+   * reads go there only while some worker consumes it, so a read is never
+   * left waiting in a queue nobody reads (a queue that does not exist
+   * returns the read at once, and it is sent to the request queue).
+   */
+  async #watchReadQueue(session: Session, readQueue: string): Promise<void> {
+    const count = async () => {
+      try {
+        if (session.probe === undefined) {
+          const probe = await session.connection.createChannel();
+          probe.on('error', () => undefined);
+          probe.on('close', () => {
+            if (session.probe === probe) delete session.probe;
+          });
+          session.probe = probe;
+        }
+        const { consumerCount } = await session.probe.checkQueue(readQueue);
+        session.readQueueServed = consumerCount > 0;
+      } catch {
+        // Not declared (the probe channel is closed by the broker), or the connection is going.
+        session.readQueueServed = false;
+      }
+    };
+    await count();
+    session.probeTimer = setInterval(() => void count(), this.#options.readProbeIntervalMs ?? 1_000);
+    session.probeTimer.unref();
   }
 }
 

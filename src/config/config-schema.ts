@@ -14,6 +14,10 @@ export const ConfigSchema = Type.Object(
         deadLetterExchange: Name,
         deadLetterQueue: Name,
         prefetch: Type.Integer({ minimum: 1, maximum: 65535 }),
+        /** Read-only ops are also served from this queue (classic by default: a read lost with a node is simply asked again). */
+        readQueue: Name,
+        readQueueType: Type.Union([Type.Literal('quorum'), Type.Literal('classic')]),
+        readPrefetch: Type.Integer({ minimum: 1, maximum: 65535 }),
         eventsExchange: Name,
         /** AMQP users whose requests are served; empty: any publisher. */
         trustedPublishers: Type.Array(Name, { uniqueItems: true }),
@@ -30,6 +34,8 @@ export const ConfigSchema = Type.Object(
         accountDataCollection: Name,
         pushersCollection: Name,
         serverSelectionTimeoutMs: Type.Integer({ minimum: 100, maximum: 120000 }),
+        /** Characters of stored ruleset text whose parse is kept for the next read of the same text; 0: none. */
+        parsedRulesCacheChars: Type.Integer({ minimum: 0, maximum: 1024 * 1024 * 1024 }),
       },
       { additionalProperties: false },
     ),
@@ -128,6 +134,9 @@ export const ENVIRONMENT: readonly { readonly name: string; readonly path: reado
   { name: 'RPC_DEAD_LETTER_EXCHANGE', path: ['amqp', 'deadLetterExchange'], kind: 'string' },
   { name: 'RPC_DEAD_LETTER_QUEUE', path: ['amqp', 'deadLetterQueue'], kind: 'string' },
   { name: 'RPC_PREFETCH', path: ['amqp', 'prefetch'], kind: 'integer' },
+  { name: 'RPC_READ_QUEUE', path: ['amqp', 'readQueue'], kind: 'string' },
+  { name: 'RPC_READ_QUEUE_TYPE', path: ['amqp', 'readQueueType'], kind: 'string' },
+  { name: 'RPC_READ_PREFETCH', path: ['amqp', 'readPrefetch'], kind: 'integer' },
   { name: 'EVENTS_EXCHANGE', path: ['amqp', 'eventsExchange'], kind: 'string' },
   { name: 'TRUSTED_PUBLISHERS', path: ['amqp', 'trustedPublishers'], kind: 'list' },
   { name: 'AMQP_HEARTBEAT_SECONDS', path: ['amqp', 'heartbeatSeconds'], kind: 'integer' },
@@ -136,6 +145,7 @@ export const ENVIRONMENT: readonly { readonly name: string; readonly path: reado
   { name: 'MONGODB_URL', path: ['mongodb', 'url'], kind: 'string' },
   { name: 'MONGODB_DATABASE', path: ['mongodb', 'database'], kind: 'string' },
   { name: 'MONGODB_SERVER_SELECTION_TIMEOUT_MS', path: ['mongodb', 'serverSelectionTimeoutMs'], kind: 'integer' },
+  { name: 'MONGODB_PARSED_RULES_CACHE_CHARS', path: ['mongodb', 'parsedRulesCacheChars'], kind: 'integer' },
   { name: 'WRITE_MAX_ATTEMPTS', path: ['writes', 'maxAttempts'], kind: 'integer' },
   { name: 'WRITE_BACKOFF_BASE_MS', path: ['writes', 'backoffBaseMs'], kind: 'integer' },
   { name: 'WRITE_BACKOFF_MAX_MS', path: ['writes', 'backoffMaxMs'], kind: 'integer' },

@@ -30,6 +30,8 @@ export const GatewayConfigSchema = Type.Object(
       {
         url: Type.String({ pattern: '^amqps?://' }),
         queue: Name,
+        /** The workers' read queue, where reads go while a worker consumes it; empty: reads go to `queue`. */
+        readQueue: Type.String({ maxLength: 255 }),
         /** The broker user of `url`, sent as `userId` for workers with trusted publishers; empty: none. */
         publisherUserId: Type.String({ maxLength: 255 }),
       },
@@ -85,6 +87,7 @@ export const GATEWAY_ENVIRONMENT: EnvironmentList = [
   { name: 'GATEWAY_MAX_IN_FLIGHT', path: ['http', 'maxInFlight'], kind: 'integer' },
   { name: 'AMQP_URL', path: ['amqp', 'url'], kind: 'string' },
   { name: 'RPC_QUEUE', path: ['amqp', 'queue'], kind: 'string' },
+  { name: 'RPC_READ_QUEUE', path: ['amqp', 'readQueue'], kind: 'string' },
   { name: 'AMQP_PUBLISHER_USER_ID', path: ['amqp', 'publisherUserId'], kind: 'string' },
   { name: 'AUTH_KIND', path: ['auth', 'kind'], kind: 'string' },
   { name: 'HOMESERVER_URL', path: ['auth', 'homeserverUrl'], kind: 'string' },

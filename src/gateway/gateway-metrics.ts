@@ -1,3 +1,4 @@
+import type { ReadFallback } from '../client/rpc-client.js';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { GatewayObserver } from './gateway-server.js';
 
@@ -8,6 +9,7 @@ export class GatewayMetrics implements GatewayObserver {
   readonly #duration: Histogram<'route'>;
   readonly #rateLimited: Counter;
   readonly #overloaded: Counter;
+  readonly #readFallbacks: Counter<'reason'>;
   #inFlight = 0;
 
   constructor(options: { readonly processMetrics?: boolean } = {}) {
@@ -34,6 +36,12 @@ export class GatewayMetrics implements GatewayObserver {
     this.#overloaded = new Counter({
       name: 'push_gateway_overloaded_total',
       help: 'Requests refused with 503 because http.maxInFlight requests were in flight.',
+      registers,
+    });
+    this.#readFallbacks = new Counter({
+      name: 'push_gateway_read_fallbacks_total',
+      help: 'Reads sent to the request queue instead of the read queue: returned by it, or no worker consuming it.',
+      labelNames: ['reason'],
       registers,
     });
     const inFlight = () => this.#inFlight;
@@ -66,5 +74,9 @@ export class GatewayMetrics implements GatewayObserver {
 
   overloaded(): void {
     this.#overloaded.inc();
+  }
+
+  readFallback(reason: ReadFallback): void {
+    this.#readFallbacks.inc({ reason });
   }
 }

@@ -1,13 +1,16 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { EvaluateObserver } from '../rpc/evaluate-queue.js';
 import type { RequestReport, WorkerObserver } from '../rpc/rpc-worker.js';
+import type { EvaluateStats } from '../worker/evaluate-service.js';
+import type { RulesetCache } from '../worker/ruleset-cache.js';
 
 /**
  * The worker's Prometheus metrics, on a registry of its own (not the
  * library's global one) so that tests and embedders get a clean set.
  */
-export class WorkerMetrics implements WorkerObserver {
+export class WorkerMetrics implements WorkerObserver, EvaluateObserver {
   readonly registry = new Registry();
-  readonly #requests: Counter<'op' | 'outcome'>;
+  readonly #requests: Counter<'op' | 'outcome' | 'queue'>;
   readonly #duration: Histogram<'op'>;
   readonly #conflicts: Counter;
   readonly #retries: Counter;
@@ -15,15 +18,23 @@ export class WorkerMetrics implements WorkerObserver {
   readonly #replays: Counter;
   readonly #unchanged: Counter;
   readonly #reconnects: Counter;
+  readonly #recipients: Counter;
+  readonly #notified: Counter;
+  readonly #storeQueries: Counter;
+  readonly #cacheHits: Counter;
+  readonly #loaded: Counter;
 
   /** `inFlight` is read at scrape time, so the gauge never drifts. */
-  constructor(inFlight: () => number, options: { readonly processMetrics?: boolean } = {}) {
+  constructor(
+    inFlight: () => number,
+    options: { readonly processMetrics?: boolean; readonly cache?: Pick<RulesetCache<unknown>, 'size' | 'bytes' | 'stats'> } = {},
+  ) {
     const registers = [this.registry];
     if (options.processMetrics ?? true) collectDefaultMetrics({ register: this.registry });
     this.#requests = new Counter({
       name: 'push_worker_requests_total',
-      help: 'Requests settled, by op and outcome (ok, an error kind, expired, dead-lettered).',
-      labelNames: ['op', 'outcome'],
+      help: 'Requests settled, by op, outcome (ok, an error kind, expired, dead-lettered) and queue (request, read, evaluate).',
+      labelNames: ['op', 'outcome', 'queue'],
       registers,
     });
     this.#duration = new Histogram({
@@ -55,10 +66,51 @@ export class WorkerMetrics implements WorkerObserver {
       registers,
     });
     this.#reconnects = new Counter({ name: 'push_worker_amqp_reconnects_total', help: 'Broker sessions re-established after a loss.', registers });
+    this.#recipients = new Counter({ name: 'push_worker_evaluate_recipients_total', help: 'Recipients named by evaluate requests.', registers });
+    this.#notified = new Counter({ name: 'push_worker_evaluate_notified_total', help: 'Recipients an evaluation decided to notify.', registers });
+    this.#storeQueries = new Counter({
+      name: 'push_worker_evaluate_store_queries_total',
+      help: 'Bulk store reads of uncached recipients (one per chunk).',
+      registers,
+    });
+    this.#cacheHits = new Counter({ name: 'push_worker_evaluate_cache_hits_total', help: 'Recipients whose compiled rules came from the cache.', registers });
+    this.#loaded = new Counter({
+      name: 'push_worker_evaluate_cache_misses_total',
+      help: 'Recipients whose rules were read from the store (not cached, or cached too long ago).',
+      registers,
+    });
+    if (options.cache !== undefined) {
+      const stats = options.cache.stats;
+      const cache = options.cache;
+      new Gauge({ name: 'push_worker_evaluate_cache_entries', help: 'Users in the compiled-rules cache.', registers, collect() { this.set(cache.size); } });
+      new Gauge({ name: 'push_worker_evaluate_cache_bytes', help: 'Estimated bytes of the compiled rules cached.', registers, collect() { this.set(cache.bytes); } });
+      // The cache counts; a scrape copies its counts into counters.
+      const counted = (name: string, help: string, read: () => number) =>
+        new Counter({
+          name,
+          help,
+          registers,
+          collect() {
+            this.reset();
+            this.inc(read());
+          },
+        });
+      counted('push_worker_evaluate_cache_invalidations_total', 'Cache entries dropped by change events or a reset of the subscription.', () => stats.invalidations);
+      counted('push_worker_evaluate_cache_stale_refreshes_total', 'Cached entries older than evaluate.maxStalenessMs, read again.', () => stats.staleRefreshes);
+      counted('push_worker_evaluate_cache_evictions_total', 'Cache entries evicted for the entry or byte bound.', () => stats.evictions);
+    }
+  }
+
+  evaluated(stats: EvaluateStats): void {
+    this.#recipients.inc(stats.recipients);
+    this.#notified.inc(stats.notified);
+    this.#storeQueries.inc(stats.storeQueries);
+    this.#cacheHits.inc(stats.cacheHits);
+    this.#loaded.inc(stats.loaded);
   }
 
   requestSettled(report: RequestReport): void {
-    this.#requests.inc({ op: report.op, outcome: report.outcome });
+    this.#requests.inc({ op: report.op, outcome: report.outcome, queue: report.queue });
     this.#duration.observe({ op: report.op }, report.seconds);
     if (report.conflicts > 0) {
       this.#conflicts.inc(report.conflicts);

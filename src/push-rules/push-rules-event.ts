@@ -32,7 +32,24 @@ export type PushRulesEventView =
       readonly upgraded: boolean;
     };
 
+/**
+ * Views already decided, by lookup object: the store hands the same lookup
+ * object back while the stored text is unchanged (see `ParsedEntryCache`),
+ * and a ruleset is then not decoded and checked again on every read. The
+ * view depends on the user only through the upgrade, so the user is part of
+ * the key.
+ */
+const views = new WeakMap<PushRulesLookup, { readonly userId: string; readonly view: PushRulesEventView }>();
+
 export function viewPushRulesEvent(lookup: PushRulesLookup, userId: string): PushRulesEventView {
+  const known = views.get(lookup);
+  if (known?.userId === userId) return known.view;
+  const view = decideView(lookup, userId);
+  views.set(lookup, { userId, view });
+  return view;
+}
+
+function decideView(lookup: PushRulesLookup, userId: string): PushRulesEventView {
   if (!lookup.found) return { status: 'missing', reason: 'absent' };
   const { event } = lookup;
   if (!isJsonObject(event)) return { status: 'undecodable' };

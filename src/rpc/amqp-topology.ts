@@ -28,3 +28,20 @@ export async function declareTopology(channel: Channel, amqp: Config['amqp']): P
   });
   await channel.assertExchange(amqp.eventsExchange, 'topic', { durable: true });
 }
+
+/**
+ * The read queue: read-only ops only, classic by default. A read changes
+ * nothing a retry cannot redo, so it needs no replicated log; a classic
+ * queue's round trip costs about a third of a quorum queue's. Unanswerable
+ * requests go to the same dead-letter exchange as the request queue's.
+ */
+export async function declareReadQueue(channel: Channel, amqp: Config['amqp']): Promise<void> {
+  await channel.assertQueue(amqp.readQueue, {
+    durable: true,
+    arguments: {
+      'x-queue-type': amqp.readQueueType,
+      'x-dead-letter-exchange': amqp.deadLetterExchange,
+      ...(amqp.readQueueType === 'quorum' ? { 'x-delivery-limit': amqp.deliveryLimit } : {}),
+    },
+  });
+}

@@ -46,3 +46,10 @@ export type Command =
   | { readonly op: 'delete_user_data'; readonly userId: string };
 
 export type CommandOp = Command['op'];
+
+/** Ops that change nothing: served from the read queue as well as the request queue. */
+export const READ_OPS = ['get_pushrules', 'get_pushrule', 'get_pushrule_actions', 'get_pushrule_enabled', 'get_pushers'] as const satisfies readonly CommandOp[];
+
+export function isReadOp(op: CommandOp): boolean {
+  return (READ_OPS as readonly CommandOp[]).includes(op);
+}

@@ -2,6 +2,7 @@ import { Type, type Static } from '@sinclair/typebox';
 import { Ajv } from 'ajv';
 import { LIMIT_MESSAGES, matrixError } from '../errors/error-catalogue.js';
 import { isJsonObject, type JsonObject } from '../matrix/json.js';
+import { nestsDeeperThan } from '../matrix/json-depth.js';
 import { isValidUserId } from '../matrix/user-id.js';
 import { fail, ok, type Result } from '../result/result.js';
 import type { EvaluateRequest } from '../evaluation/evaluate-request.js';
@@ -37,6 +38,10 @@ export const EvaluateRequestSchema = Type.Object({
 export type EvaluateRequestBody = Static<typeof EvaluateRequestSchema>;
 
 export interface EvaluateLimits {
+  /** The message body, in bytes (TooLarge). */
+  readonly maxRequestBytes: number;
+  /** Arrays and objects nested deeper than this (the envelope counts) are BadJson, checked before parsing. */
+  readonly maxJsonDepth: number;
   /** The event's compact JSON encoding, in UTF-8 bytes (the spec's event size limit). */
   readonly maxEventBytes: number;
   readonly maxRecipients: number;
@@ -50,6 +55,32 @@ export interface EvaluateLimits {
 export interface EvaluateCommand {
   readonly op: 'evaluate';
   readonly request: EvaluateRequest;
+}
+
+/**
+ * Turns the body of a message on the evaluate queue into a command, or the
+ * contract's error for it. Unlike the user's requests, keys such as
+ * `constructor` are not refused here: an event may carry any key, refusing
+ * one would silence notifications for it, and the evaluator reads only own
+ * properties and never merges the event into anything.
+ */
+export function parseEvaluateRequest(body: Uint8Array, limits: EvaluateLimits): Result<EvaluateCommand> {
+  if (body.byteLength > limits.maxRequestBytes) {
+    return fail(matrixError('TooLarge', LIMIT_MESSAGES.requestTooLarge(limits.maxRequestBytes)));
+  }
+  const text = Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString('utf8');
+  if (nestsDeeperThan(text, limits.maxJsonDepth)) return fail(matrixError('BadJson', LIMIT_MESSAGES.jsonTooDeep(limits.maxJsonDepth)));
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    return fail(matrixError('BadJson', 'Request body is not valid JSON.'));
+  }
+  if (!isJsonObject(json)) return fail(matrixError('BadJson', 'Request body must be a JSON object.'));
+  if (json['op'] !== 'evaluate') {
+    return fail(matrixError('Unrecognized', `Only evaluate is served on this queue, not ${JSON.stringify(json['op'] ?? null)}.`));
+  }
+  return toEvaluateCommand(json, limits);
 }
 
 // Compiled once per process, like the other request schemas.
@@ -79,5 +110,5 @@ export function toEvaluateCommand(json: JsonObject, limits: EvaluateLimits): Res
     seen.add(userId);
   }
   // The schema checked every field the evaluator relies on.
-  return ok({ op: 'evaluate', request: request });
+  return ok({ op: 'evaluate', request });
 }

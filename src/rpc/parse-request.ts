@@ -1,5 +1,5 @@
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
-import { LIMIT_MESSAGES, matrixError } from '../errors/error-catalogue.js';
+import { LIMIT_MESSAGES, matrixError, MESSAGES } from '../errors/error-catalogue.js';
 import { isJsonObject, type JsonObject } from '../matrix/json.js';
 import { parseUntrustedJson } from '../matrix/parse-untrusted-json.js';
 import { isValidUserId } from '../matrix/user-id.js';
@@ -46,6 +46,7 @@ export function parseRequest(body: Uint8Array, limits: RequestLimits): Result<Co
 function parseRequestObject(json: JsonObject): Result<Command> {
   const op = json['op'];
   if (typeof op !== 'string') return fail(matrixError('BadJson', 'Request needs a string op.'));
+  if (op === 'evaluate') return fail(matrixError('Unrecognized', MESSAGES.evaluateOnItsQueue));
   if (!isOp(op)) return fail(matrixError('Unrecognized', `Unrecognized op: ${JSON.stringify(op)}.`));
   const validate = validators[op];
   if (!validate(json)) return fail(matrixError('BadJson', describeSchemaError(validate.errors?.[0])));

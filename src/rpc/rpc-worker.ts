@@ -1,14 +1,14 @@
 import type { Channel, ChannelModel, ConsumeMessage, Options } from 'amqplib';
 import type { Config } from '../config/config-schema.js';
-import { matrixError, MESSAGES } from '../errors/error-catalogue.js';
+import { matrixError, MESSAGES, REQUEST_MESSAGES } from '../errors/error-catalogue.js';
 import type { Logger } from '../logging/logger.js';
 import { retryUntilDone } from '../worker/retry-until-done.js';
 import { changeEventsOf, type HandleOutcome, type PushService } from '../worker/push-service.js';
 import { failure, type Reply } from '../worker/reply.js';
 import { AckBatcher } from './ack-batcher.js';
 import { connectAmqp, connectionName } from './amqp-connect.js';
-import { declareTopology } from './amqp-topology.js';
-import type { Command } from './command.js';
+import { declareReadQueue, declareTopology } from './amqp-topology.js';
+import { isReadOp, type Command } from './command.js';
 import { parseRequest } from './parse-request.js';
 import { requestDeadline } from './request-deadline.js';
 import { HOMESERVER_OPS } from './request-schemas.js';
@@ -18,6 +18,8 @@ import type { RequestLimits } from './request-limits.js';
 export interface RequestReport {
   /** The request's op, or `unknown` when the body did not name a valid one. */
   readonly op: string;
+  /** Which queue it came from: `request`, `read` or `evaluate` (the role, not the configured name). */
+  readonly queue: string;
   /** `ok`, an error kind, `expired` or `dead-lettered`. */
   readonly outcome: string;
   readonly seconds: number;
@@ -34,8 +36,40 @@ export interface WorkerObserver {
   reconnected(): void;
 }
 
+/**
+ * A queue the worker consumes besides the request queue (the evaluate
+ * queue): its own channel and prefetch, the same envelope, trust, deadline,
+ * reply, acknowledgement, logging and metrics as the request queue.
+ */
+export interface ConsumedQueue {
+  /** What the queue is for, as metrics label it (`evaluate`). */
+  readonly role: string;
+  readonly queue: string;
+  readonly prefetch: number;
+  /** Declares the queue (every worker declares it the same way). */
+  declare(channel: Channel): Promise<void>;
+  /** Parses and serves one body; never throws (every failure is a reply). */
+  serve(body: Buffer, context: { readonly messageId: string | undefined }): Promise<ServeOutcome>;
+}
+
+export type ServeOutcome = HandleOutcome & { readonly op?: string };
+
+/**
+ * Where the change events of every worker are delivered to this one: the
+ * push rules of `userId` changed. `lost` when the subscription ended (so
+ * events may have been missed), and again when a new one starts.
+ */
+export interface ChangeListener {
+  pushRulesChanged(userId: string): void;
+  subscriptionReset(): void;
+}
+
 export interface RpcWorkerOptions {
   readonly amqp: Config['amqp'];
+  /** More queues to consume on the same connection (the evaluate queue). */
+  readonly queues?: readonly ConsumedQueue[];
+  /** Subscribes to the change events when set (the evaluate cache). */
+  readonly changes?: ChangeListener;
   readonly limits: RequestLimits;
   readonly logger: Logger;
   readonly observer?: WorkerObserver;
@@ -55,14 +89,22 @@ interface Progress {
   settled: boolean;
 }
 
-/** One connection and its channel; replaced as a whole when either is lost. */
+/** One consumed queue on its own channel, with its own prefetch and acknowledgements. */
+interface Lane {
+  readonly consumed: ConsumedQueue;
+  readonly channel: Channel;
+  readonly acks: AckBatcher;
+  consumerTag?: string;
+}
+
+/** One connection and its channels; replaced as a whole when any of them is lost. */
 interface Session {
   readonly connection: ChannelModel;
-  readonly channel: Channel;
-  consumerTag?: string;
+  readonly lanes: Lane[];
+  /** The channel of the change-event subscription, when there is one. */
+  events?: Channel;
   lost: boolean;
   readonly inFlight: Set<Promise<void>>;
-  readonly acks: AckBatcher;
 }
 
 /**
@@ -89,6 +131,7 @@ export class RpcWorker {
   readonly #observer: WorkerObserver;
   readonly #inFlight = new Set<Promise<void>>();
   readonly #stopWaiting = new AbortController();
+  readonly #queues: readonly ConsumedQueue[];
   #session: Session | undefined;
   #connecting: Promise<void> | undefined;
   #closing: Promise<void> | undefined;
@@ -99,6 +142,18 @@ export class RpcWorker {
     this.#log = options.logger;
     this.#now = options.now ?? Date.now;
     this.#observer = options.observer ?? NO_OBSERVER;
+    const { amqp } = options;
+    // The user ops: every one on the request queue, the reads alone on the read queue.
+    const userOps = (role: 'request' | 'read', queue: string, prefetch: number, declare: (channel: Channel) => Promise<void>): ConsumedQueue => ({
+      role,
+      queue,
+      prefetch,
+      declare,
+      serve: async (body, context) => this.#serve(body, context.messageId, role === 'read'),
+    });
+    const requests = userOps('request', amqp.queue, amqp.prefetch, async (channel) => declareTopology(channel, amqp));
+    const reads = userOps('read', amqp.readQueue, amqp.readPrefetch, async (channel) => declareReadQueue(channel, amqp));
+    this.#queues = [requests, reads, ...(options.queues ?? [])];
   }
 
   get inFlight(): number {
@@ -108,7 +163,13 @@ export class RpcWorker {
   /** Consuming on a live connection: what `/readyz` asks. */
   get consuming(): boolean {
     const session = this.#session;
-    return this.#closing === undefined && session !== undefined && !session.lost && session.consumerTag !== undefined;
+    return (
+      this.#closing === undefined &&
+      session !== undefined &&
+      !session.lost &&
+      session.lanes.length === this.#queues.length &&
+      session.lanes.every((lane) => lane.consumerTag !== undefined)
+    );
   }
 
   async start(): Promise<void> {
@@ -130,10 +191,15 @@ export class RpcWorker {
     this.#stopWaiting.abort();
     await this.#connecting?.catch(() => undefined);
     const session = this.#session;
-    if (session !== undefined && !session.lost && session.consumerTag !== undefined) {
-      await session.channel.cancel(session.consumerTag).catch((error: unknown) => {
-        this.#log.warn({ err: error }, 'could not cancel the consumer');
-      });
+    if (session !== undefined && !session.lost) {
+      await Promise.all(
+        session.lanes.map(async ({ channel, consumerTag, consumed }) => {
+          if (consumerTag === undefined) return;
+          await channel.cancel(consumerTag).catch((error: unknown) => {
+            this.#log.warn({ err: error, queue: consumed.queue }, 'could not cancel the consumer');
+          });
+        }),
+      );
     }
     await Promise.allSettled([...this.#inFlight]);
     if (session !== undefined) await closeQuietly(session);
@@ -175,47 +241,88 @@ export class RpcWorker {
       if (session !== undefined) this.#lose(session, 'connection closed');
     });
     try {
-      const channel = await connection.createChannel();
-      session = {
-        connection,
-        channel,
-        lost: false,
-        inFlight: new Set(),
-        acks: new AckBatcher(channel, (flush) =>
-          setImmediate(() => {
-            try {
-              flush();
-            } catch (error) {
-              // The channel is gone: the broker redelivers the requests elsewhere.
-              this.#log.warn({ err: error }, 'could not acknowledge answered requests; the broker will redeliver them');
-            }
-          }),
-        ),
-      };
+      session = { connection, lanes: [], lost: false, inFlight: new Set() };
       const current = session;
-      channel.on('error', (error: Error) => {
-        this.#log.error({ err: error }, 'AMQP channel error');
-      });
-      channel.on('close', () => {
-        this.#lose(current, 'channel closed');
-      });
-      await declareTopology(channel, settings);
-      await channel.prefetch(settings.prefetch);
-      const { consumerTag } = await channel.consume(settings.queue, (message) => {
-        if (message === null) {
-          this.#lose(current, 'consumer cancelled by the broker');
-          return;
-        }
-        current.acks.delivered(message.fields.deliveryTag);
-        this.#track(current, this.#onMessage(current, message));
-      });
-      current.consumerTag = consumerTag;
-      this.#log.info({ queue: settings.queue, prefetch: settings.prefetch }, 'consuming requests');
+      // Declared first: the request queue's topology holds the exchanges the others use.
+      for (const consumed of this.#queues) current.lanes.push(await this.#openLane(current, consumed));
+      if (this.#options.changes !== undefined) current.events = await this.#subscribe(current, this.#options.changes);
+      for (const lane of current.lanes) {
+        const { queue, prefetch } = lane.consumed;
+        const { consumerTag } = await lane.channel.consume(queue, (message) => {
+          if (message === null) {
+            this.#lose(current, 'consumer cancelled by the broker');
+            return;
+          }
+          lane.acks.delivered(message.fields.deliveryTag);
+          this.#track(current, this.#onMessage(lane, message));
+        });
+        lane.consumerTag = consumerTag;
+        this.#log.info({ queue, prefetch }, 'consuming requests');
+      }
       return current;
     } catch (error) {
       await connection.close().catch(() => undefined);
       throw error;
     }
+  }
+
+  async #openLane(session: Session, consumed: ConsumedQueue): Promise<Lane> {
+    const channel = await session.connection.createChannel();
+    channel.on('error', (error: Error) => {
+      this.#log.error({ err: error, queue: consumed.queue }, 'AMQP channel error');
+    });
+    channel.on('close', () => {
+      this.#lose(session, 'channel closed');
+    });
+    await consumed.declare(channel);
+    await channel.prefetch(consumed.prefetch);
+    const acks = new AckBatcher(channel, (flush) =>
+      setImmediate(() => {
+        try {
+          flush();
+        } catch (error) {
+          // The channel is gone: the broker redelivers the requests elsewhere.
+          this.#log.warn({ err: error }, 'could not acknowledge answered requests; the broker will redeliver them');
+        }
+      }),
+    );
+    return { consumed, channel, acks };
+  }
+
+  /**
+   * Change events of every worker, on a queue of this connection's own
+   * (exclusive: it goes with the connection). A subscription that ends may
+   * have missed events, so it ends the whole session, and the listener is
+   * reset both when it ends and when the next one starts.
+   */
+  async #subscribe(session: Session, listener: ChangeListener): Promise<Channel> {
+    const channel = await session.connection.createChannel();
+    channel.on('error', (error: Error) => {
+      this.#log.error({ err: error }, 'AMQP change-event channel error');
+    });
+    channel.on('close', () => {
+      listener.subscriptionReset();
+      this.#lose(session, 'change-event subscription closed');
+    });
+    const { queue } = await channel.assertQueue('', { exclusive: true, autoDelete: true, durable: false });
+    await channel.bindQueue(queue, this.#options.amqp.eventsExchange, 'm.push_rules');
+    listener.subscriptionReset();
+    await channel.consume(
+      queue,
+      (message) => {
+        if (message === null) {
+          listener.subscriptionReset();
+          this.#lose(session, 'change-event subscription cancelled by the broker');
+          return;
+        }
+        const userId = changedUser(message.content);
+        // An event we cannot read may be about anyone.
+        if (userId === undefined) listener.subscriptionReset();
+        else listener.pushRulesChanged(userId);
+      },
+      { noAck: true },
+    );
+    return channel;
   }
 
   /**
@@ -252,27 +359,27 @@ export class RpcWorker {
    * request to the next worker. Anything unexpected is logged with its
    * cause; a request not answered yet gets an internal error and is acked.
    */
-  async #onMessage(session: Session, message: ConsumeMessage): Promise<void> {
+  async #onMessage(lane: Lane, message: ConsumeMessage): Promise<void> {
     const progress: Progress = { replied: false, settled: false };
     try {
-      await this.#answer(session, message, progress);
+      await this.#answer(lane, message, progress);
     } catch (error) {
       try {
         this.#log.error({ err: error, ...progress }, 'request failed unexpectedly');
         const { replyTo, correlationId } = message.properties as { replyTo?: unknown; correlationId?: unknown };
         if (!progress.replied && typeof replyTo === 'string' && replyTo !== '' && typeof correlationId === 'string' && correlationId !== '') {
           const reply = failure(matrixError('Database', MESSAGES.internalError));
-          this.#publish(session.channel, '', replyTo, reply, { correlationId, contentType: JSON_CONTENT });
+          this.#publish(lane.channel, '', replyTo, reply, { correlationId, contentType: JSON_CONTENT });
         }
-        if (!progress.settled) this.#settle(session, message, 'ack');
+        if (!progress.settled) this.#settle(lane, message, 'ack');
       } catch {
         // Logging itself failed; the request is settled or goes back to the broker with the channel.
       }
     }
   }
 
-  async #answer(session: Session, message: ConsumeMessage, progress: Progress): Promise<void> {
-    const { channel } = session;
+  async #answer(lane: Lane, message: ConsumeMessage, progress: Progress): Promise<void> {
+    const { channel } = lane;
     const started = performance.now();
     // amqplib types these properties as `any`; they are whatever the publisher sent.
     const properties = message.properties;
@@ -282,7 +389,17 @@ export class RpcWorker {
     const publisher: unknown = properties.userId;
     const redelivered = message.fields.redelivered;
     const report = (op: string, outcome: string, extra: Partial<RequestReport> = {}) => {
-      this.#observer.requestSettled({ op, outcome, seconds: (performance.now() - started) / 1000, conflicts: 0, redelivered, replayed: false, unchanged: false, ...extra });
+      this.#observer.requestSettled({
+        op,
+        queue: lane.consumed.role,
+        outcome,
+        seconds: (performance.now() - started) / 1000,
+        conflicts: 0,
+        redelivered,
+        replayed: false,
+        unchanged: false,
+        ...extra,
+      });
     };
     if (typeof replyTo !== 'string' || replyTo === '' || typeof correlationId !== 'string' || correlationId === '') {
       this.#log.warn(
@@ -290,7 +407,7 @@ export class RpcWorker {
         'request without replyTo or correlationId cannot be answered: dead-lettered',
       );
       progress.settled = true;
-      this.#settle(session, message, 'reject');
+      this.#settle(lane, message, 'reject');
       report('unknown', 'dead-lettered');
       return;
     }
@@ -298,16 +415,20 @@ export class RpcWorker {
     if (deadline !== undefined && deadline <= this.#now()) {
       this.#log.info({ correlationId }, 'request expired before it was taken: dropped');
       progress.settled = true;
-      this.#settle(session, message, 'ack');
+      this.#settle(lane, message, 'ack');
       report('unknown', 'expired');
       return;
     }
 
     const trusted = this.#options.amqp.trustedPublishers;
-    const outcome: HandleOutcome & { op?: string } =
+    const outcome: ServeOutcome =
       trusted.length > 0 && (typeof publisher !== 'string' || !trusted.includes(publisher))
         ? { reply: failure(matrixError('Forbidden', MESSAGES.untrustedPublisher)), conflicts: 0 }
-        : await this.#serve(message.content, typeof messageId === 'string' && messageId !== '' ? messageId : undefined);
+        : await lane.consumed.serve(message.content, { messageId: typeof messageId === 'string' && messageId !== '' ? messageId : undefined });
+    // This worker's own cache learns of its own writes at once, not a round trip later.
+    for (const change of changeEventsOf(outcome)) {
+      if (change.type === 'm.push_rules') this.#options.changes?.pushRulesChanged(change.user_id);
+    }
     progress.replied = true;
     const published = this.#publish(channel, '', replyTo, outcome.reply, { correlationId, contentType: JSON_CONTENT });
     if (published) {
@@ -316,7 +437,7 @@ export class RpcWorker {
       }
     }
     progress.settled = true;
-    this.#settle(session, message, published ? 'ack' : 'requeue');
+    this.#settle(lane, message, published ? 'ack' : 'requeue');
     const seconds = (performance.now() - started) / 1000;
     this.#logOutcome(outcome, { correlationId, publisher, redelivered, ms: Math.round(seconds * 100_000) / 100 });
     report(outcome.op ?? 'unknown', outcome.reply.ok ? 'ok' : outcome.reply.error.kind, {
@@ -327,12 +448,15 @@ export class RpcWorker {
   }
 
   /** Every failure becomes a reply: parsing and the hooks run inside the same `try` as the service. */
-  async #serve(body: Buffer, messageId: string | undefined): Promise<HandleOutcome & { op?: string }> {
+  async #serve(body: Buffer, messageId: string | undefined, readOnly: boolean): Promise<ServeOutcome> {
     let command: Command | undefined;
     try {
       const parsed = parseRequest(body, this.#options.limits);
       if (!parsed.ok) return { reply: failure(parsed.error), conflicts: 0 };
       command = parsed.value;
+      if (readOnly && !isReadOp(command.op)) {
+        return { reply: failure(matrixError('Unrecognized', REQUEST_MESSAGES.writeOnReadQueue(command.op))), conflicts: 0, op: command.op };
+      }
       // With trusted publishers, only they got here; without any, nobody may send these.
       if (HOMESERVER_OPS.has(command.op) && this.#options.amqp.trustedPublishers.length === 0) {
         return { reply: failure(matrixError('Forbidden', MESSAGES.homeserverOpWithoutTrustedPublishers)), conflicts: 0, op: command.op };
@@ -364,15 +488,15 @@ export class RpcWorker {
   }
 
   /** Acks go through the session's batcher (sent by the next event-loop turn); nacks at once. */
-  #settle(session: Session, message: ConsumeMessage, how: 'ack' | 'reject' | 'requeue'): void {
+  #settle(lane: Lane, message: ConsumeMessage, how: 'ack' | 'reject' | 'requeue'): void {
     const tag = message.fields.deliveryTag;
     if (how === 'ack') {
-      session.acks.answered(tag);
+      lane.acks.answered(tag);
       return;
     }
-    session.acks.settledElsewhere(tag);
+    lane.acks.settledElsewhere(tag);
     try {
-      session.channel.nack(message, false, how === 'requeue');
+      lane.channel.nack(message, false, how === 'requeue');
     } catch (error) {
       // The channel is gone: the broker redelivers the request elsewhere.
       this.#log.warn({ err: error }, 'could not settle a request; the broker will redeliver it');
@@ -380,7 +504,7 @@ export class RpcWorker {
   }
 
 
-  #logOutcome(outcome: HandleOutcome & { op?: string }, context: Record<string, unknown>): void {
+  #logOutcome(outcome: ServeOutcome, context: Record<string, unknown>): void {
     const fields = {
       op: outcome.op,
       ...context,
@@ -398,12 +522,26 @@ export class RpcWorker {
 }
 
 async function closeQuietly(session: Session): Promise<void> {
-  try {
-    // Acks still waiting for their turn go out before the channel closes.
-    session.acks.flush();
-  } catch {
-    // The channel is already gone; the broker redelivers what was not acked.
+  for (const lane of session.lanes) {
+    try {
+      // Acks still waiting for their turn go out before the channel closes.
+      lane.acks.flush();
+    } catch {
+      // The channel is already gone; the broker redelivers what was not acked.
+    }
+    await lane.channel.close().catch(() => undefined);
   }
-  await session.channel.close().catch(() => undefined);
+  await session.events?.close().catch(() => undefined);
   await session.connection.close().catch(() => undefined);
+}
+
+/** The `user_id` of a change event, when it is one. */
+function changedUser(content: Buffer): string | undefined {
+  try {
+    const event: unknown = JSON.parse(content.toString('utf8'));
+    const userId = typeof event === 'object' && event !== null ? (event as { user_id?: unknown }).user_id : undefined;
+    return typeof userId === 'string' ? userId : undefined;
+  } catch {
+    return undefined;
+  }
 }

@@ -12,6 +12,7 @@ import {
   type SaveOutcome,
   type UserDataErasure,
 } from './push-store.js';
+import { ParsedEntryCache } from './parsed-entry-cache.js';
 import { encodePushRulesContent, readPushRulesEntry } from './push-rules-entry.js';
 
 /**
@@ -50,17 +51,22 @@ export interface MongoPushStoreOptions {
   readonly pushersCollection: string;
   /** Recorded writes kept per user (see `RecordedWrite`). */
   readonly recordedWritesWindow?: number;
+  /** Characters of stored ruleset text whose parse is kept (`ParsedEntryCache`); 0 or absent: none. */
+  readonly parsedCacheChars?: number;
 }
 
 export class MongoPushStore implements PushStore {
   readonly #accountData: Collection<AccountDataDocument>;
   readonly #pushers: Collection<PusherDocument>;
   readonly #window: number;
+  readonly #parsed: ParsedEntryCache | undefined;
 
   constructor(db: Db, options: MongoPushStoreOptions) {
     this.#accountData = db.collection<AccountDataDocument>(options.accountDataCollection);
     this.#pushers = db.collection<PusherDocument>(options.pushersCollection);
     this.#window = options.recordedWritesWindow ?? DEFAULT_RECORDED_WRITES_WINDOW;
+    const parsedCacheChars = options.parsedCacheChars ?? 0;
+    this.#parsed = parsedCacheChars > 0 ? new ParsedEntryCache(parsedCacheChars) : undefined;
   }
 
   /** Creates the indexes the queries rely on. Idempotent; run at start-up. */
@@ -77,11 +83,16 @@ export class MongoPushStore implements PushStore {
     const projection = messageId === undefined ? { version: 1, push_rules: 1 } : { version: 1, push_rules: 1, recent_writes: 1 };
     const doc = await guard(async () => this.#accountData.findOne({ _id: userId }, { projection }));
     const entry = doc?.push_rules;
-    const lookup = readPushRulesEntry(
-      entry === undefined ? undefined : { contentJson: entry.content_json, defaultsRevision: entry.defaults_revision },
-    );
+    const version = doc?.version ?? 0;
+    const read = () =>
+      readPushRulesEntry(entry === undefined ? undefined : { contentJson: entry.content_json, defaultsRevision: entry.defaults_revision });
+    const contentJson = entry?.content_json;
+    const lookup =
+      this.#parsed !== undefined && typeof contentJson === 'string'
+        ? this.#parsed.lookup(userId, version, contentJson, entry?.defaults_revision, read)
+        : read();
     const recorded = messageId === undefined ? undefined : findRecorded(doc, messageId);
-    return recorded === undefined ? { version: doc?.version ?? 0, lookup } : { version: doc?.version ?? 0, lookup, recorded };
+    return recorded === undefined ? { version, lookup } : { version, lookup, recorded };
   }
 
   async loadManyPushRules(userIds: readonly string[]): Promise<ReadonlyMap<string, LoadedPushRules>> {

@@ -41,10 +41,10 @@ describe('PushRulesClient requests', () => {
     ['getPushRuleActions', async (c) => c.getPushRuleActions(USER, ADDRESS), { op: 'get_pushrule_actions', user_id: USER, ...WIRE_ADDRESS }],
     ['getPushRuleEnabled', async (c) => c.getPushRuleEnabled(USER, ADDRESS), { op: 'get_pushrule_enabled', user_id: USER, ...WIRE_ADDRESS }],
     ['getPushers', async (c) => c.getPushers(USER), { op: 'get_pushers', user_id: USER }],
-  ])('%s sends the contract body and no messageId', async (_name, call, expected) => {
+  ])('%s sends the contract body as a read (the read queue may serve it) and no messageId', async (_name, call, expected) => {
     const { client, sent } = recordingTransport();
     await call(client);
-    expect(sent).toEqual([{ body: expected, options: {} }]);
+    expect(sent).toEqual([{ body: expected, options: { read: true } }]);
   });
 
   it.each<[string, Call, Record<string, unknown>]>([
@@ -124,7 +124,7 @@ describe('PushRulesClient requests', () => {
   it('sends the deadline a read is given', async () => {
     const { client, sent } = recordingTransport();
     await client.getPushers(USER, { timeoutMs: 99 });
-    expect(sent[0]?.options).toEqual({ timeoutMs: 99 });
+    expect(sent[0]?.options).toEqual({ read: true, timeoutMs: 99 });
   });
 });
 
@@ -203,5 +203,41 @@ describe('PushRulesClient with a body that cannot be serialized', () => {
     expect(thrown).toBeInstanceOf(PushRulesError);
     expect(thrown).toMatchObject(BAD_JSON);
     await client.close();
+  });
+});
+
+describe('PushRulesClient.evaluate', () => {
+  const EVENT = { type: 'm.room.message', room_id: '!r:example.org', sender: '@s:example.org', content: { body: 'hi' } };
+  const ROOM = { member_count: 2, sender_power_level: 0 };
+  const RECIPIENTS = [{ user_id: USER, display_name: 'Alice' }];
+
+  it('sends the request to the evaluate queue, with no user and no messageId', async () => {
+    const { client, sent } = recordingTransport();
+    await client.evaluate(EVENT, ROOM, RECIPIENTS);
+    await client.evaluate(EVENT, ROOM, RECIPIENTS, { explain: true, timeoutMs: 50 });
+    expect(sent).toEqual([
+      { body: { op: 'evaluate', event: EVENT, room: ROOM, recipients: RECIPIENTS }, options: { queue: 'matrix.push.evaluate' } },
+      { body: { op: 'evaluate', event: EVENT, room: ROOM, recipients: RECIPIENTS, explain: true }, options: { queue: 'matrix.push.evaluate', timeoutMs: 50 } },
+    ]);
+  });
+
+  it('uses the evaluate queue it is configured with', async () => {
+    const sent: RequestOptions[] = [];
+    const transport: RpcTransport = {
+      request: async (_body, options) => {
+        sent.push(options);
+        return Promise.resolve({ ok: true, body: { notify: {}, evaluated: 0 } });
+      },
+      close: async () => Promise.resolve(),
+    };
+    const client = new PushRulesClient({ url: 'amqp://unused', evaluateQueue: 'hs1.evaluate' }, transport);
+    expect(await client.evaluate(EVENT, ROOM, [])).toEqual({ notify: {}, evaluated: 0 });
+    expect(sent).toEqual([{ queue: 'hs1.evaluate' }]);
+  });
+
+  it('rejects with the worker error as PushRulesError', async () => {
+    const error = { kind: 'TooLarge', errcode: 'M_TOO_LARGE', error: 'Too many recipients: an evaluate request may name at most 5.', status: 413 } as const;
+    const { client } = recordingTransport(async () => Promise.resolve({ ok: false, error }));
+    await expect(client.evaluate(EVENT, ROOM, RECIPIENTS)).rejects.toMatchObject({ kind: 'TooLarge', status: 413, message: error.error });
   });
 });

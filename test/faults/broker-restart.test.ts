@@ -80,7 +80,7 @@ describe('RabbitMQ restarted under load', () => {
     expect(await readiness()).toEqual({ status: 200, body: { consuming: true, database: true } });
     const metrics = await (await fetch(`${health}/metrics`)).text();
     expect(metrics).toContain('push_worker_amqp_reconnects_total 1');
-    expect(metrics).toMatch(/push_worker_requests_total\{op="set_pushrule",outcome="ok"\} [1-9]/);
+    expect(metrics).toMatch(/push_worker_requests_total\{op="set_pushrule",outcome="ok",queue="request"\} [1-9]/);
     const reconnects = logLines(world, 'reconnected to RabbitMQ');
     expect(reconnects.map((l) => l['worker']).sort()).toEqual([0, 1]);
     const reconnectMs = reconnects.map((l) => Date.parse(String(l['time'])) - restartedAt);

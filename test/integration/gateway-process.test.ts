@@ -24,6 +24,7 @@ beforeAll(async () => {
       ...process.env,
       AMQP_URL: h.names.amqp.url,
       RPC_QUEUE: h.names.queue,
+      RPC_READ_QUEUE: h.names.amqp.readQueue,
       AUTH_KIND: 'token-file',
       AUTH_TOKEN_FILE: tokens,
       GATEWAY_HOST: '127.0.0.1',

@@ -17,10 +17,12 @@ afterAll(async () => {
   await client.close();
 });
 
-pushStoreContract('MongoDB', async (fixtureOptions) => {
+// Once as is, once with the parsed-rules cache: it must never change what a read answers.
+for (const [name, parsedCacheChars] of [['MongoDB', 0], ['MongoDB with the parsed-rules cache', 1 << 20]] as const) {
+  pushStoreContract(name, async (fixtureOptions) => {
   await Promise.resolve();
   return {
-    store: new MongoPushStore(db, { ...options, ...fixtureOptions }),
+    store: new MongoPushStore(db, { ...options, parsedCacheChars, ...fixtureOptions }),
     putRaw: async (userId, entry) => {
       const pushRules: Record<string, unknown> = {};
       if (entry.contentJson !== undefined) pushRules['content_json'] = entry.contentJson;
@@ -31,6 +33,7 @@ pushStoreContract('MongoDB', async (fixtureOptions) => {
     },
   };
 });
+}
 
 describe('MongoDB: pushers stored before devices and enabled were kept', () => {
   const legacy = {

@@ -8,7 +8,7 @@ let h: Harness;
 let client: PushRulesClient;
 beforeAll(async () => {
   h = await startHarness();
-  client = new PushRulesClient({ url: h.names.amqp.url, queue: h.names.queue, timeoutMs: 5_000 });
+  client = new PushRulesClient({ url: h.names.amqp.url, queue: h.names.queue, readQueue: h.names.amqp.readQueue, timeoutMs: 5_000 });
 });
 afterAll(async () => {
   await client.close();
@@ -98,7 +98,7 @@ describe('PushRulesClient through a real worker', () => {
   });
 
   it('answers Unavailable at once when no queue takes the request', async () => {
-    const lost = new PushRulesClient({ url: h.names.amqp.url, queue: `no.such.queue.${randomUUID()}` });
+    const lost = new PushRulesClient({ url: h.names.amqp.url, queue: `no.such.queue.${randomUUID()}`, readQueue: null });
     const started = Date.now();
     expect(await failureOf(lost.getPushers('@x:example.org'))).toMatchObject({
       kind: 'Unavailable',
@@ -113,7 +113,7 @@ describe('PushRulesClient through a real worker', () => {
   it('answers Unavailable at the deadline when no worker replies', async () => {
     const queue = `idle.${randomUUID()}`;
     await h.caller.channel.assertQueue(queue, { autoDelete: true });
-    const idle = new PushRulesClient({ url: h.names.amqp.url, queue });
+    const idle = new PushRulesClient({ url: h.names.amqp.url, queue, readQueue: null });
     const started = Date.now();
     expect(await failureOf(idle.getPushers('@x:example.org', { timeoutMs: 300 }))).toMatchObject({ status: 503, reason: 'timeout' });
     expect(Date.now() - started).toBeGreaterThanOrEqual(300);
@@ -124,7 +124,7 @@ describe('PushRulesClient through a real worker', () => {
   it('close() rejects pending calls with Unavailable, is idempotent, and refuses later calls', async () => {
     const queue = `idle.${randomUUID()}`;
     await h.caller.channel.assertQueue(queue, { autoDelete: true });
-    const idle = new PushRulesClient({ url: h.names.amqp.url, queue, timeoutMs: 10_000 });
+    const idle = new PushRulesClient({ url: h.names.amqp.url, queue, readQueue: null, timeoutMs: 10_000 });
     const pending = failureOf(idle.setPushRuleEnabled('@x:example.org', { scope: 'global', kind: 'override', ruleId: '.m.rule.master' }, true));
     await new Promise((r) => setTimeout(r, 100));
     await idle.close();

@@ -59,17 +59,19 @@ describe('health server', () => {
 describe('worker metrics', () => {
   it('counts requests by op and outcome, conflicts, retries, redeliveries, replays, unchanged writes and reconnects', async () => {
     const metrics = new WorkerMetrics(() => 0, { processMetrics: false });
-    const base = { seconds: 0.002, conflicts: 0, redelivered: false, replayed: false, unchanged: false };
+    const base = { queue: 'request', seconds: 0.002, conflicts: 0, redelivered: false, replayed: false, unchanged: false };
     metrics.requestSettled({ ...base, op: 'set_pushrule', outcome: 'ok', conflicts: 2 });
     metrics.requestSettled({ ...base, op: 'set_pushrule', outcome: 'ok', redelivered: true, replayed: true });
     metrics.requestSettled({ ...base, op: 'set_pushrule', outcome: 'Unavailable', conflicts: 12 });
     metrics.requestSettled({ ...base, op: 'unknown', outcome: 'dead-lettered' });
     metrics.requestSettled({ ...base, op: 'set_pushrule_enabled', outcome: 'ok', unchanged: true });
+    metrics.requestSettled({ ...base, op: 'get_pushrule_enabled', outcome: 'ok', queue: 'read' });
     metrics.reconnected();
     const text = await metrics.registry.metrics();
-    expect(text).toContain('push_worker_requests_total{op="set_pushrule",outcome="ok"} 2');
-    expect(text).toContain('push_worker_requests_total{op="set_pushrule",outcome="Unavailable"} 1');
-    expect(text).toContain('push_worker_requests_total{op="unknown",outcome="dead-lettered"} 1');
+    expect(text).toContain('push_worker_requests_total{op="set_pushrule",outcome="ok",queue="request"} 2');
+    expect(text).toContain('push_worker_requests_total{op="set_pushrule",outcome="Unavailable",queue="request"} 1');
+    expect(text).toContain('push_worker_requests_total{op="unknown",outcome="dead-lettered",queue="request"} 1');
+    expect(text).toContain('push_worker_requests_total{op="get_pushrule_enabled",outcome="ok",queue="read"} 1');
     expect(text).toContain('push_worker_cas_conflicts_total 14');
     // The spent budget's last conflict was not retried.
     expect(text).toContain('push_worker_cas_retries_total 13');

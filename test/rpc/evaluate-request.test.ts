@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import type { JsonObject } from '../../src/matrix/json.js';
-import { toEvaluateCommand, type EvaluateLimits } from '../../src/rpc/evaluate-request.js';
+import { parseEvaluateRequest, toEvaluateCommand, type EvaluateLimits } from '../../src/rpc/evaluate-request.js';
 
-const LIMITS: EvaluateLimits = { maxEventBytes: 65_536, maxRecipients: 5 };
+const LIMITS: EvaluateLimits = { maxRequestBytes: 4096, maxJsonDepth: 8, maxEventBytes: 65_536, maxRecipients: 5 };
 
 function anEvaluateRequest(overrides: Record<string, unknown> = {}): JsonObject {
   return {
@@ -74,5 +74,30 @@ describe('toEvaluateCommand', () => {
       ok: false,
       error: { kind: 'TooLarge', message: `The event is larger than ${base + 4} bytes.` },
     });
+  });
+});
+
+describe('parseEvaluateRequest', () => {
+  const bytes = (value: unknown) => Buffer.from(typeof value === 'string' ? value : JSON.stringify(value));
+
+  it('parses a valid body into the command', () => {
+    expect(parseEvaluateRequest(bytes(anEvaluateRequest()), LIMITS)).toEqual({ ok: true, value: { op: 'evaluate', request: anEvaluateRequest() } });
+  });
+
+  it('keeps keys such as constructor in the event: an event may carry any key', () => {
+    const withKeys = anEvaluateRequest({ event: event({ content: { constructor: 1, prototype: { a: 1 } } }) });
+    expect(parseEvaluateRequest(Buffer.from(JSON.stringify(withKeys).replace('"constructor"', '"__proto__"')), LIMITS).ok).toBe(true);
+    expect(parseEvaluateRequest(bytes(withKeys), LIMITS).ok).toBe(true);
+  });
+
+  it.each([
+    ['over maxRequestBytes', 'x'.repeat(4097), 'TooLarge', 'Request body is larger than 4096 bytes.'],
+    ['not JSON', '{', 'BadJson', 'Request body is not valid JSON.'],
+    ['not an object', '[]', 'BadJson', 'Request body must be a JSON object.'],
+    ['nested past maxJsonDepth', JSON.stringify({ ...anEvaluateRequest(), event: event({ content: { a: [[[[[[[1]]]]]]] } }) }), 'BadJson', 'Request body nests arrays and objects deeper than 8 levels.'],
+    ['another op', JSON.stringify({ op: 'get_pushrules', user_id: '@a:x.org' }), 'Unrecognized', 'Only evaluate is served on this queue, not "get_pushrules".'],
+    ['no op', '{}', 'Unrecognized', 'Only evaluate is served on this queue, not null.'],
+  ])('%s: %s', (_name, body, kind, message) => {
+    expect(parseEvaluateRequest(bytes(body), LIMITS)).toMatchObject({ ok: false, error: { kind, message } });
   });
 });

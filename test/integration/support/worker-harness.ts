@@ -27,6 +27,7 @@ export function uniqueNames(): Names {
       ...DEFAULT_CONFIG.amqp,
       url: inject('amqpUrl'),
       queue,
+      readQueue: `${queue}.read`,
       deadLetterExchange: `${queue}.dlx`,
       deadLetterQueue: `${queue}.dead`,
       eventsExchange: `${queue}.events`,
@@ -105,6 +106,9 @@ export async function deleteTopology(names: Names): Promise<void> {
   const connection = await amqp.connect(names.amqp.url);
   const channel = await connection.createChannel();
   await channel.deleteQueue(names.amqp.queue);
+  await channel.deleteQueue(names.amqp.readQueue);
+  // Declared by worker processes (see worker-processes.ts); deleting a queue that is not there is fine.
+  await channel.deleteQueue(`${names.amqp.queue}.evaluate`);
   await channel.deleteQueue(names.amqp.deadLetterQueue);
   await channel.deleteExchange(names.amqp.deadLetterExchange);
   await channel.deleteExchange(names.amqp.eventsExchange);

@@ -23,6 +23,8 @@ export function workerEnvironment(names: Names, extra: Record<string, string> = 
     MONGODB_URL: inject('mongoUrl'),
     MONGODB_DATABASE: names.database,
     RPC_QUEUE: names.amqp.queue,
+    RPC_READ_QUEUE: names.amqp.readQueue,
+    EVALUATE_QUEUE: `${names.amqp.queue}.evaluate`,
     RPC_DEAD_LETTER_EXCHANGE: names.amqp.deadLetterExchange,
     RPC_DEAD_LETTER_QUEUE: names.amqp.deadLetterQueue,
     EVENTS_EXCHANGE: names.amqp.eventsExchange,

@@ -1,0 +1,110 @@
+import amqp from 'amqplib';
+import { MongoClient, type Db } from 'mongodb';
+import { inject } from 'vitest';
+import type { Config } from '../../../src/config/config-schema.js';
+import type { CompiledRuleset } from '../../../src/evaluation/compiled-ruleset.js';
+import { createLogger } from '../../../src/logging/logger.js';
+import { evaluateQueue } from '../../../src/rpc/evaluate-queue.js';
+import { RpcWorker } from '../../../src/rpc/rpc-worker.js';
+import { MongoPushStore } from '../../../src/store/mongo-push-store.js';
+import type { PushStore } from '../../../src/store/push-store.js';
+import { EvaluateService } from '../../../src/worker/evaluate-service.js';
+import { PushService } from '../../../src/worker/push-service.js';
+import { RulesetCache } from '../../../src/worker/ruleset-cache.js';
+import { DEFAULT_CONFIG } from '../../support/default-config.js';
+import { deleteTopology, TEST_LIMITS, uniqueNames, type Names } from './worker-harness.js';
+
+export interface EvaluatingWorker {
+  readonly names: Names;
+  readonly evaluateQueueName: string;
+  readonly worker: RpcWorker;
+  readonly cache: RulesetCache<CompiledRuleset>;
+  close(): Promise<void>;
+}
+
+export interface EvaluatingWorkerOptions {
+  /** The database (shared by the workers of one test). */
+  readonly db: Db;
+  readonly evaluate?: Partial<Config['evaluate']>;
+  /** Another worker's names: share its events exchange (and so its change events). */
+  readonly eventsExchange?: string;
+  /** Wraps the store, e.g. to count its calls. */
+  readonly wrapStore?: (store: PushStore) => PushStore;
+  readonly trustedPublishers?: readonly string[];
+}
+
+/** One in-process worker consuming a request queue and an evaluate queue of its own. */
+export async function startEvaluatingWorker(options: EvaluatingWorkerOptions): Promise<EvaluatingWorker> {
+  const unique = uniqueNames();
+  const names: Names = {
+    ...unique,
+    amqp: {
+      ...unique.amqp,
+      ...(options.eventsExchange === undefined ? {} : { eventsExchange: options.eventsExchange }),
+      trustedPublishers: [...(options.trustedPublishers ?? [])],
+    },
+  };
+  const evaluateSettings: Config['evaluate'] = { ...DEFAULT_CONFIG.evaluate, queue: `${names.queue}.evaluate`, ...options.evaluate };
+  const mongoStore = new MongoPushStore(options.db, { accountDataCollection: 'account_data', pushersCollection: 'pushers' });
+  await mongoStore.ensureIndexes();
+  const store = options.wrapStore?.(mongoStore) ?? mongoStore;
+  const cache = new RulesetCache<CompiledRuleset>({
+    maxEntries: evaluateSettings.cacheMaxEntries,
+    maxBytes: evaluateSettings.cacheMaxBytes,
+    maxStalenessMs: evaluateSettings.maxStalenessMs,
+  });
+  const service = new PushService(store, {
+    maxWriteAttempts: 12,
+    backoff: { baseMs: 2, maxMs: 100 },
+    pusherPolicy: { allowInsecureGateways: false },
+    limits: TEST_LIMITS,
+  });
+  const evaluations = new EvaluateService(store, { cache, loadChunkSize: evaluateSettings.loadChunkSize, sliceMs: evaluateSettings.sliceMs });
+  const worker = new RpcWorker(service, {
+    amqp: names.amqp,
+    limits: TEST_LIMITS,
+    logger: createLogger(process.env['TEST_LOG_LEVEL'] ?? 'silent'),
+    queues: [evaluateQueue({ amqp: names.amqp, evaluate: evaluateSettings, maxJsonDepth: TEST_LIMITS.maxJsonDepth, service: evaluations })],
+    changes: {
+      pushRulesChanged: (userId) => {
+        cache.invalidate(userId);
+      },
+      subscriptionReset: () => {
+        cache.clear();
+      },
+    },
+  });
+  await worker.start();
+  return {
+    names,
+    evaluateQueueName: evaluateSettings.queue,
+    worker,
+    cache,
+    close: async () => {
+      await worker.close();
+      await deleteTopology(names).catch(() => undefined);
+      await deleteQueue(names.amqp.url, evaluateSettings.queue);
+    },
+  };
+}
+
+/** A database of the test's own, dropped on close. */
+export async function openTestDatabase(): Promise<{ db: Db; close: () => Promise<void> }> {
+  const mongo = new MongoClient(inject('mongoUrl'), { serverSelectionTimeoutMS: 5000 });
+  await mongo.connect();
+  const db = mongo.db(uniqueNames().database);
+  return {
+    db,
+    close: async () => {
+      await db.dropDatabase();
+      await mongo.close();
+    },
+  };
+}
+
+async function deleteQueue(url: string, queue: string): Promise<void> {
+  const connection = await amqp.connect(url);
+  const channel = await connection.createChannel();
+  await channel.deleteQueue(queue);
+  await connection.close();
+}
