@@ -30,3 +30,21 @@ function statusBytes(pid: number, field: 'VmRSS' | 'VmHWM'): number {
 export const rssBytes = (pid: number) => statusBytes(pid, 'VmRSS');
 /** The highest resident set size the process has had (the kernel's high-water mark). */
 export const peakRssBytes = (pid: number) => statusBytes(pid, 'VmHWM');
+
+/** CPU use of some processes (and of this one, as `load`) from now until `stop`, in % of one core. */
+export function startCpuWatch(watched: Readonly<Record<string, number | undefined>>): { stop(): Record<string, number> } {
+  const before = Object.fromEntries(Object.entries(watched).map(([name, pid]) => [name, pid === undefined ? Number.NaN : cpuSeconds(pid)]));
+  const loadBefore = process.cpuUsage();
+  const started = performance.now();
+  return {
+    stop: () => {
+      const wallSeconds = (performance.now() - started) / 1000;
+      const load = process.cpuUsage(loadBefore);
+      const cpu: Record<string, number> = { load: ((load.user + load.system) / 1e6 / wallSeconds) * 100 };
+      for (const [name, pid] of Object.entries(watched)) {
+        if (pid !== undefined) cpu[name] = ((cpuSeconds(pid) - (before[name] ?? Number.NaN)) / wallSeconds) * 100;
+      }
+      return cpu;
+    },
+  };
+}
