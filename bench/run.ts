@@ -72,6 +72,8 @@ function childEnv(queue: string, database = names.database): NodeJS.ProcessEnv {
     RPC_DEAD_LETTER_EXCHANGE: `${queue}.dlx`,
     RPC_DEAD_LETTER_QUEUE: `${queue}.dead`,
     EVENTS_EXCHANGE: `${queue}.events`,
+    // Its own evaluate queue too: the default one may exist, declared with another dead-letter exchange.
+    EVALUATE_QUEUE: `${queue}.evaluate`,
     HEALTH_HOST: '127.0.0.1',
     HEALTH_PORT: '0',
   };
@@ -308,6 +310,7 @@ async function deleteQueues(queue: string): Promise<void> {
   const channel = await connection.createChannel();
   await channel.deleteQueue(queue);
   await channel.deleteQueue(`${queue}.dead`);
+  await channel.deleteQueue(`${queue}.evaluate`);
   await channel.deleteExchange(`${queue}.dlx`);
   await channel.deleteExchange(`${queue}.events`);
   await connection.close();
