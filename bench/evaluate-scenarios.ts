@@ -438,18 +438,19 @@ async function isolation(
   }
 }
 
-/** Purges the evaluate queue and waits until the worker has settled what it had taken (its counters stop moving). */
+/**
+ * Purges the evaluate queue and waits until the worker has answered what it
+ * had taken (nothing in flight at two readings 500 ms apart), so that the
+ * next phase does not share the store with their reads.
+ */
 async function drain(url: string, queue: string, port: number): Promise<void> {
   const connection = await amqp.connect(url);
   const channel = await connection.createChannel();
   await channel.purgeQueue(queue);
   await connection.close();
-  let last = (await scrapeEvaluateCounters(port)).recipients;
-  for (let quiet = 0, waited = 0; quiet < 2 && waited < 60_000; waited += 500) {
+  for (let idle = 0, waited = 0; idle < 2 && waited < 60_000; waited += 500) {
     await sleep(500);
-    const now = (await scrapeEvaluateCounters(port)).recipients;
-    quiet = now === last ? quiet + 1 : 0;
-    last = now;
+    idle = (await scrapeEvaluateCounters(port)).inFlight === 0 ? idle + 1 : 0;
   }
 }
 

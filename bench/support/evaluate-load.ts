@@ -39,6 +39,8 @@ export interface EvaluateCounters {
   readonly evictions: number;
   readonly entries: number;
   readonly bytes: number;
+  /** Requests of any queue the worker has taken and not yet answered. */
+  readonly inFlight: number;
 }
 
 const COUNTER_NAMES: Record<keyof EvaluateCounters, string> = {
@@ -50,6 +52,7 @@ const COUNTER_NAMES: Record<keyof EvaluateCounters, string> = {
   evictions: 'push_worker_evaluate_cache_evictions_total',
   entries: 'push_worker_evaluate_cache_entries',
   bytes: 'push_worker_evaluate_cache_bytes',
+  inFlight: 'push_worker_requests_in_flight',
 };
 
 /** Reads the counters out of Prometheus text; a counter that is absent is 0 (prom-client omits none, but a fresh one may be). */

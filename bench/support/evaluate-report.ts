@@ -216,7 +216,7 @@ export function evaluateMarkdown(e: EvaluateResults): string {
     }
   }
   if (e.latency.length > 0) {
-    lines.push('', '### End to end, one worker, c = 1 (round trip as the caller sees it)', '', '| scenario | what | recipients | requests | p50 ms | p99 ms | max ms | errors | left out | worker CPU ms/request |', '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|');
+    lines.push('', '### End to end, one worker, c = 1 (round trip as the caller sees it)', '', '| scenario | what | recipients | requests | p50 ms | p99 ms | max ms | errors | left out | worker CPU ms/request (one `/metrics` read included) |', '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|');
     for (const r of e.latency) {
       lines.push(
         `| ${r.id} | ${r.what} | ${r.recipients.toLocaleString('en-US')} | ${r.samples} | ${ms(r.p50Ms)} | ${ms(r.p99Ms)} | ${ms(r.maxMs)} | ${r.errors} | ${r.excluded} | ${r.workerCpuMsPerRequest === undefined ? '' : ms(r.workerCpuMsPerRequest)} |`,

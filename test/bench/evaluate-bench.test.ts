@@ -105,7 +105,7 @@ function isolationOf(before: LoopSummary, loaded: LoopSummary): IsolationResult 
     after: before,
     sender: { ratePerSecond: 10, sent: 30, answered: 30, errors: 0, firstError: undefined, p50Ms: 50, p99Ms: 90, maxMs: 95, maxInFlight: 2, maxSendLagMs: 1 },
     senderRecipients: 10_000,
-    evaluateCounters: { recipients: 0, hits: 0, misses: 0, storeQueries: 0, staleRefreshes: 0, evictions: 0, entries: 0, bytes: 0 },
+    evaluateCounters: { recipients: 0, hits: 0, misses: 0, storeQueries: 0, staleRefreshes: 0, evictions: 0, entries: 0, bytes: 0, inFlight: 0 },
   };
 }
 
@@ -201,10 +201,11 @@ describe('parseEvaluateCounters', () => {
     'push_worker_evaluate_cache_misses_total 1000',
     'push_worker_evaluate_cache_entries 10000',
     'push_worker_requests_total{op="evaluate",outcome="ok"} 4',
+    'push_worker_requests_in_flight 2',
   ].join('\n');
 
   it('reads the evaluate counters and gauges, 0 for those absent', () => {
-    expect(parseEvaluateCounters(text)).toMatchObject({ hits: 9000, misses: 1000, entries: 10_000, storeQueries: 0 });
+    expect(parseEvaluateCounters(text)).toMatchObject({ hits: 9000, misses: 1000, entries: 10_000, storeQueries: 0, inFlight: 2 });
   });
 
   it('subtracts one reading from another', () => {
