@@ -41,7 +41,7 @@ import {
 } from './support/evaluate-report.js';
 import { connectInspector, heapGrowth, MEMORY_EXPRESSION, summarizeHeapSnapshot, type Inspector, type MemoryFigures } from './support/inspector.js';
 import { freePort, startChild, startEchoConsumer, startWorkerWithHealth, type Child } from './support/processes.js';
-import { cpuSeconds, rssBytes, startCpuWatch } from './support/proc-stats.js';
+import { cpuSeconds, runQueueWaitSeconds, rssBytes, startCpuWatch } from './support/proc-stats.js';
 import { runSynapseAnchor } from './support/synapse-anchor.js';
 import { echoCall, seedRulesetDocuments, UserPool, workerCall } from './support/workloads.js';
 
@@ -235,10 +235,14 @@ async function warmRows(client: PushRulesClient, w: { child: Child; port: number
   let counters = await scrapeEvaluateCounters(port);
   const measureFrom = performance.now() + ctx.warmupMs;
   let cpuFrom: number | undefined;
+  let waitFrom: number | undefined;
   for (;;) {
     const now = performance.now();
     const measuring = now >= measureFrom;
-    if (measuring) cpuFrom ??= cpuSeconds(w.child.pid);
+    if (measuring) {
+      cpuFrom ??= cpuSeconds(w.child.pid);
+      waitFrom ??= runQueueWaitSeconds(w.child.pid);
+    }
     if (measuring && ((now - measureFrom >= ctx.measureMs && warm.length >= MIN_WARM_SAMPLES) || now - measureFrom >= 8 * ctx.measureMs)) break;
     const begin = performance.now();
     let failed = false;
@@ -260,7 +264,9 @@ async function warmRows(client: PushRulesClient, w: { child: Child; port: number
     if (delta.misses === 0 && delta.hits === n) warm.push(elapsed);
     else counted.refreshed += 1;
   }
-  const workerCpuMsPerRequest = ((cpuSeconds(w.child.pid) - (cpuFrom ?? Number.NaN)) * 1000) / (all.length + counted.errors);
+  const requests = all.length + counted.errors;
+  const workerCpuMsPerRequest = ((cpuSeconds(w.child.pid) - (cpuFrom ?? Number.NaN)) * 1000) / requests;
+  const workerWaitMsPerRequest = ((runQueueWaitSeconds(w.child.pid) - (waitFrom ?? Number.NaN)) * 1000) / requests;
   const target = WARM_P99_TARGET_MS[n];
   const rows = [
     latencyRow(
@@ -274,7 +280,7 @@ async function warmRows(client: PushRulesClient, w: { child: Child; port: number
       },
       warm,
     ),
-    latencyRow({ id: `evaluate/steady/${n}`, what: 'steady state: warm, and the staleness re-reads', recipients: n, errors: counted.errors, workerCpuMsPerRequest }, all),
+    latencyRow({ id: `evaluate/steady/${n}`, what: 'steady state: warm, and the staleness re-reads', recipients: n, errors: counted.errors, workerCpuMsPerRequest, workerWaitMsPerRequest }, all),
   ];
   rows.forEach(logRow);
   return rows;

@@ -54,10 +54,12 @@ export interface LatencyRow {
   readonly targetP99Ms?: number;
   /** The worker's CPU time per request over the row's requests (`/proc/<pid>/stat`). */
   readonly workerCpuMsPerRequest?: number;
+  /** How long per request the worker's JavaScript thread was runnable but waited for a CPU (`/proc/<pid>/schedstat`). */
+  readonly workerWaitMsPerRequest?: number;
 }
 
 export function latencyRow(
-  fields: Pick<LatencyRow, 'id' | 'what' | 'recipients'> & Partial<Pick<LatencyRow, 'errors' | 'excluded' | 'targetP99Ms' | 'workerCpuMsPerRequest'>>,
+  fields: Pick<LatencyRow, 'id' | 'what' | 'recipients'> & Partial<Pick<LatencyRow, 'errors' | 'excluded' | 'targetP99Ms' | 'workerCpuMsPerRequest' | 'workerWaitMsPerRequest'>>,
   latenciesMs: readonly number[],
 ): LatencyRow {
   const sorted = [...latenciesMs].sort((a, b) => a - b);
@@ -216,10 +218,10 @@ export function evaluateMarkdown(e: EvaluateResults): string {
     }
   }
   if (e.latency.length > 0) {
-    lines.push('', '### End to end, one worker, c = 1 (round trip as the caller sees it)', '', '| scenario | what | recipients | requests | p50 ms | p99 ms | max ms | errors | left out | worker CPU ms/request (one `/metrics` read included) |', '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|');
+    lines.push('', '### End to end, one worker, c = 1 (round trip as the caller sees it)', '', '| scenario | what | recipients | requests | p50 ms | p99 ms | max ms | errors | left out | worker CPU ms/request (one `/metrics` read included) | worker waiting for a CPU, ms/request |', '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
     for (const r of e.latency) {
       lines.push(
-        `| ${r.id} | ${r.what} | ${r.recipients.toLocaleString('en-US')} | ${r.samples} | ${ms(r.p50Ms)} | ${ms(r.p99Ms)} | ${ms(r.maxMs)} | ${r.errors} | ${r.excluded} | ${r.workerCpuMsPerRequest === undefined ? '' : ms(r.workerCpuMsPerRequest)} |`,
+        `| ${r.id} | ${r.what} | ${r.recipients.toLocaleString('en-US')} | ${r.samples} | ${ms(r.p50Ms)} | ${ms(r.p99Ms)} | ${ms(r.maxMs)} | ${r.errors} | ${r.excluded} | ${r.workerCpuMsPerRequest === undefined ? '' : ms(r.workerCpuMsPerRequest)} | ${r.workerWaitMsPerRequest === undefined ? '' : ms(r.workerWaitMsPerRequest)} |`,
       );
     }
   }

@@ -108,7 +108,7 @@ export function summarizeHeapSnapshot(snapshot: SnapshotJson): HeapSummary {
   for (let i = 0; i < snapshot.nodes.length; i += stride) {
     const type = types[snapshot.nodes[i + typeAt] ?? 0] ?? '?';
     const name = snapshot.strings[snapshot.nodes[i + nameAt] ?? 0] ?? '';
-    const key = STRING_TYPES.has(type) ? '(string)' : type === 'number' ? '(heap number)' : type === 'code' ? '(code)' : `${type} ${name.slice(0, 60)}`;
+    const key = STRING_TYPES.has(type) ? '(string)' : type === 'number' ? '(heap number)' : type === 'code' ? '(code)' : `${type} ${name === '' ? '(no name)' : name.slice(0, 60)}`;
     const entry = summary.get(key) ?? { count: 0, bytes: 0 };
     entry.count += 1;
     entry.bytes += snapshot.nodes[i + sizeAt] ?? 0;

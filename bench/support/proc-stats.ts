@@ -16,6 +16,20 @@ export function cpuSeconds(pid: number): number {
   }
 }
 
+/**
+ * Seconds the process's main thread (for Node, the JavaScript thread) has
+ * spent runnable but waiting for a CPU (`/proc/<pid>/schedstat`, second
+ * field); NaN once it is gone or without schedstats.
+ */
+export function runQueueWaitSeconds(pid: number): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/schedstat`, 'utf8').trim().split(' ');
+    return Number(fields[1]) / 1e9;
+  } catch {
+    return Number.NaN;
+  }
+}
+
 /** A `VmRSS`-style field of /proc/<pid>/status in bytes; NaN once it is gone. */
 function statusBytes(pid: number, field: 'VmRSS' | 'VmHWM'): number {
   try {
