@@ -30,6 +30,8 @@ export interface TargetCheck {
   readonly target: string;
   readonly measured: string;
   readonly met: boolean;
+  /** The figure could not be measured in this run (`measured` says why): neither met nor missed. */
+  readonly unjudged?: boolean;
 }
 
 const find = (results: readonly ScenarioResult[], match: Partial<ScenarioResult>) =>
@@ -104,7 +106,7 @@ export function checkTargets(results: readonly ScenarioResult[], peaks: readonly
 }
 
 /** The results as markdown: one table per group, ratios to the run's own baselines, then the targets. */
-export function markdown(results: readonly ScenarioResult[], checks: readonly TargetCheck[], peaks: readonly RssPeak[]): string {
+export function markdown(results: readonly ScenarioResult[], checks: readonly TargetCheck[], peaks: readonly RssPeak[], extraSections?: string): string {
   const lines: string[] = [];
   const echoAt = (c: number) => find(results, { group: 'broker', concurrency: c });
   const storeAt = (op: string, c: number) => find(results, { group: 'store', op, concurrency: c });
@@ -155,8 +157,15 @@ export function markdown(results: readonly ScenarioResult[], checks: readonly Ta
   lines.push('', '### Worker memory (kernel high-water mark of each worker process)', '', '| scenarios run | peak RSS |', '|---|---:|');
   for (const peak of peaks) lines.push(`| ${peak.ran} | ${mb(peak.bytes)} |`);
 
-  lines.push('', '### Targets', '', '| target | measured | met |', '|---|---|---|');
-  for (const check of checks) lines.push(`| ${check.target} | ${check.measured} | ${check.met ? 'yes' : '**no**'} |`);
+  if (extraSections !== undefined) lines.push('', extraSections);
+  lines.push(targetsTable(checks));
+  return lines.join('\n');
+}
+
+/** The targets table, with its heading. */
+export function targetsTable(checks: readonly TargetCheck[]): string {
+  const lines = ['', '### Targets', '', '| target | measured | met |', '|---|---|---|'];
+  for (const check of checks) lines.push(`| ${check.target} | ${check.measured} | ${check.unjudged === true ? 'not measured' : check.met ? 'yes' : '**no**'} |`);
   return lines.join('\n');
 }
 
