@@ -5,8 +5,16 @@
  *
  *   --seconds N   measured seconds per scenario (3; `--long`: 10)
  *   --warmup N    unmeasured seconds before each (1; `--long`: 2)
- *   --only RE     run only scenarios whose id matches (baselines always run)
+ *   --only RE     run only scenarios whose id matches (the broker and store
+ *                 baselines run with any other scenario); `--only evaluate`
+ *                 runs only the evaluate part (issue 14), whose parts are
+ *                 evaluate/kernel, evaluate/latency, evaluate/isolation,
+ *                 evaluate/cold and evaluate/memory
  *   --profile     workers write V8 CPU profiles to bench/results/profiles/
+ *   --reps N      evaluate kernel and Synapse: at least N samples per row (5)
+ *   --synapse-rows a,b   Synapse's rows to run (all; the others show "not measured")
+ *   --cold-samples N     evaluate requests timed per cold row (6)
+ *   --heap-profile       heap snapshots of the evaluate cache even when its memory target is met
  */
 import { randomUUID } from 'node:crypto';
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
@@ -22,8 +30,10 @@ import { MongoPushStore } from '../src/store/mongo-push-store.js';
 import { runClosedLoop, type LoopResult } from './support/closed-loop.js';
 import { runHttpLoad } from './support/http-load.js';
 import { findPid, ROOT, startChild, startEchoConsumer, startWorker, type Child } from './support/processes.js';
-import { cpuSeconds, peakRssBytes, rssBytes } from './support/proc-stats.js';
-import { checkTargets, markdown, type Group, type RssPeak, type ScenarioResult } from './support/report.js';
+import { peakRssBytes, rssBytes, startCpuWatch } from './support/proc-stats.js';
+import { checkTargets, markdown, targetsTable, type Group, type RssPeak, type ScenarioResult } from './support/report.js';
+import { checkEvaluateTargets, evaluateMarkdown, type EvaluateResults } from './support/evaluate-report.js';
+import { runEvaluateScenarios } from './evaluate-scenarios.js';
 import {
   echoCall,
   mixedCall,
@@ -46,6 +56,10 @@ const { values: flags } = parseArgs({
     long: { type: 'boolean', default: false },
     only: { type: 'string' },
     profile: { type: 'boolean', default: false },
+    reps: { type: 'string' },
+    'synapse-rows': { type: 'string' },
+    'cold-samples': { type: 'string' },
+    'heap-profile': { type: 'boolean', default: false },
   },
 });
 const MEASURE_MS = Number(flags.seconds ?? (flags.long ? 10 : 3)) * 1000;
@@ -53,6 +67,25 @@ const WARMUP_MS = Number(flags.warmup ?? (flags.long ? 2 : 1)) * 1000;
 const ONLY = flags.only === undefined ? undefined : new RegExp(flags.only);
 const CONCURRENCIES = [1, 16, 64] as const;
 const USERS = 1000;
+
+/** Every scenario of the part before the evaluate part (issues 5 and 6), by id, to know whether `--only` selects any. */
+const CLASSIC_IDS = [
+  ...Object.keys(WORKER_OPS).flatMap((op) => [...CONCURRENCIES.map((c) => `worker/${op}/w1/c${c}`), `worker/${op}/w2/c16`, `worker/${op}/w2/c64`]),
+  ...CONCURRENCIES.map((c) => `worker/mixed/w1/c${c}`),
+  ...[1, 64].map((c) => `worker/request-queue/get_pushrule_enabled/w1/c${c}`),
+  'worker/mixed/w2/c16',
+  'worker/mixed/w2/c64',
+  ...['get_pushrule_enabled', 'set_pushrule_enabled', 'get_pushrules'].flatMap((op) => [`gateway/${op}/rpc/c64`, `gateway/${op}/http/c64`]),
+  'growth/rules0',
+  'growth/rules100',
+  'growth/rules1000',
+  'growth/users1',
+  'growth/users100',
+  'growth/users10000',
+];
+const EVALUATE_PARTS = ['evaluate/kernel', 'evaluate/latency', 'evaluate/isolation', 'evaluate/cold', 'evaluate/memory'];
+const runsClassic = ONLY === undefined || CLASSIC_IDS.some((scenario) => ONLY.test(scenario));
+const runsEvaluate = (part: string) => ONLY === undefined || ONLY.test(part);
 
 const AMQP_URL = process.env['AMQP_URL'] ?? 'amqp://guest:guest@127.0.0.1:5672';
 const MONGODB_URL = process.env['MONGODB_URL'] ?? 'mongodb://127.0.0.1:27017';
@@ -83,10 +116,11 @@ function childEnv(queue: string, database = names.database): NodeJS.ProcessEnv {
     MONGODB_DATABASE: database,
     RPC_QUEUE: queue,
     RPC_READ_QUEUE: readQueueOf(queue),
-    EVALUATE_QUEUE: evaluateQueueOf(queue),
     RPC_DEAD_LETTER_EXCHANGE: `${queue}.dlx`,
     RPC_DEAD_LETTER_QUEUE: `${queue}.dead`,
     EVENTS_EXCHANGE: `${queue}.events`,
+    // Its own evaluate queue too: the default one may exist, declared with another dead-letter exchange.
+    EVALUATE_QUEUE: evaluateQueueOf(queue),
     HEALTH_HOST: '127.0.0.1',
     HEALTH_PORT: '0',
   };
@@ -131,26 +165,19 @@ async function measure(scenario: Scenario): Promise<void> {
     ...Object.fromEntries(workers.map((w, i) => [`worker${workers.length > 1 ? String(i + 1) : ''}`, w.pid])),
     ...others,
   };
-  const cpuBefore = Object.fromEntries(Object.entries(watched).map(([name, pid]) => [name, pid === undefined ? Number.NaN : cpuSeconds(pid)]));
-  const loadBefore = process.cpuUsage();
+  const cpuWatch = startCpuWatch(watched);
   const rss = { max: undefined as number | undefined };
   const sampler = setInterval(() => {
     for (const w of workers) rss.max = Math.max(rss.max ?? 0, rssBytes(w.pid));
   }, 250);
-  const started = performance.now();
   readFallbacks.count = 0;
   const { call, run } = scenario;
   const loop =
     run !== undefined
       ? await run()
       : await runClosedLoop({ concurrency: scenario.concurrency, warmupMs: WARMUP_MS, measureMs: MEASURE_MS, call: call ?? (async () => Promise.resolve()) });
-  const wallSeconds = (performance.now() - started) / 1000;
   clearInterval(sampler);
-  const load = process.cpuUsage(loadBefore);
-  const cpu: Record<string, number> = { load: ((load.user + load.system) / 1e6 / wallSeconds) * 100 };
-  for (const [name, pid] of Object.entries(watched)) {
-    if (pid !== undefined) cpu[name] = ((cpuSeconds(pid) - (cpuBefore[name] ?? Number.NaN)) / wallSeconds) * 100;
-  }
+  const cpu = cpuWatch.stop();
   const result: ScenarioResult = {
     ...loop,
     id: scenario.id,
@@ -170,112 +197,35 @@ async function measure(scenario: Scenario): Promise<void> {
 }
 
 async function main(): Promise<void> {
-  console.error(`bench ${id}: ${MEASURE_MS / 1000} s measured after ${WARMUP_MS / 1000} s warm-up per scenario; ${os.cpus().length} CPUs`);
+  console.error(`bench ${id}: ${MEASURE_MS / 1000} s measured after ${WARMUP_MS / 1000} s warm-up per scenario; ${os.cpus().length} CPUs; load average ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`);
   const mongo = new MongoClient(MONGODB_URL);
   await mongo.connect();
-  const store = new MongoPushStore(mongo.db(names.database), { accountDataCollection: 'account_data', pushersCollection: 'pushers' });
-  await store.ensureIndexes();
-  const users = new UserPool('bench', USERS);
-  await seedUsers(store, users);
   const cleanups: (() => Promise<unknown>)[] = [];
   try {
-    // Broker limit: the same RPC client code against a consumer that only
-    // echoes; on a queue like the request queue (quorum, its prefetch), and
-    // on one like the read queue (classic, the read prefetch).
-    const echo = await startEchoConsumer(childEnv(names.echoQueue));
-    cleanups.push(async () => deleteQueues(names.echoQueue));
-    const echoClient = new RpcClient({ url: AMQP_URL, queue: names.echoQueue });
-    for (const c of CONCURRENCIES) await measure({ id: `broker/echo/c${c}`, group: 'broker', op: 'echo', concurrency: c, call: echoCall(echoClient) });
-    await echoClient.close();
-    await echo.stop();
-    const classicEcho = await startEchoConsumer({
-      ...childEnv(names.classicEchoQueue),
-      RPC_QUEUE_TYPE: DEFAULTS.amqp.readQueueType,
-      RPC_PREFETCH: String(DEFAULTS.amqp.readPrefetch),
-    });
-    cleanups.push(async () => deleteQueues(names.classicEchoQueue));
-    const classicEchoClient = new RpcClient({ url: AMQP_URL, queue: names.classicEchoQueue });
-    for (const c of CONCURRENCIES) {
-      await measure({ id: `broker/echo-classic/c${c}`, group: 'broker', op: 'echo-classic', concurrency: c, call: echoCall(classicEchoClient) });
-    }
-    await classicEchoClient.close();
-    await classicEcho.stop();
-
-    // Store limits: the worker's database calls, no broker.
-    for (const op of Object.keys(STORE_OPS) as StoreOp[]) {
-      for (const c of CONCURRENCIES) await measure({ id: `store/${op}/c${c}`, group: 'store', op, concurrency: c, call: storeCall(store, users, op, c) });
-    }
-
-    await addWorker();
-    cleanups.push(async () => deleteQueues(names.queue));
-    // Reads take the client's routing to the workers' read queue, as a front's would.
-    const client = new PushRulesClient({
-      url: AMQP_URL,
-      queue: names.queue,
-      readQueue: readQueueOf(names.queue),
-      onReadFallback: () => {
-        readFallbacks.count += 1;
-      },
-    });
-    cleanups.push(async () => client.close());
-    // The same reads on the request queue (quorum), for the read queue's gain in the same run.
-    const requestQueueClient = new PushRulesClient({ url: AMQP_URL, queue: names.queue, readQueue: null });
-    cleanups.push(async () => requestQueueClient.close());
-    const workerScenarios = async (concurrencies: readonly number[]) => {
-      for (const op of Object.keys(WORKER_OPS) as WorkerOp[]) {
-        for (const c of concurrencies) {
-          await measure({ id: `worker/${op}/w${workers.length}/c${c}`, group: 'worker', op, concurrency: c, call: workerCall(client, users, op, c) });
-        }
-      }
-      for (const c of concurrencies) {
-        await measure({ id: `worker/mixed/w${workers.length}/c${c}`, group: 'worker', op: 'mixed', concurrency: c, call: mixedCall(client, users, c) });
-      }
-    };
-    await workerScenarios(CONCURRENCIES);
-    for (const c of [1, 64]) {
-      await measure({
-        id: `worker/request-queue/get_pushrule_enabled/w1/c${c}`,
-        group: 'worker',
-        op: 'get_pushrule_enabled (request queue)',
-        concurrency: c,
-        call: workerCall(requestQueueClient, users, 'get_pushrule_enabled', c),
+    if (runsClassic) await classicScenarios(mongo, cleanups);
+    let evaluate: EvaluateResults | undefined;
+    if (EVALUATE_PARTS.some(runsEvaluate)) {
+      evaluate = await runEvaluateScenarios({
+        amqpUrl: AMQP_URL,
+        mongo,
+        id,
+        childEnv,
+        deleteQueues,
+        workerArgs: PROFILE_ARGS,
+        others,
+        warmupMs: WARMUP_MS,
+        measureMs: MEASURE_MS,
+        reps: Number(flags.reps ?? 5),
+        ...(flags['synapse-rows'] === undefined ? {} : { synapseRows: flags['synapse-rows'].split(',') }),
+        coldSamples: Number(flags['cold-samples'] ?? 6),
+        heapProfile: flags['heap-profile'],
+        selected: runsEvaluate,
       });
     }
-    await gatewayScenarios(client, users);
-    await addWorker();
-    await workerScenarios([16, 64]);
-    await stopWorkers('worker/*');
-    // The writes replaced data and added none: a figure measured on data
-    // that went missing would be no figure at all.
-    const pushers = await mongo.db(names.database).collection('pushers').countDocuments();
-    if (pushers !== USERS) throw new Error(`expected ${USERS} pushers after the worker scenarios, found ${pushers}`);
 
-    // Growth, one worker at c=64: rules per ruleset, then users the load is
-    // spread over. Each row has a database of its own, so no row measures
-    // the data another row left behind.
-    const growth = async (row: Omit<Scenario, 'group' | 'op' | 'concurrency' | 'call'>, pool: UserPool, userRules: number) => {
-      if (ONLY !== undefined && !ONLY.test(row.id)) return;
-      const database = `${names.database}_${row.id.replace(/\W/g, '_')}`;
-      const rowStore = new MongoPushStore(mongo.db(database), { accountDataCollection: 'account_data', pushersCollection: 'pushers' });
-      await rowStore.ensureIndexes();
-      await seedUsers(rowStore, pool, userRules);
-      await addWorker(database);
-      try {
-        await measure({ ...row, group: 'growth', op: 'set_pushrule_enabled', concurrency: 64, call: workerCall(client, pool, 'set_pushrule_enabled', 64) });
-      } finally {
-        await stopWorkers(row.id);
-        await mongo.db(database).dropDatabase();
-      }
-    };
-    for (const userRules of [0, 100, 1000]) {
-      await growth({ id: `growth/rules${userRules}`, userRules, users: 64 }, new UserPool(`rules${userRules}`, 64), userRules);
-    }
-    for (const count of [1, 100, 10_000]) {
-      await growth({ id: `growth/users${count}`, users: count }, new UserPool(`users${count}`, count), 0);
-    }
-
-    const checks = checkTargets(results, peaks);
-    const table = markdown(results, checks, peaks);
+    const checks = [...(runsClassic ? checkTargets(results, peaks) : []), ...(evaluate === undefined ? [] : checkEvaluateTargets(evaluate))];
+    const evaluateSection = evaluate === undefined ? undefined : evaluateMarkdown(evaluate);
+    const table = runsClassic ? markdown(results, checks, peaks, evaluateSection) : `${evaluateSection ?? ''}\n${targetsTable(checks)}`;
     console.log(table);
     const stamp = new Date().toISOString().replace(/[:.]/g, '-');
     mkdirSync(`${ROOT}bench/results`, { recursive: true });
@@ -286,9 +236,10 @@ async function main(): Promise<void> {
         {
           startedAt: new Date().toISOString(),
           machine: { cpus: os.cpus().length, cpuModel: os.cpus()[0]?.model, memoryBytes: os.totalmem(), node: process.version },
-          settings: { measureMs: MEASURE_MS, warmupMs: WARMUP_MS, users: USERS, only: flags.only ?? null },
+          settings: { measureMs: MEASURE_MS, warmupMs: WARMUP_MS, users: USERS, only: flags.only ?? null, reps: flags.reps ?? null, coldSamples: flags['cold-samples'] ?? null },
           workerPeakRss: peaks,
           results,
+          evaluate: evaluate ?? null,
           targets: checks,
         },
         null,
@@ -301,6 +252,108 @@ async function main(): Promise<void> {
     for (const cleanup of cleanups.reverse()) await cleanup().catch(() => undefined);
     await mongo.db(names.database).dropDatabase().catch(() => undefined);
     await mongo.close();
+  }
+}
+
+/** The worker against the broker and the store (issues 5 and 6). */
+async function classicScenarios(mongo: MongoClient, cleanups: (() => Promise<unknown>)[]): Promise<void> {
+  const store = new MongoPushStore(mongo.db(names.database), { accountDataCollection: 'account_data', pushersCollection: 'pushers' });
+  await store.ensureIndexes();
+  const users = new UserPool('bench', USERS);
+  await seedUsers(store, users);
+  // Broker limit: the same RPC client code against a consumer that only
+  // echoes; on a queue like the request queue (quorum, its prefetch), and
+  // on one like the read queue (classic, the read prefetch).
+  const echo = await startEchoConsumer(childEnv(names.echoQueue));
+  cleanups.push(async () => deleteQueues(names.echoQueue));
+  const echoClient = new RpcClient({ url: AMQP_URL, queue: names.echoQueue });
+  for (const c of CONCURRENCIES) await measure({ id: `broker/echo/c${c}`, group: 'broker', op: 'echo', concurrency: c, call: echoCall(echoClient) });
+  await echoClient.close();
+  await echo.stop();
+  const classicEcho = await startEchoConsumer({
+    ...childEnv(names.classicEchoQueue),
+    RPC_QUEUE_TYPE: DEFAULTS.amqp.readQueueType,
+    RPC_PREFETCH: String(DEFAULTS.amqp.readPrefetch),
+  });
+  cleanups.push(async () => deleteQueues(names.classicEchoQueue));
+  const classicEchoClient = new RpcClient({ url: AMQP_URL, queue: names.classicEchoQueue });
+  for (const c of CONCURRENCIES) {
+    await measure({ id: `broker/echo-classic/c${c}`, group: 'broker', op: 'echo-classic', concurrency: c, call: echoCall(classicEchoClient) });
+  }
+  await classicEchoClient.close();
+  await classicEcho.stop();
+
+  // Store limits: the worker's database calls, no broker.
+  for (const op of Object.keys(STORE_OPS) as StoreOp[]) {
+    for (const c of CONCURRENCIES) await measure({ id: `store/${op}/c${c}`, group: 'store', op, concurrency: c, call: storeCall(store, users, op, c) });
+  }
+
+  await addWorker();
+  cleanups.push(async () => deleteQueues(names.queue));
+  // Reads take the client's routing to the workers' read queue, as a front's would.
+  const client = new PushRulesClient({
+    url: AMQP_URL,
+    queue: names.queue,
+    readQueue: readQueueOf(names.queue),
+    onReadFallback: () => {
+      readFallbacks.count += 1;
+    },
+  });
+  cleanups.push(async () => client.close());
+  // The same reads on the request queue (quorum), for the read queue's gain in the same run.
+  const requestQueueClient = new PushRulesClient({ url: AMQP_URL, queue: names.queue, readQueue: null });
+  cleanups.push(async () => requestQueueClient.close());
+  const workerScenarios = async (concurrencies: readonly number[]) => {
+    for (const op of Object.keys(WORKER_OPS) as WorkerOp[]) {
+      for (const c of concurrencies) {
+        await measure({ id: `worker/${op}/w${workers.length}/c${c}`, group: 'worker', op, concurrency: c, call: workerCall(client, users, op, c) });
+      }
+    }
+    for (const c of concurrencies) {
+      await measure({ id: `worker/mixed/w${workers.length}/c${c}`, group: 'worker', op: 'mixed', concurrency: c, call: mixedCall(client, users, c) });
+    }
+  };
+  await workerScenarios(CONCURRENCIES);
+  for (const c of [1, 64]) {
+    await measure({
+      id: `worker/request-queue/get_pushrule_enabled/w1/c${c}`,
+      group: 'worker',
+      op: 'get_pushrule_enabled (request queue)',
+      concurrency: c,
+      call: workerCall(requestQueueClient, users, 'get_pushrule_enabled', c),
+    });
+  }
+  await gatewayScenarios(client, users);
+  await addWorker();
+  await workerScenarios([16, 64]);
+  await stopWorkers('worker/*');
+  // The writes replaced data and added none: a figure measured on data
+  // that went missing would be no figure at all.
+  const pushers = await mongo.db(names.database).collection('pushers').countDocuments();
+  if (pushers !== USERS) throw new Error(`expected ${USERS} pushers after the worker scenarios, found ${pushers}`);
+
+  // Growth, one worker at c=64: rules per ruleset, then users the load is
+  // spread over. Each row has a database of its own, so no row measures
+  // the data another row left behind.
+  const growth = async (row: Omit<Scenario, 'group' | 'op' | 'concurrency' | 'call'>, pool: UserPool, userRules: number) => {
+    if (ONLY !== undefined && !ONLY.test(row.id)) return;
+    const database = `${names.database}_${row.id.replace(/\W/g, '_')}`;
+    const rowStore = new MongoPushStore(mongo.db(database), { accountDataCollection: 'account_data', pushersCollection: 'pushers' });
+    await rowStore.ensureIndexes();
+    await seedUsers(rowStore, pool, userRules);
+    await addWorker(database);
+    try {
+      await measure({ ...row, group: 'growth', op: 'set_pushrule_enabled', concurrency: 64, call: workerCall(client, pool, 'set_pushrule_enabled', 64) });
+    } finally {
+      await stopWorkers(row.id);
+      await mongo.db(database).dropDatabase();
+    }
+  };
+  for (const userRules of [0, 100, 1000]) {
+    await growth({ id: `growth/rules${userRules}`, userRules, users: 64 }, new UserPool(`rules${userRules}`, 64), userRules);
+  }
+  for (const count of [1, 100, 10_000]) {
+    await growth({ id: `growth/users${count}`, users: count }, new UserPool(`users${count}`, count), 0);
   }
 }
 

@@ -1,6 +1,7 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 
@@ -56,7 +57,29 @@ export function workerNodeFlags(): string[] {
 
 /** The built worker (`dist/main.js`), as `npm start` runs it (its Node flags too). */
 export async function startWorker(env: NodeJS.ProcessEnv, nodeArgs: readonly string[] = []): Promise<Child> {
-  return startChild('worker', [...workerNodeFlags(), ...nodeArgs, 'dist/main.js'], env, (line) => line.includes('"worker started"'));
+  return (await startWorkerWithHealth(env, nodeArgs)).child;
+}
+
+/** A worker and the port its health and metrics listener took (`HEALTH_PORT=0`: the port it logged). */
+export async function startWorkerWithHealth(env: NodeJS.ProcessEnv, nodeArgs: readonly string[] = []): Promise<{ child: Child; healthPort: number | undefined }> {
+  const found = { port: undefined as number | undefined };
+  const child = await startChild('worker', [...workerNodeFlags(), ...nodeArgs, 'dist/main.js'], env, (line) => {
+    if (line.includes('"health and metrics listening"')) {
+      const match = /"port":(\d+)/.exec(line);
+      if (match?.[1] !== undefined) found.port = Number(match[1]);
+    }
+    return line.includes('"worker started"');
+  });
+  return { child, healthPort: found.port };
+}
+
+/** A TCP port that was free a moment ago (for a child's `--inspect`). */
+export async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => { resolve(); }));
+  return port;
 }
 
 export async function startEchoConsumer(env: NodeJS.ProcessEnv): Promise<Child> {

@@ -51,6 +51,8 @@ export interface TargetCheck {
   readonly target: string;
   readonly measured: string;
   readonly met: boolean;
+  /** The figure could not be measured in this run (`measured` says why): neither met nor missed. */
+  readonly unjudged?: boolean;
 }
 
 const find = (results: readonly ScenarioResult[], match: Partial<ScenarioResult>) =>
@@ -181,7 +183,7 @@ function checkReadTargets(results: readonly ScenarioResult[]): TargetCheck[] {
 }
 
 /** The results as markdown: one table per group, ratios to the run's own baselines, then the targets. */
-export function markdown(results: readonly ScenarioResult[], checks: readonly TargetCheck[], peaks: readonly RssPeak[]): string {
+export function markdown(results: readonly ScenarioResult[], checks: readonly TargetCheck[], peaks: readonly RssPeak[], extraSections?: string): string {
   const lines: string[] = [];
   const echoAt = (c: number) => find(results, { group: 'broker', op: 'echo', concurrency: c });
   const classicEchoAt = (c: number) => find(results, { group: 'broker', op: 'echo-classic', concurrency: c });
@@ -242,8 +244,15 @@ export function markdown(results: readonly ScenarioResult[], checks: readonly Ta
   lines.push('', '### Worker memory (kernel high-water mark of each worker process)', '', '| scenarios run | peak RSS |', '|---|---:|');
   for (const peak of peaks) lines.push(`| ${peak.ran} | ${mb(peak.bytes)} |`);
 
-  lines.push('', '### Targets', '', '| target | measured | met |', '|---|---|---|');
-  for (const check of checks) lines.push(`| ${check.target} | ${check.measured} | ${check.met ? 'yes' : '**no**'} |`);
+  if (extraSections !== undefined) lines.push('', extraSections);
+  lines.push(targetsTable(checks));
+  return lines.join('\n');
+}
+
+/** The targets table, with its heading. */
+export function targetsTable(checks: readonly TargetCheck[]): string {
+  const lines = ['', '### Targets', '', '| target | measured | met |', '|---|---|---|'];
+  for (const check of checks) lines.push(`| ${check.target} | ${check.measured} | ${check.unjudged === true ? 'not measured' : check.met ? 'yes' : '**no**'} |`);
   return lines.join('\n');
 }
 

@@ -4,7 +4,9 @@ import type { RpcClient } from '../../src/client/rpc-client.js';
 import type { ConditionalPushRule, Ruleset } from '../../src/push-rules/push-rule.js';
 import type { PusherSetAction } from '../../src/pushers/pusher.js';
 import { DEFAULT_RULES_REVISION, serverDefaultRuleset } from '../../src/push-rules/server-default-rules.js';
-import type { MongoPushStore } from '../../src/store/mongo-push-store.js';
+import type { Db } from 'mongodb';
+import type { AccountDataDocument, MongoPushStore } from '../../src/store/mongo-push-store.js';
+import { encodePushRulesContent } from '../../src/store/push-rules-entry.js';
 
 /** One request of a closed loop: caller `lane`, its `i`th request. */
 export type Call = (lane: number, i: number) => Promise<unknown>;
@@ -80,7 +82,7 @@ export async function seedUsers(store: MongoPushStore, users: UserPool, userRule
   const seeder = async () => {
     for (let user = ids.pop(); user !== undefined; user = ids.pop()) {
       await store.savePushRules(user, 0, rulesetWithUserRules(user, userRules), DEFAULT_RULES_REVISION);
-      await store.upsertPusher({ ...storedPusher(user, 'Phone'), user_id: user });
+      await store.upsertPusher({ ...storedPusher(user, 'Phone'), enabled: true, user_id: user });
     }
   };
   await Promise.all(Array.from({ length: 32 }, seeder));
@@ -189,7 +191,7 @@ export const STORE_OPS = {
     const pusher = storedPusher(user, `Phone ${i % 10}`);
     await store.findRecordedWrite(user, messageId);
     await store.listPushers(user);
-    await store.upsertPusher({ ...pusher, user_id: user });
+    await store.upsertPusher({ ...pusher, enabled: true, user_id: user });
     await store.deletePushersOfOtherUsers({ userId: user, appId: pusher.app_id, pushkey: pusher.pushkey });
     await store.bumpPushersVersion(user, { messageId, replyJson: RECORDED_REPLY });
   },
@@ -227,4 +229,23 @@ function rulesetOf(user: string): Ruleset {
     rulesets.set(user, ruleset);
   }
   return ruleset;
+}
+
+/**
+ * Stores each user's ruleset as `savePushRules` would on a first write
+ * (version 1, the content as JSON text, the defaults' revision), in bulk:
+ * seeding 10,000 users one compare-and-set at a time takes the stand-in
+ * most of a minute.
+ */
+export async function seedRulesetDocuments(db: Db, userIds: readonly string[], rulesetOf: (userId: string) => Ruleset = serverDefaultRuleset): Promise<void> {
+  const collection = db.collection<AccountDataDocument>('account_data');
+  for (let start = 0; start < userIds.length; start += 500) {
+    await collection.insertMany(
+      userIds.slice(start, start + 500).map((userId) => ({
+        _id: userId,
+        version: 1,
+        push_rules: { content_json: encodePushRulesContent(rulesetOf(userId)), defaults_revision: DEFAULT_RULES_REVISION },
+      })),
+    );
+  }
 }

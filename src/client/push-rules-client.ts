@@ -3,7 +3,7 @@ import type { PushAction, PushRule, RuleBody, Ruleset } from '../push-rules/push
 import type { RuleAddress } from '../push-rules/rule-address.js';
 import type { EvaluateReply } from '../evaluation/evaluate-request.js';
 import type { EvaluationEvent, EvaluationRecipient, EvaluationRoom } from '../evaluation/evaluation-input.js';
-import type { Pusher, PusherSetAction } from '../pushers/pusher.js';
+import type { PusherSetAction, WirePusher } from '../pushers/pusher.js';
 import type { Reply } from '../worker/reply.js';
 import { PushRulesError } from './push-rules-error.js';
 import { RpcClient, RpcRequestError, RpcTransportError, type ReadFallback, type RequestOptions } from './rpc-client.js';
@@ -11,6 +11,7 @@ import { RpcClient, RpcRequestError, RpcTransportError, type ReadFallback, type 
 // The package entry (`matrix-push-worker/client`) is this file, so its error type and address type come with it.
 export { PushRulesError } from './push-rules-error.js';
 export type { RuleAddress } from '../push-rules/rule-address.js';
+export type { PusherSetAction, WirePusher } from '../pushers/pusher.js';
 export type { EvaluateReply } from '../evaluation/evaluate-request.js';
 export type { EvaluationEvent, EvaluationRecipient, EvaluationRoom } from '../evaluation/evaluation-input.js';
 
@@ -59,6 +60,31 @@ export interface SetPushRuleOptions extends WriteOptions {
   readonly before?: string;
   /** Place the rule just after this one (same kind). */
   readonly after?: string;
+}
+
+export interface SetPusherOptions extends WriteOptions {
+  /**
+   * The device of the access token the request came with (what whoami
+   * answers), recorded with a new pusher so that the device's logout can
+   * remove it. Never take it from the client's body.
+   */
+  readonly deviceId?: string;
+}
+
+/**
+ * Whose pushers `deletePushers` removes, by the device that created them:
+ * those of `deviceIds` (logout, device deletion); all but those of
+ * `exceptDeviceId` (password change logging out the other devices; pushers
+ * of an unknown device go too); or `all` (log out everywhere, deactivation).
+ */
+export type DeletePushersSelector =
+  | { readonly deviceIds: readonly string[] }
+  | { readonly exceptDeviceId: string }
+  | { readonly all: true };
+
+export interface DeletePushersOptions extends WriteOptions {
+  /** E-mail pushers belong to the account and are kept unless this is true (deactivation). */
+  readonly includeEmail?: boolean;
 }
 
 /** A write's success body: Matrix answers `{}`. */
@@ -151,12 +177,47 @@ export class PushRulesClient {
     return this.#write({ op: 'set_pushrule_enabled', user_id: userId, ...wireAddress(address), enabled }, options);
   }
 
-  async getPushers(userId: string, options: CallOptions = {}): Promise<{ readonly pushers: readonly Pusher[] }> {
+  async getPushers(userId: string, options: CallOptions = {}): Promise<{ readonly pushers: readonly WirePusher[] }> {
     return this.#read({ op: 'get_pushers', user_id: userId }, options);
   }
 
-  async setPusher(userId: string, action: PusherSetAction, options: WriteOptions = {}): Promise<EmptyBody> {
-    return this.#write({ op: 'set_pusher', user_id: userId, action }, options);
+  /** `action` is the client's body as it came; `options.deviceId` is the front's, from the access token. */
+  async setPusher(userId: string, action: PusherSetAction, options: SetPusherOptions = {}): Promise<EmptyBody> {
+    const { deviceId } = options;
+    return this.#write({ op: 'set_pusher', user_id: userId, ...(deviceId === undefined ? {} : { device_id: deviceId }), action }, options);
+  }
+
+  /**
+   * A homeserver's call on an account event: deletes the user's pushers of
+   * the selected devices (e-mail pushers only with `includeEmail`) and
+   * resolves with how many. The workers serve it only to trusted publishers
+   * (`publisherUserId`).
+   */
+  async deletePushers(
+    userId: string,
+    selector: DeletePushersSelector,
+    options: DeletePushersOptions = {},
+  ): Promise<{ readonly deleted: number }> {
+    return this.#write(
+      {
+        op: 'delete_pushers',
+        user_id: userId,
+        ...('deviceIds' in selector ? { device_ids: selector.deviceIds } : {}),
+        ...('exceptDeviceId' in selector ? { except_device_id: selector.exceptDeviceId } : {}),
+        ...('all' in selector ? { all: selector.all } : {}),
+        ...(options.includeEmail === undefined ? {} : { include_email: options.includeEmail }),
+      },
+      options,
+    );
+  }
+
+  /**
+   * A homeserver's call when it deactivates a user: erases the user's push
+   * rules and every pusher, e-mail ones included. Afterwards the user reads
+   * as a new one. Trusted publishers only, like `deletePushers`.
+   */
+  async deleteUserData(userId: string, options: WriteOptions = {}): Promise<EmptyBody> {
+    return this.#write({ op: 'delete_user_data', user_id: userId }, options);
   }
 
   /**
@@ -187,8 +248,8 @@ export class PushRulesClient {
     return this.#call<T>(body, { read: true, ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }) });
   }
 
-  async #write(body: object, options: WriteOptions): Promise<EmptyBody> {
-    return this.#call<EmptyBody>(body, {
+  async #write<T = EmptyBody>(body: object, options: WriteOptions): Promise<T> {
+    return this.#call<T>(body, {
       messageId: options.messageId ?? randomUUID(),
       ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
     });

@@ -38,6 +38,8 @@ export const MESSAGES = {
   storageFailure: 'The push rules store failed.',
   internalError: 'Internal error.',
   untrustedPublisher: 'The publisher of this request is not trusted.',
+  homeserverOpWithoutTrustedPublishers:
+    'delete_pushers and delete_user_data are homeserver ops: the worker serves them only to trusted publishers, and amqp.trustedPublishers (TRUSTED_PUBLISHERS) is empty.',
   evaluateOnItsQueue: 'evaluate is served on its own queue (evaluate.queue, matrix.push.evaluate by default), not on the request queue.',
   unserializableRequest: 'The request cannot be serialized as JSON: it nests too deeply or holds values JSON cannot represent.',
 } as const;

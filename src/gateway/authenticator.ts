@@ -12,8 +12,12 @@ export interface TokenRejection {
   readonly softLogout: boolean;
 }
 
-/** Who a token belongs to, or why it is refused. */
-export type Authentication = { readonly userId: string } | { readonly rejected: TokenRejection };
+/**
+ * Who a token belongs to — its user and, when the token has one, its device
+ * (recorded with the pushers it creates, so that the device's logout can
+ * remove them) — or why it is refused.
+ */
+export type Authentication = { readonly userId: string; readonly deviceId?: string } | { readonly rejected: TokenRejection };
 
 /**
  * Turns a client's access token into the user it authenticates. Throws

@@ -91,6 +91,8 @@ interface BodyRefusal {
 type Params = Readonly<Record<string, string>>;
 interface Call {
   readonly userId: string;
+  /** The device of the access token, when the authenticator knows it. */
+  readonly deviceId: string | undefined;
   readonly params: Params;
   readonly query: Readonly<Record<string, unknown>>;
   /** The parsed JSON body; `undefined` when there was none. */
@@ -153,7 +155,14 @@ const ROUTES: readonly Route[] = [
     },
   },
   { path: '/pushers', handlers: { GET: async (api, c) => api.getPushers(c.userId, { timeoutMs: c.timeoutMs }) } },
-  { path: '/pushers/set', handlers: { POST: async (api, c) => api.setPusher(c.userId, c.body as PusherSetAction, { timeoutMs: c.timeoutMs }) } },
+  {
+    path: '/pushers/set',
+    // The device is the token's: a `device_id` in the body is the client's and the workers ignore it.
+    handlers: {
+      POST: async (api, c) =>
+        api.setPusher(c.userId, c.body as PusherSetAction, { timeoutMs: c.timeoutMs, ...(c.deviceId === undefined ? {} : { deviceId: c.deviceId }) }),
+    },
+  },
 ];
 
 /** Methods answered 405 on a known path (rather than 404). */
@@ -306,13 +315,14 @@ export function buildGatewayServer(options: GatewayServerOptions): FastifyInstan
             await send(reply, outcome.error);
             return;
           }
-          authenticated.set(request, outcome.userId);
+          authenticated.set(request, { userId: outcome.userId, deviceId: outcome.deviceId });
         },
         handler: async (request, reply) => {
           const handler = route.handlers[request.method as Method];
           if (handler === undefined) return send(reply, 'methodNotAllowed');
-          const userId = authenticated.get(request);
-          if (userId === undefined) return send(reply, 'missingToken');
+          const identity = authenticated.get(request);
+          if (identity === undefined) return send(reply, 'missingToken');
+          const { userId, deviceId } = identity;
           if (BODY_METHODS.has(request.method) && request.body === undefined) return send(reply, 'notJson');
           // Only what would reach the workers counts; after authentication, so it is per user.
           if (WRITE_METHODS.has(request.method) && !(await limitWrite(request, reply, userId))) return reply;
@@ -323,6 +333,7 @@ export function buildGatewayServer(options: GatewayServerOptions): FastifyInstan
           try {
             body = await handler(options.api, {
               userId,
+              deviceId,
               params: request.params,
               query: request.query,
               body: request.body,
@@ -343,13 +354,13 @@ export function buildGatewayServer(options: GatewayServerOptions): FastifyInstan
   return app;
 }
 
-/** The user each authenticated request acts for, set by its `onRequest` hook. */
-const authenticated = new WeakMap<FastifyRequest, string>();
+/** The user each authenticated request acts for, and the token's device, set by its `onRequest` hook. */
+const authenticated = new WeakMap<FastifyRequest, { readonly userId: string; readonly deviceId: string | undefined }>();
 /** Each admitted request's place in the in-flight count. */
 const slots = new WeakMap<FastifyRequest, InFlightSlot>();
 
 type AuthOutcome =
-  | { readonly userId: string }
+  | { readonly userId: string; readonly deviceId?: string }
   | { readonly rejected: TokenRejection }
   | { readonly error: GatewayError; readonly cause?: unknown };
 

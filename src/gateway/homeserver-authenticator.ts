@@ -17,12 +17,14 @@ export interface HomeserverAuthenticatorOptions {
 
 interface Cached {
   readonly userId: string;
+  readonly deviceId: string | undefined;
   readonly expiresAt: number;
 }
 
 /**
  * Asks the homeserver who a token belongs to (`GET /account/whoami` with the
- * caller's token), as any Matrix client would.
+ * caller's token), as any Matrix client would: its `user_id`, and its
+ * `device_id` when the token has a device.
  *
  * - Accepted tokens are cached for `cacheSeconds`, keyed by the token's
  *   SHA-256 so the cache never holds a usable credential. Rejected tokens
@@ -52,7 +54,7 @@ export class HomeserverAuthenticator implements Authenticator {
     const key = createHash('sha256').update(token).digest('base64url');
     const cached = this.#cache.get(key);
     if (cached !== undefined) {
-      if (cached.expiresAt > this.#now()) return { userId: cached.userId };
+      if (cached.expiresAt > this.#now()) return identityOf(cached.userId, cached.deviceId);
       this.#cache.delete(key);
     }
     let pending = this.#pending.get(key);
@@ -60,13 +62,13 @@ export class HomeserverAuthenticator implements Authenticator {
       pending = this.#ask(token).finally(() => this.#pending.delete(key));
       this.#pending.set(key, pending);
       const result = await pending;
-      if ('userId' in result) this.#remember(key, result.userId);
+      if ('userId' in result) this.#remember(key, result.userId, result.deviceId);
       return result;
     }
     return pending;
   }
 
-  #remember(key: string, userId: string): void {
+  #remember(key: string, userId: string, deviceId: string | undefined): void {
     const { cacheSeconds, cacheMaxEntries } = this.#options;
     if (cacheSeconds === 0) return;
     // Maps iterate in insertion order: the first key is the oldest entry.
@@ -75,7 +77,7 @@ export class HomeserverAuthenticator implements Authenticator {
       if (oldest.done === true) break;
       this.#cache.delete(oldest.value);
     }
-    this.#cache.set(key, { userId, expiresAt: this.#now() + cacheSeconds * 1000 });
+    this.#cache.set(key, { userId, deviceId, expiresAt: this.#now() + cacheSeconds * 1000 });
   }
 
   async #ask(token: string): Promise<Authentication> {
@@ -91,12 +93,19 @@ export class HomeserverAuthenticator implements Authenticator {
     const body: unknown = await response.json().catch(() => undefined);
     if (response.status === 401 || response.status === 403) return { rejected: rejectionOf(response.status, body) };
     if (response.status !== 200) throw new AuthUnavailableError(`the homeserver answered whoami with ${response.status}`);
-    const userId = typeof body === 'object' && body !== null && 'user_id' in body ? body.user_id : undefined;
+    const { user_id: userId, device_id: deviceId } = typeof body === 'object' && body !== null ? (body as Record<string, unknown>) : {};
     if (typeof userId !== 'string' || !isValidUserId(userId)) {
       throw new AuthUnavailableError('the homeserver answered whoami without a valid user_id');
     }
-    return { userId };
+    // A token without a device (an appservice's, say) has none; a device_id
+    // that is not a non-empty string is taken as none: the pushers it
+    // creates are then of an unknown device.
+    return identityOf(userId, typeof deviceId === 'string' && deviceId !== '' ? deviceId : undefined);
   }
+}
+
+function identityOf(userId: string, deviceId: string | undefined): Authentication {
+  return deviceId === undefined ? { userId } : { userId, deviceId };
 }
 
 /** Namespaced like `M_UNKNOWN_TOKEN` or `COM.EXAMPLE.EXPIRED` (the spec's error code convention). */

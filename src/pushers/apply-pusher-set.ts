@@ -15,7 +15,8 @@ export interface PusherSetOutcome {
  * built on this; the MongoDB store performs the same steps as queries.
  * Deleting a pusher that does not exist succeeds and changes nothing; so
  * does setting a pusher to exactly the values it has (`samePusher`), and
- * then it is left as it was.
+ * then it is left as it was. An update keeps the `device_id` the pusher
+ * has; one without (stored before devices were recorded) takes the plan's.
  */
 export function applyPusherSet(pushers: readonly StoredPusher[], plan: PusherSetPlan): PusherSetOutcome {
   const { key } = plan;
@@ -30,9 +31,10 @@ export function applyPusherSet(pushers: readonly StoredPusher[], plan: PusherSet
   const next: StoredPusher[] = [];
   for (const pusher of pushers) {
     if (pusherMatches(pusher, key)) {
-      const same = samePusher(pusher, stored);
+      const updated = keepDevice(pusher, stored);
+      const same = samePusher(pusher, updated);
       effect = same ? 'unchanged' : 'updated';
-      next.push(same ? pusher : stored);
+      next.push(same ? pusher : updated);
     } else if (plan.removeFromOtherUsers && pusher.app_id === key.appId && pusher.pushkey === key.pushkey) {
       removedFromOtherUsers += 1;
     } else {
@@ -41,4 +43,11 @@ export function applyPusherSet(pushers: readonly StoredPusher[], plan: PusherSet
   }
   if (effect === 'created') next.push(stored);
   return { pushers: next, effect, removedFromOtherUsers };
+}
+
+/** The new values of an existing pusher, with the device it was created by (as Synapse does), if known. */
+export function keepDevice(existing: StoredPusher, update: StoredPusher): StoredPusher {
+  const deviceId = existing.device_id ?? update.device_id;
+  const { device_id: _ignored, ...values } = update;
+  return deviceId === undefined ? values : { ...values, device_id: deviceId };
 }

@@ -1,7 +1,7 @@
 import { matrixError, type MatrixError } from '../errors/error-catalogue.js';
 import { isJsonObject, type JsonObject } from '../matrix/json.js';
 import { fail, ok, type Result } from '../result/result.js';
-import { PUSHER_KINDS, type Pusher, type PusherData, type PusherKey, type PusherKind } from './pusher.js';
+import { PUSHER_KINDS, UNSTABLE_ENABLED, type Pusher, type PusherData, type PusherKey, type PusherKind } from './pusher.js';
 
 export const MAX_PUSHKEY_BYTES = 512;
 export const MAX_APP_ID_CHARS = 64;
@@ -18,6 +18,18 @@ export interface RawPusherSetAction {
   readonly lang?: string | undefined;
   readonly data?: JsonObject | undefined;
   readonly append?: boolean | undefined;
+  /** MSC3881; `null` (which matrix-js-sdk's types allow) reads as not given. */
+  readonly enabled?: boolean | null | undefined;
+  readonly [UNSTABLE_ENABLED]?: boolean | null | undefined;
+}
+
+/** What the worker knows of a set action beyond its body. */
+export interface PusherSetContext {
+  /**
+   * The device of the access token, from the front (the request envelope's
+   * `device_id`); never from the client's body.
+   */
+  readonly deviceId?: string | undefined;
 }
 
 export interface PusherPolicy {
@@ -30,6 +42,11 @@ export type PusherSetPlan =
   | {
       readonly type: 'upsert';
       readonly key: PusherKey;
+      /**
+       * The values to store. `device_id` is the device to record if the
+       * pusher is new (or has none yet); a store keeps the `device_id` of
+       * a pusher that has one.
+       */
       readonly pusher: Pusher;
       /** `append: false`: the same app ID and pushkey under other users go. */
       readonly removeFromOtherUsers: boolean;
@@ -45,7 +62,12 @@ const REQUIRED_TO_CREATE = ['app_display_name', 'device_display_name', 'lang', '
  * refused. Check order: missing fields (all named at once), then value
  * limits, then the kind, then an HTTP pusher's gateway URL.
  */
-export function decidePusherSet(userId: string, action: RawPusherSetAction, policy: PusherPolicy): Result<PusherSetPlan> {
+export function decidePusherSet(
+  userId: string,
+  action: RawPusherSetAction,
+  policy: PusherPolicy,
+  context: PusherSetContext = {},
+): Result<PusherSetPlan> {
   const required = action.kind === null ? ALWAYS_REQUIRED : [...ALWAYS_REQUIRED, ...REQUIRED_TO_CREATE];
   const missing = required.filter((field) => action[field] === undefined);
   if (missing.length > 0) return fail(matrixError('MissingParam', `Missing parameters: ${missing.join(', ')}`));
@@ -73,8 +95,31 @@ export function decidePusherSet(userId: string, action: RawPusherSetAction, poli
     lang: action.lang ?? '',
     data,
     ...(action.profile_tag === undefined ? {} : { profile_tag: action.profile_tag }),
+    // As for a new pusher; the service resolves it against a stored one.
+    enabled: resolveEnabled(action, undefined),
+    // Only an HTTP pusher belongs to a device (MSC3881); an e-mail pusher is the account's.
+    ...(context.deviceId === undefined || kind !== 'http' ? {} : { device_id: context.deviceId }),
   };
   return ok({ type: 'upsert', key, pusher, removeFromOtherUsers: action.append !== true });
+}
+
+/**
+ * `enabled` of a set action, under its stable name or MSC3881's unstable
+ * one; true when neither is given (MSC3881's default, also on an update).
+ *
+ * When both are given with different values, the one that changes the
+ * stored pusher wins. That is how a client that posts back a pusher from
+ * `get_pushers` (which carries both names) with one of them changed is
+ * understood, whichever name it changed: Element sets the unstable name
+ * over a copy that still holds the old stable value. Without a stored
+ * pusher there is nothing to compare with, and the unstable name, which
+ * today's clients set, wins.
+ */
+export function resolveEnabled(action: RawPusherSetAction, stored: boolean | undefined): boolean {
+  const stable = action.enabled ?? undefined;
+  const unstable = action[UNSTABLE_ENABLED] ?? undefined;
+  if (stable === undefined || unstable === undefined || stable === unstable) return stable ?? unstable ?? true;
+  return stored === undefined ? unstable : !stored;
 }
 
 function isPusherKind(kind: string | undefined): kind is PusherKind {

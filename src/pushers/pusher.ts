@@ -13,7 +13,11 @@ export interface PusherData extends JsonObject {
   readonly format?: string;
 }
 
-/** A pusher as `get_pushers` returns it (Matrix wire field names). */
+/** MSC3881's unstable names of `enabled` and `device_id`, in requests and in `get_pushers`. */
+export const UNSTABLE_ENABLED = 'org.matrix.msc3881.enabled';
+export const UNSTABLE_DEVICE_ID = 'org.matrix.msc3881.device_id';
+
+/** A pusher's values (Matrix wire field names), as a store keeps them without the owner. */
 export interface Pusher {
   readonly pushkey: string;
   readonly kind: PusherKind;
@@ -23,6 +27,26 @@ export interface Pusher {
   readonly profile_tag?: string;
   readonly lang: string;
   readonly data: PusherData;
+  /** MSC3881: a disabled pusher is kept but sent nothing. Stored pushers without it read as enabled. */
+  readonly enabled: boolean;
+  /**
+   * The device whose access token created the pusher (MSC3881), set by the
+   * front, never by the client's body; absent when unknown (a pusher stored
+   * before devices were recorded, or a request without a device).
+   */
+  readonly device_id?: string;
+}
+
+/**
+ * A pusher as `get_pushers` returns it: `enabled` and `device_id` under
+ * their stable names and under MSC3881's unstable ones (clients of today
+ * read the unstable ones); both `device_id` names are left out when the
+ * device is unknown, and for pushers other than `http` (MSC3881: only an
+ * HTTP pusher belongs to a device; e-mail pushers are the account's).
+ */
+export interface WirePusher extends Pusher {
+  readonly [UNSTABLE_ENABLED]: boolean;
+  readonly [UNSTABLE_DEVICE_ID]?: string;
 }
 
 /** A pusher with its owner, as a store keeps it. */
@@ -58,19 +82,32 @@ export function samePusher(a: StoredPusher, b: StoredPusher): boolean {
     a.device_display_name === b.device_display_name &&
     a.lang === b.lang &&
     a.profile_tag === b.profile_tag &&
+    a.enabled === b.enabled &&
+    a.device_id === b.device_id &&
     JSON.stringify(a.data) === JSON.stringify(b.data)
   );
 }
 
-/** The wire form of a stored pusher, without its owner. */
-export function toWirePusher({ user_id: _owner, ...pusher }: StoredPusher): Pusher {
-  return pusher;
+/** The wire form of a stored pusher, without its owner, with MSC3881's unstable names beside the stable ones. */
+export function toWirePusher({ user_id: _owner, ...pusher }: StoredPusher): WirePusher {
+  const { device_id: storedDeviceId, ...values } = pusher;
+  const deviceId = pusher.kind === 'http' ? storedDeviceId : undefined;
+  return {
+    ...values,
+    ...(deviceId === undefined ? {} : { device_id: deviceId }),
+    [UNSTABLE_ENABLED]: pusher.enabled,
+    ...(deviceId === undefined ? {} : { [UNSTABLE_DEVICE_ID]: deviceId }),
+  };
 }
 
 /**
  * The body of Matrix `POST /pushers/set`: `kind: null` deletes the pusher
- * with this `app_id` and `pushkey`; otherwise every field but `profile_tag`
- * and `append` is required (the worker names the missing ones).
+ * with this `app_id` and `pushkey`; otherwise every field but `profile_tag`,
+ * `append` and `enabled` is required (the worker names the missing ones).
+ *
+ * A pusher object from `get_pushers` may be sent back as it is (clients do,
+ * to toggle `enabled`): its `device_id` keys are ignored — the device is
+ * the front's to say, from the access token.
  */
 export interface PusherSetAction {
   readonly pushkey: string;
@@ -82,4 +119,11 @@ export interface PusherSetAction {
   readonly lang?: string;
   readonly data?: PusherData;
   readonly append?: boolean;
+  /** MSC3881; true when neither name is given. */
+  readonly enabled?: boolean;
+  readonly [UNSTABLE_ENABLED]?: boolean;
+  /** Ignored by the worker. */
+  readonly device_id?: string;
+  /** Ignored by the worker. */
+  readonly [UNSTABLE_DEVICE_ID]?: string;
 }

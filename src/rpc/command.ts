@@ -2,6 +2,7 @@ import type { PushAction } from '../push-rules/push-rule.js';
 import type { RuleAddress } from '../push-rules/rule-address.js';
 import type { SetPushRuleRequest } from '../push-rules/set-push-rule.js';
 import type { RawPusherSetAction } from '../pushers/decide-pusher-set.js';
+import type { DeviceSelector } from '../pushers/pusher-deletion.js';
 
 /**
  * A request that passed the schema and every syntax check: what the worker
@@ -29,7 +30,20 @@ export type Command =
       readonly enabled: boolean;
     }
   | { readonly op: 'get_pushers'; readonly userId: string }
-  | { readonly op: 'set_pusher'; readonly userId: string; readonly action: RawPusherSetAction };
+  | {
+      readonly op: 'set_pusher';
+      readonly userId: string;
+      readonly action: RawPusherSetAction;
+      /** The front's word for the device of the access token (the envelope's `device_id`). */
+      readonly deviceId?: string;
+    }
+  | {
+      readonly op: 'delete_pushers';
+      readonly userId: string;
+      readonly devices: DeviceSelector;
+      readonly includeEmail: boolean;
+    }
+  | { readonly op: 'delete_user_data'; readonly userId: string };
 
 export type CommandOp = Command['op'];
 

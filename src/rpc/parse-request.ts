@@ -4,6 +4,7 @@ import { isJsonObject, type JsonObject } from '../matrix/json.js';
 import { parseUntrustedJson } from '../matrix/parse-untrusted-json.js';
 import { isValidUserId } from '../matrix/user-id.js';
 import type { RawPusherSetAction } from '../pushers/decide-pusher-set.js';
+import type { DeviceSelector } from '../pushers/pusher-deletion.js';
 import { validateActions } from '../push-rules/validate-actions.js';
 import { validateRuleBody } from '../push-rules/validate-rule-body.js';
 import { fail, ok, type Result } from '../result/result.js';
@@ -78,10 +79,38 @@ function toCommand(request: RequestOf<Op>): Result<Command> {
     }
     case 'set_pushrule_enabled':
       return ok({ op: 'set_pushrule_enabled', userId, address: addressOf(request), enabled: request.enabled });
-    case 'set_pusher':
+    case 'set_pusher': {
       // `data` came out of JSON.parse, so its unknown values are JSON values.
-      return ok({ op: 'set_pusher', userId, action: request.action as RawPusherSetAction });
+      const action = request.action as RawPusherSetAction;
+      const deviceId = request.device_id;
+      return ok(deviceId === undefined ? { op: 'set_pusher', userId, action } : { op: 'set_pusher', userId, action, deviceId });
+    }
+    case 'delete_pushers': {
+      const devices = deviceSelectorOf(request);
+      if (!devices.ok) return devices;
+      return ok({ op: 'delete_pushers', userId, devices: devices.value, includeEmail: request.include_email === true });
+    }
+    case 'delete_user_data':
+      return ok({ op: 'delete_user_data', userId });
   }
+}
+
+export const DEVICE_SELECTOR_MESSAGES = {
+  none: 'delete_pushers needs one of device_ids, except_device_id or all.',
+  several: 'delete_pushers takes only one of device_ids, except_device_id and all.',
+  allFalse: 'all must be true when given.',
+} as const;
+
+/** Exactly one of `device_ids`, `except_device_id` and `all: true`. */
+function deviceSelectorOf(request: RequestOf<'delete_pushers'>): Result<DeviceSelector> {
+  const { device_ids: deviceIds, except_device_id: exceptDeviceId, all } = request;
+  if (all === false) return fail(matrixError('BadJson', DEVICE_SELECTOR_MESSAGES.allFalse));
+  const given = [deviceIds, exceptDeviceId, all].filter((selector) => selector !== undefined).length;
+  if (given === 0) return fail(matrixError('BadJson', DEVICE_SELECTOR_MESSAGES.none));
+  if (given > 1) return fail(matrixError('BadJson', DEVICE_SELECTOR_MESSAGES.several));
+  if (deviceIds !== undefined) return ok({ deviceIds });
+  if (exceptDeviceId !== undefined) return ok({ exceptDeviceId });
+  return ok({ all: true });
 }
 
 function addressOf(request: { scope: string; kind: string; rule_id: string }) {

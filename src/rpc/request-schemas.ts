@@ -65,6 +65,11 @@ export const GetPushersRequest = Type.Object({ ...Envelope, op: Type.Literal('ge
 export const SetPusherRequest = Type.Object({
   ...Envelope,
   op: Type.Literal('set_pusher'),
+  /**
+   * The device of the access token, filled by the front; recorded with a
+   * new pusher. A `device_id` in `action` is not this: it is ignored.
+   */
+  device_id: Type.Optional(Type.String({ minLength: 1 })),
   action: Type.Object({
     pushkey: Type.Optional(Type.String()),
     kind: Type.Optional(nullable(Type.String())),
@@ -75,8 +80,28 @@ export const SetPusherRequest = Type.Object({
     lang: Type.Optional(Type.String()),
     data: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
     append: Type.Optional(Type.Boolean()),
+    // MSC3881, under both names; null (matrix-js-sdk's types allow it) is not given.
+    enabled: Type.Optional(nullable(Type.Boolean())),
+    'org.matrix.msc3881.enabled': Type.Optional(nullable(Type.Boolean())),
   }),
 });
+
+/**
+ * A homeserver op (trusted publishers only): the pushers of the user's
+ * devices `device_ids`, or of all devices but `except_device_id`, or `all`.
+ * Exactly one of the three, checked when parsing (BadJson naming them).
+ */
+export const DeletePushersRequest = Type.Object({
+  ...Envelope,
+  op: Type.Literal('delete_pushers'),
+  device_ids: Type.Optional(Type.Array(Type.String({ minLength: 1 }))),
+  except_device_id: Type.Optional(Type.String({ minLength: 1 })),
+  all: Type.Optional(Type.Boolean()),
+  include_email: Type.Optional(Type.Boolean()),
+});
+
+/** A homeserver op (trusted publishers only): a deactivated user's push rules and pushers go. */
+export const DeleteUserDataRequest = Type.Object({ ...Envelope, op: Type.Literal('delete_user_data') });
 
 /** One schema per op; the op name is the key. */
 export const REQUEST_SCHEMAS = {
@@ -90,6 +115,8 @@ export const REQUEST_SCHEMAS = {
   set_pushrule_enabled: SetPushRuleEnabledRequest,
   get_pushers: GetPushersRequest,
   set_pusher: SetPusherRequest,
+  delete_pushers: DeletePushersRequest,
+  delete_user_data: DeleteUserDataRequest,
 } as const;
 
 export type Op = keyof typeof REQUEST_SCHEMAS;
@@ -101,3 +128,11 @@ export const OPS = Object.keys(REQUEST_SCHEMAS) as readonly Op[];
 export function isOp(value: string): value is Op {
   return Object.hasOwn(REQUEST_SCHEMAS, value);
 }
+
+/**
+ * Ops only a homeserver sends, on account events (logout, device deletion,
+ * password change, deactivation): they change data no client request could
+ * reach. Served only to trusted publishers — never while
+ * `amqp.trustedPublishers` is empty (see `RpcWorker`).
+ */
+export const HOMESERVER_OPS: ReadonlySet<Op> = new Set<Op>(['delete_pushers', 'delete_user_data']);

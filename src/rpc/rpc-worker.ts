@@ -3,7 +3,7 @@ import type { Config } from '../config/config-schema.js';
 import { matrixError, MESSAGES, REQUEST_MESSAGES } from '../errors/error-catalogue.js';
 import type { Logger } from '../logging/logger.js';
 import { retryUntilDone } from '../worker/retry-until-done.js';
-import type { HandleOutcome, PushService } from '../worker/push-service.js';
+import { changeEventsOf, type HandleOutcome, type PushService } from '../worker/push-service.js';
 import { failure, type Reply } from '../worker/reply.js';
 import { AckBatcher } from './ack-batcher.js';
 import { connectAmqp, connectionName } from './amqp-connect.js';
@@ -11,6 +11,7 @@ import { declareReadQueue, declareTopology } from './amqp-topology.js';
 import { isReadOp, type Command } from './command.js';
 import { parseRequest } from './parse-request.js';
 import { requestDeadline } from './request-deadline.js';
+import { HOMESERVER_OPS } from './request-schemas.js';
 import type { RequestLimits } from './request-limits.js';
 
 /** What the worker reports about each request it settles, for metrics. */
@@ -141,20 +142,17 @@ export class RpcWorker {
     this.#log = options.logger;
     this.#now = options.now ?? Date.now;
     this.#observer = options.observer ?? NO_OBSERVER;
-    const requests: ConsumedQueue = {
-      role: 'request',
-      queue: options.amqp.queue,
-      prefetch: options.amqp.prefetch,
-      declare: async (channel) => declareTopology(channel, options.amqp),
-      serve: async (body, context) => this.#serve(body, context.messageId, false),
-    };
-    const reads: ConsumedQueue = {
-      role: 'read',
-      queue: options.amqp.readQueue,
-      prefetch: options.amqp.readPrefetch,
-      declare: async (channel) => declareReadQueue(channel, options.amqp),
-      serve: async (body, context) => this.#serve(body, context.messageId, true),
-    };
+    const { amqp } = options;
+    // The user ops: every one on the request queue, the reads alone on the read queue.
+    const userOps = (role: 'request' | 'read', queue: string, prefetch: number, declare: (channel: Channel) => Promise<void>): ConsumedQueue => ({
+      role,
+      queue,
+      prefetch,
+      declare,
+      serve: async (body, context) => this.#serve(body, context.messageId, role === 'read'),
+    });
+    const requests = userOps('request', amqp.queue, amqp.prefetch, async (channel) => declareTopology(channel, amqp));
+    const reads = userOps('read', amqp.readQueue, amqp.readPrefetch, async (channel) => declareReadQueue(channel, amqp));
     this.#queues = [requests, reads, ...(options.queues ?? [])];
   }
 
@@ -176,7 +174,9 @@ export class RpcWorker {
 
   async start(): Promise<void> {
     if (this.#options.amqp.trustedPublishers.length === 0) {
-      this.#log.warn('amqp.trustedPublishers is empty: any publisher that can reach the queue is trusted');
+      this.#log.warn(
+        'amqp.trustedPublishers is empty: any publisher that can reach the queue is trusted; the homeserver ops (delete_pushers, delete_user_data) are refused',
+      );
     }
     await this.#connect();
   }
@@ -426,11 +426,15 @@ export class RpcWorker {
         ? { reply: failure(matrixError('Forbidden', MESSAGES.untrustedPublisher)), conflicts: 0 }
         : await lane.consumed.serve(message.content, { messageId: typeof messageId === 'string' && messageId !== '' ? messageId : undefined });
     // This worker's own cache learns of its own writes at once, not a round trip later.
-    if (outcome.change?.type === 'm.push_rules') this.#options.changes?.pushRulesChanged(outcome.change.user_id);
+    for (const change of changeEventsOf(outcome)) {
+      if (change.type === 'm.push_rules') this.#options.changes?.pushRulesChanged(change.user_id);
+    }
     progress.replied = true;
     const published = this.#publish(channel, '', replyTo, outcome.reply, { correlationId, contentType: JSON_CONTENT });
-    if (published && outcome.change !== undefined) {
-      this.#publish(channel, this.#options.amqp.eventsExchange, outcome.change.type, outcome.change, { contentType: JSON_CONTENT });
+    if (published) {
+      for (const change of changeEventsOf(outcome)) {
+        this.#publish(channel, this.#options.amqp.eventsExchange, change.type, change, { contentType: JSON_CONTENT });
+      }
     }
     progress.settled = true;
     this.#settle(lane, message, published ? 'ack' : 'requeue');
@@ -452,6 +456,10 @@ export class RpcWorker {
       command = parsed.value;
       if (readOnly && !isReadOp(command.op)) {
         return { reply: failure(matrixError('Unrecognized', REQUEST_MESSAGES.writeOnReadQueue(command.op))), conflicts: 0, op: command.op };
+      }
+      // With trusted publishers, only they got here; without any, nobody may send these.
+      if (HOMESERVER_OPS.has(command.op) && this.#options.amqp.trustedPublishers.length === 0) {
+        return { reply: failure(matrixError('Forbidden', MESSAGES.homeserverOpWithoutTrustedPublishers)), conflicts: 0, op: command.op };
       }
       this.#options.beforeServe?.(command);
       const outcome = await this.#service.handle(command, { messageId });

@@ -1,7 +1,16 @@
 import type { Ruleset } from '../push-rules/push-rule.js';
 import { applyPusherSet } from '../pushers/apply-pusher-set.js';
+import { deletionSelects, type PusherDeletion } from '../pushers/pusher-deletion.js';
 import type { PusherKey, StoredPusher } from '../pushers/pusher.js';
-import { DEFAULT_RECORDED_WRITES_WINDOW, type LoadedPushRules, type PushStore, type RecordedWrite, type SaveOutcome } from './push-store.js';
+import {
+  DEFAULT_RECORDED_WRITES_WINDOW,
+  type ErasureOutcome,
+  type LoadedPushRules,
+  type PushStore,
+  type RecordedWrite,
+  type SaveOutcome,
+  type UserDataErasure,
+} from './push-store.js';
 import { encodePushRulesContent, readPushRulesEntry } from './push-rules-entry.js';
 
 interface UserDocument {
@@ -69,9 +78,26 @@ export class InMemoryPushStore implements PushStore {
     return { saved: true, version };
   }
 
-  async insertPushRulesIfAbsent(userId: string, ruleset: Ruleset, defaultsRevision: string): Promise<boolean> {
-    if (this.#users.get(userId)?.pushRules !== undefined) return false;
-    return (await this.savePushRules(userId, 0, ruleset, defaultsRevision)).saved;
+  async insertPushRulesIfAbsent(userId: string, ruleset: Ruleset, defaultsRevision: string): Promise<SaveOutcome> {
+    const doc = this.#doc(userId);
+    if (doc.pushRules !== undefined) {
+      await Promise.resolve();
+      return { saved: false };
+    }
+    return this.savePushRules(userId, doc.version, ruleset, defaultsRevision);
+  }
+
+  async eraseUserData(userId: string, expectedVersion: number, erasure: UserDataErasure): Promise<ErasureOutcome> {
+    await Promise.resolve();
+    const doc = this.#doc(userId);
+    if (doc.version !== expectedVersion) return { saved: false };
+    const { pushRules: erasePushRules, pushers, record } = erasure;
+    const version = erasePushRules ? expectedVersion + 1 : expectedVersion;
+    const pushersVersion = pushers ? doc.pushersVersion + 1 : doc.pushersVersion;
+    const next: UserDocument = { ...doc, version, pushersVersion, recentWrites: this.#withRecord(doc, record) };
+    if (erasePushRules) delete next.pushRules;
+    this.#users.set(userId, next);
+    return { saved: true, version, pushersVersion };
   }
 
   async listPushers(userId: string): Promise<readonly StoredPusher[]> {
@@ -94,6 +120,13 @@ export class InMemoryPushStore implements PushStore {
     const outcome = applyPusherSet(this.#pushers, { type: 'delete', key });
     this.#pushers = outcome.pushers;
     return outcome.effect === 'deleted';
+  }
+
+  async deletePushers(deletion: PusherDeletion): Promise<number> {
+    await Promise.resolve();
+    const before = this.#pushers.length;
+    this.#pushers = this.#pushers.filter((p) => !deletionSelects(deletion, p));
+    return before - this.#pushers.length;
   }
 
   async deletePushersOfOtherUsers(key: PusherKey): Promise<number> {

@@ -1,8 +1,17 @@
 import { Long, type Collection, type Db, type Document, type Filter, type UpdateFilter } from 'mongodb';
 import type { Ruleset } from '../push-rules/push-rule.js';
+import type { PusherDeletion } from '../pushers/pusher-deletion.js';
 import type { PusherData, PusherKey, StoredPusher } from '../pushers/pusher.js';
 import { classifyMongoError, isDuplicateKey, isRetryableRead } from './mongo-errors.js';
-import { DEFAULT_RECORDED_WRITES_WINDOW, type LoadedPushRules, type PushStore, type RecordedWrite, type SaveOutcome } from './push-store.js';
+import {
+  DEFAULT_RECORDED_WRITES_WINDOW,
+  type ErasureOutcome,
+  type LoadedPushRules,
+  type PushStore,
+  type RecordedWrite,
+  type SaveOutcome,
+  type UserDataErasure,
+} from './push-store.js';
 import { ParsedEntryCache } from './parsed-entry-cache.js';
 import { ReadBatcher } from './read-batcher.js';
 import { encodePushRulesContent, readPushRulesEntry } from './push-rules-entry.js';
@@ -32,6 +41,10 @@ export interface PusherDocument {
   profile_tag?: string;
   /** `data` as JSON text, for the same reason as the push-rules content. */
   data_json: string;
+  /** Absent on pushers stored before it was kept: read as `true`. */
+  enabled?: boolean;
+  /** The device that created the pusher; absent when unknown. */
+  device_id?: string;
 }
 
 export interface MongoPushStoreOptions {
@@ -164,19 +177,43 @@ export class MongoPushStore implements PushStore {
     }
   }
 
-  async insertPushRulesIfAbsent(userId: string, ruleset: Ruleset, defaultsRevision: string): Promise<boolean> {
+  async insertPushRulesIfAbsent(userId: string, ruleset: Ruleset, defaultsRevision: string): Promise<SaveOutcome> {
     const pushRules = { content_json: encodePushRulesContent(ruleset), defaults_revision: defaultsRevision };
     try {
-      const result = await guard(async () =>
-        this.#accountData.updateOne(
+      const doc = await guard(async () =>
+        this.#accountData.findOneAndUpdate(
           { _id: userId, push_rules: { $exists: false } },
           { $set: { push_rules: pushRules }, $inc: { version: 1 } },
-          { upsert: true },
+          { upsert: true, returnDocument: 'after', projection: { version: 1 } },
         ),
       );
-      return result.matchedCount + result.upsertedCount === 1;
+      return doc?.version === undefined ? { saved: false } : { saved: true, version: doc.version };
     } catch (error) {
-      if (isDuplicateKey(error)) return false;
+      if (isDuplicateKey(error)) return { saved: false };
+      throw error;
+    }
+  }
+
+  async eraseUserData(userId: string, expectedVersion: number, erasure: UserDataErasure): Promise<ErasureOutcome> {
+    const { pushRules: erasePushRules, pushers, record } = erasure;
+    const update: UpdateFilter<AccountDataDocument> = {
+      ...(erasePushRules ? { $unset: { push_rules: '' }, $set: { version: expectedVersion + 1 } } : {}),
+      ...(pushers ? { $inc: { pushers_version: 1 } } : {}),
+      ...this.#pushRecord(record),
+    };
+    try {
+      // As in savePushRules: at version 0 there may be no document yet, and
+      // a concurrent first write makes the upsert lose on the duplicate _id.
+      const doc = await guard(async () =>
+        this.#accountData.findOneAndUpdate(versionFilter(userId, expectedVersion), update, {
+          upsert: expectedVersion === 0,
+          returnDocument: 'after',
+          projection: { version: 1, pushers_version: 1 },
+        }),
+      );
+      return doc === null ? { saved: false } : { saved: true, version: doc.version ?? 0, pushersVersion: doc.pushers_version ?? 0 };
+    } catch (error) {
+      if (isDuplicateKey(error)) return { saved: false };
       throw error;
     }
   }
@@ -213,7 +250,7 @@ export class MongoPushStore implements PushStore {
   }
 
   async upsertPusher(pusher: StoredPusher): Promise<'created' | 'updated' | 'unchanged'> {
-    const { user_id: userId, app_id: appId, pushkey, profile_tag: profileTag, ...values } = toDocument(pusher);
+    const { user_id: userId, app_id: appId, pushkey, profile_tag: profileTag, device_id: deviceId, ...values } = toDocument(pusher);
     const filter = { user_id: userId, app_id: appId, pushkey };
     // Field by field, not a replacement: MongoDB skips a $set to the value a
     // field already has (and an $unset of a field that is not there), so an
@@ -221,8 +258,23 @@ export class MongoPushStore implements PushStore {
     // written, no oplog entry, modifiedCount 0. A replacement document is
     // written even when identical: it lacks the stored _id, so the server's
     // own no-op check never matches it.
-    const update: UpdateFilter<PusherDocument> =
-      profileTag === undefined ? { $set: values, $unset: { profile_tag: '' } } : { $set: { ...values, profile_tag: profileTag } };
+    const set = profileTag === undefined ? values : { ...values, profile_tag: profileTag };
+    const unset = profileTag === undefined ? { $unset: { profile_tag: '' as const } } : {};
+    if (deviceId !== undefined) {
+      // A pusher stored before devices were recorded takes this device, in
+      // the same update as its new values.
+      const adopted = await guard(async () =>
+        this.#pushers.updateOne({ ...filter, device_id: { $exists: false } }, { $set: { ...set, device_id: deviceId }, ...unset }),
+      );
+      if (adopted.matchedCount === 1) return 'updated';
+    }
+    // The device is written only with a new pusher: an existing one keeps
+    // the device that created it.
+    const update: UpdateFilter<PusherDocument> = {
+      $set: set,
+      ...unset,
+      ...(deviceId === undefined ? {} : { $setOnInsert: { device_id: deviceId } }),
+    };
     // Two upserts of a new key can race to insert; the loser sees a
     // duplicate key and then finds the winner's document to update.
     for (let attempt = 0; ; attempt += 1) {
@@ -241,6 +293,11 @@ export class MongoPushStore implements PushStore {
       this.#pushers.deleteOne({ user_id: key.userId, app_id: key.appId, pushkey: key.pushkey }),
     );
     return result.deletedCount === 1;
+  }
+
+  async deletePushers(deletion: PusherDeletion): Promise<number> {
+    const result = await guard(async () => this.#pushers.deleteMany(deletionFilter(deletion)));
+    return result.deletedCount;
   }
 
   async deletePushersOfOtherUsers(key: PusherKey): Promise<number> {
@@ -356,12 +413,31 @@ async function guard<T>(operation: () => Promise<T>): Promise<T> {
   }
 }
 
+/** `deletionSelects` as a query: each pusher is judged and deleted in one step by the server. */
+function deletionFilter({ userId, devices, includeEmail }: PusherDeletion): Filter<PusherDocument> {
+  const filter: Filter<PusherDocument> = { user_id: userId };
+  if (!includeEmail) filter.kind = { $ne: 'email' };
+  // `$ne` also matches a pusher without a device_id, as `deletionSelects` does.
+  if ('exceptDeviceId' in devices) filter.device_id = { $ne: devices.exceptDeviceId };
+  else if ('deviceIds' in devices) filter.device_id = { $in: [...devices.deviceIds] };
+  return filter;
+}
+
 function toDocument(pusher: StoredPusher): PusherDocument {
   const { data, ...rest } = pusher;
   return { ...rest, data_json: JSON.stringify(data) };
 }
 
+/**
+ * A stored pusher, migrated on read: pushers stored before `enabled` and
+ * `device_id` were kept read as enabled, of an unknown device.
+ */
 function fromDocument(doc: PusherDocument): StoredPusher {
-  const { data_json: dataJson, ...rest } = doc;
-  return { ...rest, data: JSON.parse(dataJson) as PusherData };
+  const { data_json: dataJson, enabled, device_id: deviceId, ...rest } = doc;
+  return {
+    ...rest,
+    data: JSON.parse(dataJson) as PusherData,
+    enabled: enabled ?? true,
+    ...(typeof deviceId === 'string' ? { device_id: deviceId } : {}),
+  };
 }

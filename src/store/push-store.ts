@@ -1,10 +1,15 @@
 import type { PushRulesLookup } from '../push-rules/push-rules-event.js';
 import type { Ruleset } from '../push-rules/push-rule.js';
+import type { PusherDeletion } from '../pushers/pusher-deletion.js';
 import type { PusherKey, StoredPusher } from '../pushers/pusher.js';
 
 /**
  * A user's push-rules account data as loaded, with the version of the
  * user's push rules. Version 0 means nothing was ever stored for them.
+ * Versions only grow: after `eraseUserData` the entry is gone (`found:
+ * false`, as for a new user) but the version stays past every version
+ * announced before, so a front that tracks versions sees the next change
+ * as newer.
  *
  * `lookup.found === 'failed'` is the seed's "event lookup fails": a document
  * holds a push-rules entry that cannot even be read back as an event (its
@@ -35,6 +40,19 @@ export interface RecordedWrite {
 }
 
 export type SaveOutcome = { readonly saved: true; readonly version: number } | { readonly saved: false };
+
+/** What `eraseUserData` changes in the user's document, besides recording `record`. */
+export interface UserDataErasure {
+  /** Remove the push-rules entry and bump the push-rules version. */
+  readonly pushRules: boolean;
+  /** Bump the pushers version (the pushers themselves were deleted before). */
+  readonly pushers: boolean;
+  readonly record?: RecordedWrite | undefined;
+}
+
+export type ErasureOutcome =
+  | { readonly saved: true; readonly version: number; readonly pushersVersion: number }
+  | { readonly saved: false };
 
 /**
  * The storage port the worker needs. Owned by the domain side; adapters:
@@ -71,8 +89,25 @@ export interface PushStore {
    */
   loadManyPushRules(userIds: readonly string[]): Promise<ReadonlyMap<string, LoadedPushRules>>;
 
-  /** Stores the ruleset only if the user has no push-rules entry at all (not even a corrupt one). */
-  insertPushRulesIfAbsent(userId: string, ruleset: Ruleset, defaultsRevision: string): Promise<boolean>;
+  /**
+   * Stores the ruleset only if the user has no push-rules entry at all (not
+   * even a corrupt one), bumping the version: 1 for a new user, the next
+   * one for a user whose data was erased. `{saved: false}` when there is an
+   * entry.
+   */
+  insertPushRulesIfAbsent(userId: string, ruleset: Ruleset, defaultsRevision: string): Promise<SaveOutcome>;
+
+  /**
+   * Compare-and-set at `expectedVersion` (0: a document without a version,
+   * or none at all), in one atomic update: removes the push-rules entry and
+   * bumps the version (`pushRules`), bumps the pushers version (`pushers`),
+   * records `record`. Everything else in the document stays: the versions
+   * (which only grow), the recorded writes, other account data; a user
+   * without a document gets one (for the pushers version or the record).
+   * `{saved: false}` when another writer got there first. What
+   * `delete_user_data` does after deleting the pushers.
+   */
+  eraseUserData(userId: string, expectedVersion: number, erasure: UserDataErasure): Promise<ErasureOutcome>;
 
   listPushers(userId: string): Promise<readonly StoredPusher[]>;
   /**
@@ -80,10 +115,23 @@ export interface PushStore {
    * any of its values differ, in one atomic update. `unchanged` when it
    * already had exactly these values, and then nothing was written. `data`
    * is compared as its JSON text, the form it is stored and returned in.
+   *
+   * `device_id` is recorded when the pusher is created; a pusher that has
+   * one keeps it (an update may come from another device), one without
+   * (stored before devices were recorded) takes the given one. The values
+   * and the device are written in the same atomic update, so a concurrent
+   * `deletePushers` sees the pusher either before or after it, never half.
    */
   upsertPusher(pusher: StoredPusher): Promise<'created' | 'updated' | 'unchanged'>;
   /** Whether a pusher was deleted. */
   deletePusher(key: PusherKey): Promise<boolean>;
+  /**
+   * Deletes the pushers `deletion` selects and says how many. Each pusher is
+   * judged and deleted in one atomic step (a filtered delete, never a read
+   * followed by deletes by key), so a pusher written concurrently is either
+   * deleted with the values it has or kept whole.
+   */
+  deletePushers(deletion: PusherDeletion): Promise<number>;
   /** Deletes pushers with this app_id and pushkey owned by anyone but `key.userId`. */
   deletePushersOfOtherUsers(key: PusherKey): Promise<number>;
   /** Bumps and returns the user's pushers version (for change events), recording `record` with it. */

@@ -11,8 +11,9 @@ import { DEFAULT_RULES_REVISION } from '../push-rules/server-default-rules.js';
 import { checkRulesetGrowth, type RulesetLimits } from '../push-rules/ruleset-limits.js';
 import { leavesRulesetUnchanged } from '../push-rules/ruleset-unchanged.js';
 import { setPushRule } from '../push-rules/set-push-rule.js';
-import { decidePusherSet, type PusherPolicy, type RawPusherSetAction } from '../pushers/decide-pusher-set.js';
-import { toWirePusher, type PusherKey } from '../pushers/pusher.js';
+import { decidePusherSet, resolveEnabled, type PusherPolicy, type RawPusherSetAction } from '../pushers/decide-pusher-set.js';
+import type { PusherDeletion } from '../pushers/pusher-deletion.js';
+import { pusherMatches, toWirePusher, type PusherKey, type StoredPusher } from '../pushers/pusher.js';
 import { mapResult, type Result } from '../result/result.js';
 import type { Command } from '../rpc/command.js';
 import { StoreUnavailableError, type LoadedPushRules, type PushStore, type RecordedWrite } from '../store/push-store.js';
@@ -50,6 +51,8 @@ export interface ChangeEvent {
 export interface HandleOutcome {
   readonly reply: Reply;
   readonly change?: ChangeEvent;
+  /** Change events beyond `change`, when a request changed more than one type (`delete_user_data`). */
+  readonly moreChanges?: readonly ChangeEvent[];
   /** Compare-and-set conflicts met while serving the request. */
   readonly conflicts: number;
   /** An unexpected failure behind a Database reply, for the log. */
@@ -127,7 +130,11 @@ export class PushService {
         return { reply: success({ pushers: pushers.map(toWirePusher) }), conflicts: 0 };
       }
       case 'set_pusher':
-        return this.#setPusher(userId, messageId, command.action);
+        return this.#setPusher(userId, messageId, command.action, command.deviceId);
+      case 'delete_pushers':
+        return this.#deletePushers(messageId, { userId, devices: command.devices, includeEmail: command.includeEmail });
+      case 'delete_user_data':
+        return this.#deleteUserData(userId, messageId);
     }
   }
 
@@ -140,10 +147,9 @@ export class PushService {
       const reply = success({ global: ruleset });
       if (persist === 'none') return { done: reply };
       if (persist === 'store-if-absent') {
+        // Version 1 for a new user; the next version for one whose data was erased.
         const inserted = await this.#store.insertPushRulesIfAbsent(userId, ruleset, DEFAULT_RULES_REVISION);
-        // A version is only ever stored together with a push-rules entry, so
-        // the first entry of a user is always version 1.
-        return { done: reply, change: inserted ? { user_id: userId, type: 'm.push_rules', version: 1 } : undefined };
+        return { done: reply, change: inserted.saved ? { user_id: userId, type: 'm.push_rules', version: inserted.version } : undefined };
       }
       return this.#save(userId, loaded.version, ruleset, reply);
     });
@@ -222,9 +228,11 @@ export class PushService {
       if ('done' in outcome) {
         if (outcome.replayed === true) return { reply: outcome.done, conflicts: round, replayed: true };
         if (outcome.unchanged === true) return { reply: outcome.done, conflicts: round, unchanged: true };
-        return outcome.change === undefined
-          ? { reply: outcome.done, conflicts: round }
-          : { reply: outcome.done, change: outcome.change, conflicts: round };
+        const [change, ...moreChanges] = outcome.changes ?? (outcome.change === undefined ? [] : [outcome.change]);
+        if (change === undefined) return { reply: outcome.done, conflicts: round };
+        return moreChanges.length === 0
+          ? { reply: outcome.done, change, conflicts: round }
+          : { reply: outcome.done, change, moreChanges, conflicts: round };
       }
     }
     return { reply: failure(matrixError('Unavailable', MESSAGES.tooManyConflicts)), conflicts: maxWriteAttempts };
@@ -244,24 +252,58 @@ export class PushService {
    * `#recordUnchanged`. Pushers of other users removed by `append: false`
    * are removed either way and, as before, not announced.
    */
-  async #setPusher(userId: string, messageId: string | undefined, action: RawPusherSetAction): Promise<HandleOutcome> {
+  async #setPusher(
+    userId: string,
+    messageId: string | undefined,
+    action: RawPusherSetAction,
+    deviceId: string | undefined,
+  ): Promise<HandleOutcome> {
     if (messageId !== undefined) {
       const recorded = await this.#store.findRecordedWrite(userId, messageId);
       if (recorded !== undefined) return { reply: replayOf(recorded), conflicts: 0, replayed: true };
     }
-    const plan = decidePusherSet(userId, action, this.#options.pusherPolicy);
+    const plan = decidePusherSet(userId, action, this.#options.pusherPolicy, { deviceId });
     if (!plan.ok) return { reply: failure(plan.error), conflicts: 0 };
     let changed: boolean;
     if (plan.value.type === 'delete') {
       changed = await this.#store.deletePusher(plan.value.key);
     } else {
-      const refused = await this.#checkPusherCount(userId, plan.value.key);
+      const { key } = plan.value;
+      const pushers = await this.#store.listPushers(userId);
+      const refused = this.#checkPusherCount(pushers, key);
       if (refused !== undefined) return { reply: refused, conflicts: 0 };
-      const upserted = await this.#store.upsertPusher({ ...plan.value.pusher, user_id: userId });
-      if (plan.value.removeFromOtherUsers) await this.#store.deletePushersOfOtherUsers(plan.value.key);
+      // The device is the store's to keep (see upsertPusher); `enabled`,
+      // when the action names it twice, depends on the stored value.
+      const existing = pushers.find((p) => pusherMatches(p, key));
+      const enabled = existing === undefined ? plan.value.pusher.enabled : resolveEnabled(action, existing.enabled);
+      const upserted = await this.#store.upsertPusher({ ...plan.value.pusher, enabled, user_id: userId });
+      if (plan.value.removeFromOtherUsers) await this.#store.deletePushersOfOtherUsers(key);
       changed = upserted !== 'unchanged';
     }
-    const reply = success({});
+    return this.#pushersWritten(userId, messageId, success({}), changed);
+  }
+
+  /**
+   * `delete_pushers`: one filtered delete in the store, so each pusher goes
+   * whole or stays whole whatever `set_pusher` runs beside it (see
+   * `PushStore.deletePushers`). Replies `{deleted: n}`; a redelivery after
+   * a crash between the delete and its record deletes nothing more and
+   * counts only what it deleted.
+   */
+  async #deletePushers(messageId: string | undefined, deletion: PusherDeletion): Promise<HandleOutcome> {
+    const { userId } = deletion;
+    return this.#perUser.run(userId, async () => {
+      if (messageId !== undefined) {
+        const recorded = await this.#store.findRecordedWrite(userId, messageId);
+        if (recorded !== undefined) return { reply: replayOf(recorded), conflicts: 0, replayed: true };
+      }
+      const deleted = await this.#store.deletePushers(deletion);
+      return this.#pushersWritten(userId, messageId, success({ deleted }), deleted > 0);
+    });
+  }
+
+  /** After a pusher write: the record, and a version bump with its change event when something changed. */
+  async #pushersWritten(userId: string, messageId: string | undefined, reply: Reply, changed: boolean): Promise<HandleOutcome> {
     const record = recordOf(messageId, reply);
     if (!changed) {
       if (record !== undefined) await this.#store.recordWrite(userId, record);
@@ -272,14 +314,49 @@ export class PushService {
   }
 
   /**
+   * `delete_user_data` (deactivation): every pusher of the user, e-mail
+   * ones included, then in one compare-and-set update of the user's
+   * document the push-rules entry, both version bumps and the record.
+   * Afterwards the user reads as a new one (no push rules: the defaults;
+   * no pushers), but the versions go on from where they were and the
+   * recorded writes stay, this request's among them, so a retry replays
+   * `{}`. The record is written last: a crash before it leaves nothing a
+   * redelivery would not finish.
+   */
+  async #deleteUserData(userId: string, messageId: string | undefined): Promise<HandleOutcome> {
+    return this.#perUser.run(userId, async () => {
+      if (messageId !== undefined) {
+        const recorded = await this.#store.findRecordedWrite(userId, messageId);
+        if (recorded !== undefined) return { reply: replayOf(recorded), conflicts: 0, replayed: true };
+      }
+      const deletedPushers = await this.#store.deletePushers({ userId, devices: { all: true }, includeEmail: true });
+      return this.#withRetries(async () => {
+        const loaded = await this.#store.loadPushRules(userId, messageId);
+        if (loaded.recorded !== undefined) return { done: replayOf(loaded.recorded), replayed: true };
+        const reply = success({});
+        const record = recordOf(messageId, reply);
+        // A corrupt entry is erased too.
+        const pushRules = loaded.lookup.found !== false;
+        const pushers = deletedPushers > 0;
+        if (!pushRules && !pushers && record === undefined) return { done: reply, unchanged: true };
+        const erased = await this.#store.eraseUserData(userId, loaded.version, { pushRules, pushers, record });
+        if (!erased.saved) return { conflict: true };
+        const changes: ChangeEvent[] = [];
+        if (pushRules) changes.push({ user_id: userId, type: 'm.push_rules', version: erased.version });
+        if (pushers) changes.push({ user_id: userId, type: 'm.pushers', version: erased.pushersVersion });
+        return changes.length === 0 ? { done: reply, unchanged: true } : { done: reply, changes };
+      });
+    });
+  }
+
+  /**
    * A new pusher beyond the limit is refused; replacing one never is.
    * Workers serving the same user at the same instant may each let one
    * through, so the limit can be passed by a few — it bounds abuse, it is
    * not an invariant.
    */
-  async #checkPusherCount(userId: string, key: PusherKey): Promise<Reply | undefined> {
+  #checkPusherCount(pushers: readonly StoredPusher[], key: PusherKey): Reply | undefined {
     const { maxPushersPerUser } = this.#options.limits;
-    const pushers = await this.#store.listPushers(userId);
     if (pushers.length < maxPushersPerUser) return undefined;
     if (pushers.some((p) => p.app_id === key.appId && p.pushkey === key.pushkey)) return undefined;
     return failure(matrixError('TooLarge', LIMIT_MESSAGES.tooManyPushers(maxPushersPerUser)));
@@ -287,8 +364,20 @@ export class PushService {
 }
 
 type Attempt =
-  | { readonly done: Reply; readonly change?: ChangeEvent | undefined; readonly replayed?: true; readonly unchanged?: true }
+  | {
+      readonly done: Reply;
+      readonly change?: ChangeEvent | undefined;
+      /** Instead of `change`, when the attempt changed more than one type. */
+      readonly changes?: readonly ChangeEvent[];
+      readonly replayed?: true;
+      readonly unchanged?: true;
+    }
   | { readonly conflict: true };
+
+/** Every change event of an outcome, to publish in this order. */
+export function changeEventsOf(outcome: HandleOutcome): readonly ChangeEvent[] {
+  return outcome.change === undefined ? [] : [outcome.change, ...(outcome.moreChanges ?? [])];
+}
 
 function recordOf(messageId: string | undefined, reply: Reply): RecordedWrite | undefined {
   return messageId === undefined ? undefined : { messageId, replyJson: JSON.stringify(reply) };

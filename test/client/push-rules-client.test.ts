@@ -70,6 +70,27 @@ describe('PushRulesClient requests', () => {
       { op: 'set_pushrule_enabled', user_id: USER, ...WIRE_ADDRESS, enabled: false },
     ],
     ['setPusher', async (c) => c.setPusher(USER, PUSHER), { op: 'set_pusher', user_id: USER, action: PUSHER }],
+    [
+      'setPusher with the device of the token',
+      async (c) => c.setPusher(USER, { ...PUSHER, enabled: false }, { deviceId: 'PHONE' }),
+      { op: 'set_pusher', user_id: USER, device_id: 'PHONE', action: { ...PUSHER, enabled: false } },
+    ],
+    [
+      'deletePushers of devices',
+      async (c) => c.deletePushers(USER, { deviceIds: ['PHONE', 'LAPTOP'] }),
+      { op: 'delete_pushers', user_id: USER, device_ids: ['PHONE', 'LAPTOP'] },
+    ],
+    [
+      'deletePushers of all devices but one',
+      async (c) => c.deletePushers(USER, { exceptDeviceId: 'PHONE' }, { includeEmail: false }),
+      { op: 'delete_pushers', user_id: USER, except_device_id: 'PHONE', include_email: false },
+    ],
+    [
+      'deletePushers of every device, e-mail included',
+      async (c) => c.deletePushers(USER, { all: true }, { includeEmail: true }),
+      { op: 'delete_pushers', user_id: USER, all: true, include_email: true },
+    ],
+    ['deleteUserData', async (c) => c.deleteUserData(USER), { op: 'delete_user_data', user_id: USER }],
   ])('%s sends the contract body with a fresh messageId', async (_name, call, expected) => {
     const { client, sent } = recordingTransport();
     await call(client);
@@ -84,6 +105,20 @@ describe('PushRulesClient requests', () => {
     const { client, sent } = recordingTransport();
     await client.setPushRuleEnabled(USER, ADDRESS, true, { messageId: 'retry-me', timeoutMs: 250 });
     expect(sent[0]?.options).toEqual({ messageId: 'retry-me', timeoutMs: 250 });
+  });
+
+  it('sends the messageId a homeserver op is given, and resolves with its body', async () => {
+    const { client, sent } = recordingTransport(async (body) => Promise.resolve({ ok: true, body: body['op'] === 'delete_pushers' ? { deleted: 2 } : {} }));
+    expect(await client.deletePushers(USER, { all: true }, { messageId: 'logout-1', timeoutMs: 50 })).toEqual({ deleted: 2 });
+    expect(await client.deleteUserData(USER, { messageId: 'deactivate-1' })).toEqual({});
+    expect(sent.map((s) => s.options)).toEqual([{ messageId: 'logout-1', timeoutMs: 50 }, { messageId: 'deactivate-1' }]);
+  });
+
+  it('passes a worker refusal of a homeserver op on as PushRulesError', async () => {
+    const error = { kind: 'Forbidden', errcode: 'M_FORBIDDEN', error: 'no', status: 403 } as const;
+    const { client } = recordingTransport(async () => Promise.resolve({ ok: false, error }));
+    await expect(client.deletePushers(USER, { deviceIds: ['D'] })).rejects.toMatchObject({ kind: 'Forbidden', status: 403 });
+    await expect(client.deleteUserData(USER)).rejects.toBeInstanceOf(PushRulesError);
   });
 
   it('sends the deadline a read is given', async () => {

@@ -108,6 +108,33 @@ describe.each(['r0', 'v3'])('gateway endpoints under /_matrix/client/%s', (versi
   });
 });
 
+describe('the device of the access token', () => {
+  const PHONE_TOKEN = 'phone-token';
+  const tokens = new TokenFileAuthenticator({ [TOKEN]: ALICE, [PHONE_TOKEN]: { user_id: ALICE, device_id: 'PHONE' } });
+  const set = (token: string, payload: object) =>
+    ({ method: 'POST', url: '/_matrix/client/v3/pushers/set', headers: { authorization: `Bearer ${token}` }, payload }) as const;
+
+  it('goes to setPusher with the set action as the client sent it', async () => {
+    const { api, calls } = recordingApi();
+    const action = { pushkey: 'k', app_id: 'a', kind: 'http', device_id: 'CLIENT-SAYS', 'org.matrix.msc3881.device_id': 'CLIENT-SAYS' };
+    expect((await gateway(api, tokens).inject(set(PHONE_TOKEN, action))).statusCode).toBe(200);
+    expect(calls).toEqual([{ method: 'setPusher', args: [ALICE, action, { timeoutMs: 1234, deviceId: 'PHONE' }] }]);
+  });
+
+  it('is left out for a token without a device', async () => {
+    const { api, calls } = recordingApi();
+    await gateway(api, tokens).inject(set(TOKEN, { pushkey: 'k', app_id: 'a', kind: null }));
+    expect(calls[0]?.args[2]).toStrictEqual({ timeoutMs: 1234 });
+  });
+
+  it('comes from the authenticator, whatever the body says', async () => {
+    const { api, calls } = recordingApi();
+    const whoami: Authenticator = { authenticate: async () => Promise.resolve({ userId: ALICE, deviceId: 'FROM-WHOAMI' }) };
+    await gateway(api, whoami).inject(set('any', { pushkey: 'k', app_id: 'a', kind: 'http', device_id: 'CLIENT-SAYS' }));
+    expect(calls[0]?.args[2]).toEqual({ timeoutMs: 1234, deviceId: 'FROM-WHOAMI' });
+  });
+});
+
 describe('gateway errors', () => {
   const v3 = (path: string) => `/_matrix/client/v3/${path}`;
 

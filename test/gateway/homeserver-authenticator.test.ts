@@ -44,10 +44,30 @@ function authenticator(url: string, overrides: { cacheSeconds?: number; timeoutM
 }
 
 describe('HomeserverAuthenticator', () => {
-  it('asks whoami with the caller token and answers its user', async () => {
+  it('asks whoami with the caller token and answers its user and device', async () => {
     const hs = await homeserver(validTokens);
-    expect(await authenticator(hs.url).authenticate('alice-token')).toEqual({ userId: '@alice:example.org' });
+    expect(await authenticator(hs.url).authenticate('alice-token')).toEqual({ userId: '@alice:example.org', deviceId: 'D' });
     expect(hs.seen).toEqual(['alice-token']);
+  });
+
+  it('answers the device from the cache as well', async () => {
+    const hs = await homeserver(validTokens);
+    const auth = authenticator(hs.url);
+    await auth.authenticate('alice-token');
+    expect(await auth.authenticate('alice-token')).toEqual({ userId: '@alice:example.org', deviceId: 'D' });
+    expect(hs.seen).toHaveLength(1);
+  });
+
+  it.each<[string, unknown]>([
+    ['no device_id (a token without a device)', { user_id: '@alice:example.org' }],
+    ['a device_id that is not a string', { user_id: '@alice:example.org', device_id: 7 }],
+    ['an empty device_id', { user_id: '@alice:example.org', device_id: '' }],
+    ['a null device_id', { user_id: '@alice:example.org', device_id: null }],
+  ])('answers the user without a device for %s', async (_name, whoami) => {
+    const hs = await homeserver((_token, response) => {
+      json(response, 200, whoami);
+    });
+    expect(await authenticator(hs.url).authenticate('t')).toStrictEqual({ userId: '@alice:example.org' });
   });
 
   const UNKNOWN = { status: 401, errcode: 'M_UNKNOWN_TOKEN', error: 'Unknown access token.', softLogout: false };
@@ -138,7 +158,7 @@ describe('HomeserverAuthenticator', () => {
     });
     const auth = authenticator(hs.url);
     const results = await Promise.all([1, 2, 3].map(async () => auth.authenticate('alice-token')));
-    expect(results).toEqual([1, 2, 3].map(() => ({ userId: '@alice:example.org' })));
+    expect(results).toEqual([1, 2, 3].map(() => ({ userId: '@alice:example.org', deviceId: 'D' })));
     expect(hs.seen).toHaveLength(1);
   });
 

@@ -19,11 +19,26 @@ describe('TokenFileAuthenticator', () => {
     expect(await auth.authenticate('t2')).toEqual({ rejected: { status: 401, errcode: 'M_UNKNOWN_TOKEN', error: 'Unknown access token.', softLogout: false } });
   });
 
+  it('answers the user and the device of a token listed with one; the old format still works beside it', async () => {
+    const auth = TokenFileAuthenticator.fromFile(
+      fileWith('{"old": "@alice:example.org", "phone": {"user_id": "@alice:example.org", "device_id": "PHONE"}, "bare": {"user_id": "@bob:example.org"}}'),
+    );
+    expect(await auth.authenticate('old')).toStrictEqual({ userId: '@alice:example.org' });
+    expect(await auth.authenticate('phone')).toStrictEqual({ userId: '@alice:example.org', deviceId: 'PHONE' });
+    expect(await auth.authenticate('bare')).toStrictEqual({ userId: '@bob:example.org' });
+  });
+
   it.each([
     ['not JSON', '{'],
     ['not an object', '["@alice:example.org"]'],
     ['an invalid user ID', '{"t1": "alice"}'],
     ['an empty token', '{"": "@alice:example.org"}'],
+    ['an entry that is neither a user ID nor an object', '{"t1": 5}'],
+    ['an entry that is a list', '{"t1": ["@alice:example.org"]}'],
+    ['an object without user_id', '{"t1": {"device_id": "D"}}'],
+    ['an object with an invalid user_id', '{"t1": {"user_id": "alice", "device_id": "D"}}'],
+    ['a device_id that is not a string', '{"t1": {"user_id": "@alice:example.org", "device_id": 5}}'],
+    ['an empty device_id', '{"t1": {"user_id": "@alice:example.org", "device_id": ""}}'],
   ])('refuses a file with %s', (_name, content) => {
     expect(() => TokenFileAuthenticator.fromFile(fileWith(content))).toThrow(ConfigError);
   });

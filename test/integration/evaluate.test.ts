@@ -101,6 +101,26 @@ describe('evaluate through a real worker', () => {
     expect(ruleOf(await evaluate(worker, anEvaluate('pizza tonight?', [carol])), carol)).toBe('kw-pizza');
   });
 
+  it("reflects delete_user_data at once on its worker and by its change event on another: the user's rules are the defaults again", async () => {
+    const trust = { trustedPublishers: ['guest'], evaluate: { maxStalenessMs: 600_000 } };
+    const a = await aWorker(trust);
+    const b = await aWorker({ ...trust, eventsExchange: a.names.amqp.eventsExchange });
+    const gone = user(103);
+    const asGuest = { userId: 'guest' };
+    await caller.call(a.names.queue, { op: 'get_pushrules', user_id: gone }, asGuest);
+    expect(await caller.call(a.names.queue, { ...keywordRule('pizza'), user_id: gone }, asGuest)).toEqual({ ok: true, body: {} });
+    for (const worker of [a, b]) {
+      expect(ruleOf(await caller.call(worker.evaluateQueueName, anEvaluate('pizza tonight?', [gone]), asGuest), gone)).toBe('kw-pizza');
+    }
+    expect(await caller.call(a.names.queue, { op: 'delete_user_data', user_id: gone }, asGuest)).toEqual({ ok: true, body: {} });
+    expect(ruleOf(await caller.call(a.evaluateQueueName, anEvaluate('pizza tonight?', [gone]), asGuest), gone)).toBe('.m.rule.message');
+    for (let i = 0; i < 250; i += 1) {
+      if (ruleOf(await caller.call(b.evaluateQueueName, anEvaluate('pizza tonight?', [gone]), asGuest), gone) === '.m.rule.message') break;
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    expect(ruleOf(await caller.call(b.evaluateQueueName, anEvaluate('pizza tonight?', [gone]), asGuest), gone)).toBe('.m.rule.message');
+  });
+
   it("reflects a write through worker A on worker B by A's change event, long before the staleness bound", async () => {
     const a = await aWorker();
     const b = await aWorker({ eventsExchange: a.names.amqp.eventsExchange, evaluate: { maxStalenessMs: 600_000 } });

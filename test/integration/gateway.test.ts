@@ -1,6 +1,9 @@
 import { randomUUID } from 'node:crypto';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CORS_HEADERS } from '../../src/gateway/gateway-server.js';
+import { HomeserverAuthenticator } from '../../src/gateway/homeserver-authenticator.js';
 import { SEED } from '../support/seed-messages.js';
 import { startGateway, type GatewayHarness } from './support/gateway-harness.js';
 import { startHarness, type Harness } from './support/worker-harness.js';
@@ -13,7 +16,12 @@ import { expectCleanPrototype, forbiddenKeyMessage, POISONED_CASES, prototypeKey
  */
 const ALICE = '@gw-alice:example.org';
 const BOB = '@gw-bob:example.org';
-const TOKENS = { 'alice-token': ALICE, 'bob-token': BOB };
+const TOKENS = {
+  'alice-token': ALICE,
+  'bob-token': BOB,
+  'alice-phone-token': { user_id: ALICE, device_id: 'ALICEPHONE' },
+  'alice-laptop-token': { user_id: ALICE, device_id: 'ALICELAPTOP' },
+};
 
 let h: Harness;
 let gw: GatewayHarness;
@@ -138,6 +146,66 @@ describe('gateway end to end', () => {
     });
     expect(response.status).toBe(200);
     for (const [name, value] of Object.entries(CORS_HEADERS)) expect(response.headers.get(name)).toBe(value);
+  });
+});
+
+describe('gateway: the device of the access token', () => {
+  const pusherPath = 'pushers/set';
+  const listed = async (token: string) => ((await call('GET', 'pushers', { token })).body as { pushers: Record<string, unknown>[] }).pushers;
+
+  it('from the token file: recorded with a new pusher, kept on an update from another device, never taken from the body', async () => {
+    const pusher = aPusherSetAction({ pushkey: 'gw-device-key', app_id: 'org.example.gw.device' });
+    const forged = { ...pusher, device_id: 'FORGED', 'org.matrix.msc3881.device_id': 'FORGED' };
+    expect(await call('POST', pusherPath, { body: forged, token: 'alice-phone-token' })).toMatchObject({ status: 200, body: {} });
+    expect((await listed('alice-token')).find((p) => p['pushkey'] === 'gw-device-key')).toEqual({
+      ...pusher,
+      enabled: true,
+      'org.matrix.msc3881.enabled': true,
+      device_id: 'ALICEPHONE',
+      'org.matrix.msc3881.device_id': 'ALICEPHONE',
+    });
+    // The laptop switches the phone's pushes off, posting back what it listed.
+    const [phones] = (await listed('alice-laptop-token')).filter((p) => p['pushkey'] === 'gw-device-key');
+    expect(await call('POST', pusherPath, { body: { ...phones, 'org.matrix.msc3881.enabled': false }, token: 'alice-laptop-token' })).toMatchObject({ status: 200 });
+    expect((await listed('alice-token')).find((p) => p['pushkey'] === 'gw-device-key')).toMatchObject({ enabled: false, device_id: 'ALICEPHONE' });
+  });
+
+  it('from the token file: a token without a device creates a pusher of an unknown device', async () => {
+    const pusher = aPusherSetAction({ pushkey: 'gw-no-device', app_id: 'org.example.gw.device' });
+    await call('POST', pusherPath, { body: pusher, token: 'alice-token' });
+    const mine = (await listed('alice-token')).find((p) => p['pushkey'] === 'gw-no-device');
+    expect(mine).toMatchObject({ enabled: true });
+    expect(mine).not.toHaveProperty('device_id');
+  });
+
+  it("from the homeserver's whoami", async () => {
+    const whoami = createServer((request, response) => {
+      const token = /^Bearer (.+)$/.exec(request.headers.authorization ?? '')?.[1];
+      response.writeHead(token === 'hs-token' ? 200 : 401, { 'content-type': 'application/json' });
+      response.end(JSON.stringify(token === 'hs-token' ? { user_id: BOB, device_id: 'BOBTABLET' } : { errcode: 'M_UNKNOWN_TOKEN', error: 'no' }));
+    });
+    await new Promise<void>((resolve) => whoami.listen(0, '127.0.0.1', resolve));
+    const homeserverUrl = `http://127.0.0.1:${(whoami.address() as AddressInfo).port}`;
+    const authenticator = new HomeserverAuthenticator({ homeserverUrl, cacheSeconds: 30, cacheMaxEntries: 10, timeoutMs: 2_000 });
+    const hsGateway = await startGateway({ amqpUrl: h.names.amqp.url, queue: h.names.queue, authenticator });
+    try {
+      const pusher = aPusherSetAction({ pushkey: 'gw-hs-key', app_id: 'org.example.gw.hs' });
+      const response = await fetch(`${hsGateway.url}/_matrix/client/v3/pushers/set`, {
+        method: 'POST',
+        headers: { authorization: 'Bearer hs-token', 'content-type': 'application/json' },
+        body: JSON.stringify({ ...pusher, device_id: 'FORGED' }),
+      });
+      expect(response.status).toBe(200);
+      const reply = await h.caller.call(h.names.queue, { op: 'get_pushers', user_id: BOB });
+      expect((reply.body as { pushers: Record<string, unknown>[] }).pushers.find((p) => p['pushkey'] === 'gw-hs-key')).toMatchObject({
+        device_id: 'BOBTABLET',
+        'org.matrix.msc3881.device_id': 'BOBTABLET',
+      });
+    } finally {
+      await hsGateway.close();
+      whoami.closeAllConnections();
+      await new Promise((resolve) => whoami.close(resolve));
+    }
   });
 });
 

@@ -1,6 +1,18 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { ConditionKind, createClient, HttpApiEvent, MatrixError, PushRuleActionName, PushRuleKind, TweakName, type IPushRule, type MatrixClient } from 'matrix-js-sdk';
+import {
+  ConditionKind,
+  createClient,
+  HttpApiEvent,
+  MatrixError,
+  PUSHER_DEVICE_ID,
+  PUSHER_ENABLED,
+  PushRuleActionName,
+  PushRuleKind,
+  TweakName,
+  type IPushRule,
+  type MatrixClient,
+} from 'matrix-js-sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HomeserverAuthenticator, WHOAMI_PATH } from '../../src/gateway/homeserver-authenticator.js';
 import { SEED } from '../support/seed-messages.js';
@@ -16,6 +28,11 @@ import { aPusherSetAction } from '../support/builders.js';
  * API sees.
  */
 const USER = '@sdk:example.org';
+const TOKENS = {
+  'sdk-token': USER,
+  'sdk-phone-token': { user_id: USER, device_id: 'SDKPHONE' },
+  'sdk-laptop-token': { user_id: USER, device_id: 'SDKLAPTOP' },
+};
 let h: Harness;
 let gw: GatewayHarness;
 let front: Awaited<ReturnType<typeof startFrontProxy>>;
@@ -23,7 +40,7 @@ let client: MatrixClient;
 
 beforeAll(async () => {
   h = await startHarness();
-  gw = await startGateway({ amqpUrl: h.names.amqp.url, queue: h.names.queue, tokens: { 'sdk-token': USER } });
+  gw = await startGateway({ amqpUrl: h.names.amqp.url, queue: h.names.queue, tokens: TOKENS });
   front = await startFrontProxy(gw.url);
   client = createClient({ baseUrl: front.url, accessToken: 'sdk-token', userId: USER });
 });
@@ -86,6 +103,31 @@ describe('matrix-js-sdk through the gateway', () => {
     expect(await client.getPushers()).toMatchObject({ pushers: [pusher] });
     expect(await client.removePusher('sdk-pushkey', 'org.example.sdk')).toEqual({});
     expect(await client.getPushers()).toEqual({ pushers: [] });
+  });
+
+  it("switches another session's pushes off and on as Element does (MSC3881), the pusher staying that session's", async () => {
+    const phone = createClient({ baseUrl: front.url, accessToken: 'sdk-phone-token', userId: USER, deviceId: 'SDKPHONE' });
+    const laptop = createClient({ baseUrl: front.url, accessToken: 'sdk-laptop-token', userId: USER, deviceId: 'SDKLAPTOP' });
+    try {
+      await phone.setPusher(aPusherSetAction({ pushkey: 'sdk-phone-key', app_id: 'org.example.sdk' }));
+      // Element's useOwnDevices: find the session's pusher by device, post it back with the flag set.
+      const toggle = async (enabled: boolean) => {
+        const { pushers } = await laptop.getPushers();
+        const pusher = pushers.find((p) => p[PUSHER_DEVICE_ID.name] === 'SDKPHONE');
+        if (pusher === undefined) throw new Error('the phone has no pusher listed under its device');
+        await laptop.setPusher({ ...pusher, [PUSHER_ENABLED.name]: enabled });
+      };
+      await toggle(false);
+      expect((await phone.getPushers()).pushers).toMatchObject([
+        { pushkey: 'sdk-phone-key', enabled: false, [PUSHER_ENABLED.name]: false, device_id: 'SDKPHONE', [PUSHER_DEVICE_ID.name]: 'SDKPHONE' },
+      ]);
+      await toggle(true);
+      expect((await phone.getPushers()).pushers).toMatchObject([{ enabled: true, [PUSHER_ENABLED.name]: true, device_id: 'SDKPHONE' }]);
+      await phone.removePusher('sdk-phone-key', 'org.example.sdk');
+    } finally {
+      phone.stopClient();
+      laptop.stopClient();
+    }
   });
 
   it('is told when its token is not valid', async () => {

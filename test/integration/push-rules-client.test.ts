@@ -59,8 +59,10 @@ describe('PushRulesClient through a real worker', () => {
   it('serves the pusher operations', async () => {
     const user = '@typed-pushers:example.org';
     const pusher = aPusherSetAction({ pushkey: 'key-1' });
-    expect(await client.setPusher(user, pusher)).toEqual({});
-    expect(await client.getPushers(user)).toEqual({ pushers: [pusher] });
+    expect(await client.setPusher(user, pusher, { deviceId: 'PHONE' })).toEqual({});
+    expect(await client.getPushers(user)).toEqual({
+      pushers: [{ ...pusher, enabled: true, 'org.matrix.msc3881.enabled': true, device_id: 'PHONE', 'org.matrix.msc3881.device_id': 'PHONE' }],
+    });
     expect(await client.setPusher(user, { pushkey: 'key-1', app_id: 'org.example.app', kind: null })).toEqual({});
     expect(await client.getPushers(user)).toEqual({ pushers: [] });
     expect(await failureOf(client.setPusher(user, { pushkey: 'k', app_id: 'a', kind: 'http' }))).toMatchObject({
@@ -69,6 +71,15 @@ describe('PushRulesClient through a real worker', () => {
       status: 400,
       message: 'Missing parameters: app_display_name, device_display_name, lang, data',
     });
+  });
+
+  it('gets the homeserver ops refused while the workers have no trusted publishers', async () => {
+    const user = '@typed-homeserver:example.org';
+    await client.setPusher(user, aPusherSetAction({ pushkey: 'kept' }), { deviceId: 'PHONE' });
+    for (const call of [client.deletePushers(user, { all: true }, { includeEmail: true }), client.deleteUserData(user)]) {
+      expect(await failureOf(call)).toMatchObject({ kind: 'Forbidden', errcode: 'M_FORBIDDEN', status: 403, reason: undefined });
+    }
+    expect((await client.getPushers(user)).pushers).toHaveLength(1);
   });
 
   it('applies a write retried with the same messageId once', async () => {

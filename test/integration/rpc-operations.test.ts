@@ -214,13 +214,32 @@ describe('pusher ops end to end', () => {
     const user = aUser();
     expect(await h.call('get_pushers', user)).toEqual({ ok: true, body: { pushers: [] } });
     expect(await h.call('set_pusher', user, { action: { ...pusherAction(), unknown_top_level: 1 } })).toEqual({ ok: true, body: {} });
-    const { append: _append, ...listed } = { ...pusherAction(), append: undefined };
+    const { append: _append, ...sent } = { ...pusherAction(), append: undefined };
+    // Enabled by default, of an unknown device (the request named none).
+    const listed = { ...sent, enabled: true, 'org.matrix.msc3881.enabled': true };
     expect(await h.call('get_pushers', user)).toEqual({ ok: true, body: { pushers: [listed] } });
     await h.call('set_pusher', user, { action: pusherAction({ lang: 'de', profile_tag: 'tag' }) });
     expect(await h.call('get_pushers', user)).toEqual({ ok: true, body: { pushers: [{ ...listed, lang: 'de', profile_tag: 'tag' }] } });
     expect(await h.call('set_pusher', user, { action: { kind: null, app_id: 'org.example.app', pushkey: 'device-key' } })).toEqual({ ok: true, body: {} });
     expect(await h.call('get_pushers', user)).toEqual({ ok: true, body: { pushers: [] } });
     expect(await h.call('set_pusher', user, { action: { kind: null, app_id: 'org.example.app', pushkey: 'device-key' } })).toEqual({ ok: true, body: {} });
+  });
+
+  it.each([
+    ['delete_pushers', { all: true, include_email: true }],
+    ['delete_user_data', {}],
+  ])('%s is refused Forbidden while the worker has no trusted publishers, and changes nothing', async (op, fields) => {
+    const user = aUser();
+    await h.call('get_pushrules', user);
+    await h.call('set_pusher', user, { device_id: 'PHONE', action: pusherAction() });
+    const before = await h.db.collection('account_data').findOne({ _id: user as never });
+    expectFailure(
+      await h.call(op, user, fields),
+      'Forbidden',
+      'delete_pushers and delete_user_data are homeserver ops: the worker serves them only to trusted publishers, and amqp.trustedPublishers (TRUSTED_PUBLISHERS) is empty.',
+    );
+    expect(((await h.call('get_pushers', user)).body as { pushers: unknown[] }).pushers).toHaveLength(1);
+    expect(await h.db.collection('account_data').findOne({ _id: user as never })).toEqual(before);
   });
 
   it("append false takes the pushkey from other users; append true leaves it", async () => {

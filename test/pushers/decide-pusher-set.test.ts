@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { decidePusherSet, type PusherPolicy, type RawPusherSetAction } from '../../src/pushers/decide-pusher-set.js';
+import { decidePusherSet, resolveEnabled, type PusherPolicy, type RawPusherSetAction } from '../../src/pushers/decide-pusher-set.js';
 import { ALICE } from '../support/builders.js';
 import { expectError, expectOk } from '../support/expect-result.js';
 
@@ -76,6 +76,7 @@ describe('set pusher: accepted', () => {
         lang: 'en',
         profile_tag: 'work',
         data: action.data,
+        enabled: true,
       },
     });
   });
@@ -112,5 +113,56 @@ describe('set pusher: accepted', () => {
   it('omits profile_tag when not given', () => {
     const plan = expectOk(decidePusherSet(ALICE, anHttpAction(), SECURE));
     expect(plan.type === 'upsert' && 'profile_tag' in plan.pusher).toBe(false);
+  });
+});
+
+describe('set pusher: the device and enabled (MSC3881)', () => {
+  const pusherOf = (action: RawPusherSetAction, deviceId?: string) => {
+    const plan = expectOk(decidePusherSet(ALICE, action, SECURE, { deviceId }));
+    if (plan.type !== 'upsert') throw new Error('expected an upsert');
+    return plan.pusher;
+  };
+
+  it('records the device the front names', () => {
+    expect(pusherOf(anHttpAction(), 'PHONE')).toMatchObject({ device_id: 'PHONE' });
+    expect(pusherOf(anHttpAction())).not.toHaveProperty('device_id');
+  });
+
+  it('records no device for an e-mail pusher: it belongs to the account (MSC3881: device_id only for http)', () => {
+    expect(pusherOf(anHttpAction({ kind: 'email', pushkey: 'alice@example.org', data: {} }), 'PHONE')).not.toHaveProperty('device_id');
+  });
+
+  it("ignores a device_id in the client's action, under either name", () => {
+    const posted = { ...anHttpAction(), device_id: 'STOLEN', 'org.matrix.msc3881.device_id': 'STOLEN' } as RawPusherSetAction;
+    expect(pusherOf(posted, 'PHONE').device_id).toBe('PHONE');
+    expect(pusherOf(posted)).not.toHaveProperty('device_id');
+    expect(pusherOf(posted)).not.toHaveProperty('org.matrix.msc3881.device_id');
+  });
+
+  it.each<[string, Partial<RawPusherSetAction>, boolean]>([
+    ['neither name', {}, true],
+    ['enabled: false', { enabled: false }, false],
+    ['the unstable name false', { 'org.matrix.msc3881.enabled': false }, false],
+    ['both false', { enabled: false, 'org.matrix.msc3881.enabled': false }, false],
+    ['null under both names (not given)', { enabled: null, 'org.matrix.msc3881.enabled': null }, true],
+    ['null and false', { enabled: null, 'org.matrix.msc3881.enabled': false }, false],
+    ['conflicting names, no stored pusher: the unstable one', { enabled: true, 'org.matrix.msc3881.enabled': false }, false],
+  ])('a new pusher with %s is enabled: %s', (_case, overrides, enabled) => {
+    expect(pusherOf(anHttpAction(overrides)).enabled).toBe(enabled);
+  });
+
+  it.each<[boolean, Partial<RawPusherSetAction>, boolean]>([
+    // Element: a copy of the listed pusher (both names true) with the unstable one set.
+    [true, { enabled: true, 'org.matrix.msc3881.enabled': false }, false],
+    [false, { enabled: false, 'org.matrix.msc3881.enabled': true }, true],
+    // A client that sets the stable name over such a copy.
+    [true, { enabled: false, 'org.matrix.msc3881.enabled': true }, false],
+    [false, { enabled: true, 'org.matrix.msc3881.enabled': false }, true],
+    // Agreeing names, or one, decide alone; nothing given is true.
+    [false, { enabled: true, 'org.matrix.msc3881.enabled': true }, true],
+    [true, { enabled: false }, false],
+    [false, {}, true],
+  ])('stored enabled: %s, set %j → %s (the name that changes it wins)', (stored, overrides, enabled) => {
+    expect(resolveEnabled(anHttpAction(overrides), stored)).toBe(enabled);
   });
 });

@@ -24,6 +24,8 @@ const VALID: Record<(typeof OPS)[number], Record<string, unknown>> = {
   set_pushrule_enabled: { ...address, enabled: false },
   get_pushers: {},
   set_pusher: { action: { kind: null, app_id: 'a', pushkey: 'k' } },
+  delete_pushers: { device_ids: ['PHONE'] },
+  delete_user_data: {},
 };
 
 describe('parsing requests: one per op', () => {
@@ -60,6 +62,73 @@ describe('parsing requests: one per op', () => {
 
   it('an unknown kind is not a schema error outside set_pushrule', () => {
     expect(parse({ op: 'get_pushrule', user_id: ALICE, ...address, kind: 'nonsense' }).ok).toBe(true);
+  });
+});
+
+describe('parsing requests: pushers of devices', () => {
+  const setPusher = (fields: Record<string, unknown>) => parse({ op: 'set_pusher', user_id: ALICE, action: { kind: null, app_id: 'a', pushkey: 'k' }, ...fields });
+
+  it('set_pusher takes the device from the envelope, and only from there', () => {
+    expect(expectOk(setPusher({ device_id: 'PHONE' }))).toEqual({
+      op: 'set_pusher',
+      userId: ALICE,
+      deviceId: 'PHONE',
+      action: { kind: null, app_id: 'a', pushkey: 'k' },
+    });
+    expect(expectOk(setPusher({}))).not.toHaveProperty('deviceId');
+    // The client's device_id keys stay in the action, which nothing reads them from.
+    const posted = { kind: null, app_id: 'a', pushkey: 'k', device_id: 'STOLEN', 'org.matrix.msc3881.device_id': 'STOLEN' };
+    expect(expectOk(setPusher({ action: posted }))).not.toHaveProperty('deviceId');
+    // Any type: it is ignored, not validated.
+    expect(setPusher({ action: { ...posted, device_id: 5 } }).ok).toBe(true);
+  });
+
+  it.each([
+    [{ device_id: '' }, 'device_id must NOT have fewer than 1 characters.'],
+    [{ device_id: 7 }, 'device_id must be string.'],
+    [{ action: { kind: null, app_id: 'a', pushkey: 'k', enabled: 'no' } }, 'action.enabled must be boolean,null.'],
+    [{ action: { kind: null, app_id: 'a', pushkey: 'k', 'org.matrix.msc3881.enabled': 0 } }, 'action.org.matrix.msc3881.enabled must be boolean,null.'],
+  ])('set_pusher refuses %j → BadJson', (fields, message) => {
+    expectError(setPusher(fields), 'BadJson', message);
+  });
+
+  it('set_pusher takes enabled under both names, null as not given', () => {
+    const action = { kind: null, app_id: 'a', pushkey: 'k', enabled: false, 'org.matrix.msc3881.enabled': null };
+    expect(expectOk(setPusher({ action }))).toMatchObject({ action });
+  });
+
+  const deletePushers = (fields: Record<string, unknown>) => parse({ op: 'delete_pushers', user_id: ALICE, ...fields });
+
+  it.each([
+    [{ device_ids: ['A', 'B'] }, { deviceIds: ['A', 'B'] }, false],
+    [{ device_ids: [] }, { deviceIds: [] }, false],
+    [{ except_device_id: 'A', include_email: false }, { exceptDeviceId: 'A' }, false],
+    [{ all: true, include_email: true }, { all: true }, true],
+  ])('delete_pushers %j selects %j', (fields, devices, includeEmail) => {
+    expect(expectOk(deletePushers(fields))).toEqual({ op: 'delete_pushers', userId: ALICE, devices, includeEmail });
+  });
+
+  it.each([
+    ['no selector', {}, 'delete_pushers needs one of device_ids, except_device_id or all.'],
+    ['only include_email', { include_email: true }, 'delete_pushers needs one of device_ids, except_device_id or all.'],
+    ['all and device_ids', { all: true, device_ids: ['A'] }, 'delete_pushers takes only one of device_ids, except_device_id and all.'],
+    ['device_ids and except_device_id', { device_ids: ['A'], except_device_id: 'B' }, 'delete_pushers takes only one of device_ids, except_device_id and all.'],
+    ['all three', { all: true, device_ids: [], except_device_id: 'B' }, 'delete_pushers takes only one of device_ids, except_device_id and all.'],
+    ['all: false', { all: false }, 'all must be true when given.'],
+    ['device_ids not an array', { device_ids: 'A' }, 'device_ids must be array.'],
+    ['device_ids with a number', { device_ids: ['A', 2] }, 'device_ids.1 must be string.'],
+    ['device_ids with an empty ID', { device_ids: [''] }, 'device_ids.0 must NOT have fewer than 1 characters.'],
+    ['an empty except_device_id', { except_device_id: '' }, 'except_device_id must NOT have fewer than 1 characters.'],
+    ['include_email not a boolean', { all: true, include_email: 'yes' }, 'include_email must be boolean.'],
+    ['an invalid user_id', { user_id: 'alice', all: true }, 'user_id is not a valid Matrix user ID.'],
+  ])('delete_pushers refuses %s → BadJson', (_case, fields, message) => {
+    expectError(deletePushers(fields), 'BadJson', message);
+  });
+
+  it('delete_user_data needs a valid user_id', () => {
+    expect(expectOk(parse({ op: 'delete_user_data', user_id: ALICE }))).toEqual({ op: 'delete_user_data', userId: ALICE });
+    expectError(parse({ op: 'delete_user_data', user_id: '@:' }), 'BadJson', 'user_id is not a valid Matrix user ID.');
+    expectError(parse({ op: 'delete_user_data' }), 'BadJson', "request must have required property 'user_id'.");
   });
 });
 

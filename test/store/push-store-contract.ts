@@ -1,4 +1,5 @@
 import { beforeEach, describe, expect, it } from 'vitest';
+import type { PusherDeletion } from '../../src/pushers/pusher-deletion.js';
 import type { StoredPusher } from '../../src/pushers/pusher.js';
 import { serverDefaultRuleset } from '../../src/push-rules/server-default-rules.js';
 import type { PushStore } from '../../src/store/push-store.js';
@@ -23,6 +24,7 @@ function aPusher(userId: string, overrides: Partial<StoredPusher> = {}): StoredP
     device_display_name: 'Phone',
     lang: 'en',
     data: { url: 'https://push.example.org/_matrix/push/v1/notify', 'org.example.$weird.key': [1, { a: null }] },
+    enabled: true,
     ...overrides,
   };
 }
@@ -78,8 +80,8 @@ export function pushStoreContract(name: string, makeFixture: (options?: FixtureO
     });
 
     it('inserts if absent only when there is no push-rules entry', async () => {
-      expect(await fixture.store.insertPushRulesIfAbsent(user, aRuleset(), 'v1.19')).toBe(true);
-      expect(await fixture.store.insertPushRulesIfAbsent(user, serverDefaultRuleset('@x:y'), 'v1.19')).toBe(false);
+      expect(await fixture.store.insertPushRulesIfAbsent(user, aRuleset(), 'v1.19')).toEqual({ saved: true, version: 1 });
+      expect(await fixture.store.insertPushRulesIfAbsent(user, serverDefaultRuleset('@x:y'), 'v1.19')).toEqual({ saved: false });
       const loaded = await fixture.store.loadPushRules(user);
       expect(loaded.lookup).toMatchObject({ found: true, event: { content: { global: aRuleset() } } });
     });
@@ -87,7 +89,7 @@ export function pushStoreContract(name: string, makeFixture: (options?: FixtureO
     it('never overwrites a corrupt entry through insert-if-absent', async () => {
       await fixture.putRaw(user, { contentJson: '{not json', defaultsRevision: 'v1.19' });
       expect((await fixture.store.loadPushRules(user)).lookup).toEqual({ found: 'failed' });
-      expect(await fixture.store.insertPushRulesIfAbsent(user, aRuleset(), 'v1.19')).toBe(false);
+      expect(await fixture.store.insertPushRulesIfAbsent(user, aRuleset(), 'v1.19')).toEqual({ saved: false });
       expect((await fixture.store.loadPushRules(user)).lookup).toEqual({ found: 'failed' });
     });
 
@@ -171,6 +173,122 @@ export function pushStoreContract(name: string, makeFixture: (options?: FixtureO
       expect(await fixture.store.deletePushersOfOtherUsers({ userId: user, appId, pushkey: 'key' })).toBe(1);
       expect(await fixture.store.listPushers(user)).toHaveLength(1);
       expect(await fixture.store.listPushers(other)).toEqual([aPusher(other, { app_id: appId, pushkey: 'different' })]);
+    });
+
+    describe('pushers of devices', () => {
+      const key = (pushkey = 'key') => ({ userId: user, appId: 'org.example.app', pushkey });
+
+      it('records the device of a new pusher, and enabled as given', async () => {
+        await fixture.store.upsertPusher(aPusher(user, { device_id: 'PHONE', enabled: false }));
+        expect(await fixture.store.listPushers(user)).toEqual([aPusher(user, { device_id: 'PHONE', enabled: false })]);
+      });
+
+      it('keeps the device of a pusher updated from another device, and reports a change of other values only', async () => {
+        await fixture.store.upsertPusher(aPusher(user, { device_id: 'PHONE' }));
+        expect(await fixture.store.upsertPusher(aPusher(user, { device_id: 'LAPTOP', enabled: false }))).toBe('updated');
+        expect(await fixture.store.listPushers(user)).toEqual([aPusher(user, { device_id: 'PHONE', enabled: false })]);
+        expect(await fixture.store.upsertPusher(aPusher(user, { device_id: 'LAPTOP', enabled: false }))).toBe('unchanged');
+        expect(await fixture.store.upsertPusher(aPusher(user, { enabled: false }))).toBe('unchanged');
+        expect(await fixture.store.listPushers(user)).toEqual([aPusher(user, { device_id: 'PHONE', enabled: false })]);
+      });
+
+      it('gives a pusher of an unknown device the device of its next update that has one', async () => {
+        expect(await fixture.store.upsertPusher(aPusher(user))).toBe('created');
+        expect(await fixture.store.upsertPusher(aPusher(user, { lang: 'de' }))).toBe('updated');
+        expect(await fixture.store.listPushers(user)).toEqual([aPusher(user, { lang: 'de' })]);
+        expect(await fixture.store.upsertPusher(aPusher(user, { lang: 'fr', device_id: 'PHONE' }))).toBe('updated');
+        expect(await fixture.store.upsertPusher(aPusher(user, { lang: 'fr', device_id: 'LAPTOP' }))).toBe('unchanged');
+        expect(await fixture.store.listPushers(user)).toEqual([aPusher(user, { lang: 'fr', device_id: 'PHONE' })]);
+      });
+
+      async function seed(): Promise<string> {
+        const other = aUser();
+        await fixture.store.upsertPusher(aPusher(user, { pushkey: 'phone', device_id: 'PHONE' }));
+        await fixture.store.upsertPusher(aPusher(user, { pushkey: 'phone-2', device_id: 'PHONE' }));
+        await fixture.store.upsertPusher(aPusher(user, { pushkey: 'laptop', device_id: 'LAPTOP' }));
+        await fixture.store.upsertPusher(aPusher(user, { pushkey: 'legacy' }));
+        await fixture.store.upsertPusher(aPusher(user, { kind: 'email', app_id: 'm.email', pushkey: 'a@example.org', data: {} }));
+        await fixture.store.upsertPusher(aPusher(other, { pushkey: 'phone', device_id: 'PHONE' }));
+        return other;
+      }
+      const pushkeys = async (userId: string) => (await fixture.store.listPushers(userId)).map((p) => p.pushkey).sort();
+
+      it.each<[string, PusherDeletion['devices'], boolean, number, string[]]>([
+        ['the pushers of some devices', { deviceIds: ['PHONE', 'GONE'] }, false, 2, ['a@example.org', 'laptop', 'legacy']],
+        ['no devices', { deviceIds: [] }, false, 0, ['a@example.org', 'laptop', 'legacy', 'phone', 'phone-2']],
+        ['all but one device, unknown ones included', { exceptDeviceId: 'LAPTOP' }, false, 3, ['a@example.org', 'laptop']],
+        ['all but e-mail', { all: true }, false, 4, ['a@example.org']],
+        ['all with e-mail', { all: true }, true, 5, []],
+        ['some devices with e-mail (which has no device)', { deviceIds: ['PHONE'] }, true, 2, ['a@example.org', 'laptop', 'legacy']],
+        ['all but one device with e-mail', { exceptDeviceId: 'LAPTOP' }, true, 4, ['laptop']],
+      ])('deletes %s, and no other user’s', async (_case, devices, includeEmail, deleted, left) => {
+        const other = await seed();
+        expect(await fixture.store.deletePushers({ userId: user, devices, includeEmail })).toBe(deleted);
+        expect(await pushkeys(user)).toEqual(left);
+        expect(await pushkeys(other)).toEqual(['phone']);
+        expect(await fixture.store.deletePushers({ userId: user, devices, includeEmail })).toBe(0);
+      });
+
+      it('deletes pushers of a user who has none: 0', async () => {
+        expect(await fixture.store.deletePushers({ userId: user, devices: { all: true }, includeEmail: true })).toBe(0);
+        expect(await fixture.store.deletePusher(key())).toBe(false);
+      });
+    });
+
+    describe('erasing user data', () => {
+      const record = (messageId: string) => ({ messageId, replyJson: '{"ok":true,"body":{}}' });
+
+      it('erases the push rules entry, keeps the versions growing and the recorded writes', async () => {
+        await fixture.store.savePushRules(user, 0, aRuleset(), 'v1.19', record('before'));
+        await fixture.store.savePushRules(user, 1, aRuleset({ room: [] }), 'v1.19');
+        await fixture.store.bumpPushersVersion(user);
+        expect(await fixture.store.eraseUserData(user, 2, { pushRules: true, pushers: true, record: record('erase') })).toEqual({
+          saved: true,
+          version: 3,
+          pushersVersion: 2,
+        });
+        expect(await fixture.store.loadPushRules(user, 'erase')).toEqual({ version: 3, lookup: { found: false }, recorded: record('erase') });
+        expect(await fixture.store.findRecordedWrite(user, 'before')).toEqual(record('before'));
+        expect((await fixture.store.loadManyPushRules([user])).size).toBe(0);
+        // Read as a new user's, stored again past every version announced before.
+        expect(await fixture.store.insertPushRulesIfAbsent(user, aRuleset(), 'v1.19')).toEqual({ saved: true, version: 4 });
+        expect(await fixture.store.bumpPushersVersion(user)).toBe(3);
+      });
+
+      it('erases a corrupt entry too', async () => {
+        await fixture.putRaw(user, { contentJson: '{not json', defaultsRevision: 'v1.19' });
+        expect(await fixture.store.eraseUserData(user, 1, { pushRules: true, pushers: false })).toEqual({ saved: true, version: 2, pushersVersion: 0 });
+        expect(await fixture.store.loadPushRules(user)).toEqual({ version: 2, lookup: { found: false } });
+      });
+
+      it('refuses at a stale version and changes nothing', async () => {
+        await fixture.store.savePushRules(user, 0, aRuleset(), 'v1.19');
+        expect(await fixture.store.eraseUserData(user, 0, { pushRules: true, pushers: true, record: record('x') })).toEqual({ saved: false });
+        expect(await fixture.store.eraseUserData(user, 2, { pushRules: true, pushers: true, record: record('x') })).toEqual({ saved: false });
+        expect(await fixture.store.loadPushRules(user, 'x')).toMatchObject({ version: 1, lookup: { found: true } });
+        expect(await fixture.store.loadPushRules(user, 'x')).not.toHaveProperty('recorded');
+        expect(await fixture.store.bumpPushersVersion(user)).toBe(1);
+      });
+
+      it('leaves the push rules alone when told to, bumping the pushers version and recording', async () => {
+        await fixture.store.savePushRules(user, 0, aRuleset(), 'v1.19');
+        expect(await fixture.store.eraseUserData(user, 1, { pushRules: false, pushers: true, record: record('p') })).toEqual({
+          saved: true,
+          version: 1,
+          pushersVersion: 1,
+        });
+        expect(await fixture.store.loadPushRules(user, 'p')).toMatchObject({ version: 1, lookup: { found: true }, recorded: record('p') });
+      });
+
+      it('records for a user without any document, who still reads as new', async () => {
+        expect(await fixture.store.eraseUserData(user, 0, { pushRules: false, pushers: false, record: record('n') })).toEqual({
+          saved: true,
+          version: 0,
+          pushersVersion: 0,
+        });
+        expect(await fixture.store.loadPushRules(user, 'n')).toEqual({ version: 0, lookup: { found: false }, recorded: record('n') });
+        expect(await fixture.store.insertPushRulesIfAbsent(user, aRuleset(), 'v1.19')).toEqual({ saved: true, version: 1 });
+      });
     });
 
     it('bumps the pushers version without disturbing the push rules version', async () => {

@@ -73,19 +73,24 @@ export function ids(rules: readonly PushRule[]): string[] {
   return rules.map((r) => r.rule_id);
 }
 
+const PUSHER_SET_ACTION = {
+  pushkey: 'pushkey-1',
+  kind: 'http',
+  app_id: 'org.example.app',
+  app_display_name: 'Example',
+  device_display_name: 'Phone',
+  lang: 'en',
+  data: { url: 'https://push.example.org/_matrix/push/v1/notify', format: 'event_id_only' },
+} as const satisfies PusherSetAction;
+
 /**
  * A complete `POST /pushers/set` body for an HTTP pusher (as the client
- * sends it, and as `get_pushers` then lists it).
+ * sends it, and as `get_pushers` then lists it, with `enabled` added). The
+ * overrides replace the defaults in the type too (an intersection of two
+ * `pushkey` literals would be `never`).
  */
-export function aPusherSetAction<const O extends Partial<PusherSetAction>>(overrides?: O) {
-  const base = {
-    pushkey: 'pushkey-1',
-    kind: 'http',
-    app_id: 'org.example.app',
-    app_display_name: 'Example',
-    device_display_name: 'Phone',
-    lang: 'en',
-    data: { url: 'https://push.example.org/_matrix/push/v1/notify', format: 'event_id_only' },
-  } as const satisfies PusherSetAction;
-  return { ...base, ...(overrides as O) };
+export function aPusherSetAction<const O extends Partial<PusherSetAction> = object>(
+  overrides?: O,
+): Omit<typeof PUSHER_SET_ACTION, keyof O> & O {
+  return { ...PUSHER_SET_ACTION, ...(overrides as O) };
 }

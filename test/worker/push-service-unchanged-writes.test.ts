@@ -76,7 +76,7 @@ function counting(inner: PushStore) {
     },
     insertPushRulesIfAbsent: async (u, r, d) => {
       const inserted = await inner.insertPushRulesIfAbsent(u, r, d);
-      if (inserted) writes.push('insertPushRulesIfAbsent');
+      if (inserted.saved) writes.push('insertPushRulesIfAbsent');
       return inserted;
     },
     upsertPusher: async (p) => {

@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import { PushRulesClient } from '../../../src/client/push-rules-client.js';
 import type { Authenticator } from '../../../src/gateway/authenticator.js';
 import { buildGatewayServer, type WriteRateLimit } from '../../../src/gateway/gateway-server.js';
-import { TokenFileAuthenticator } from '../../../src/gateway/token-file-authenticator.js';
+import { TokenFileAuthenticator, type TokenFileEntry } from '../../../src/gateway/token-file-authenticator.js';
 import { createLogger } from '../../../src/logging/logger.js';
 
 export interface GatewayHarness {
@@ -15,7 +15,8 @@ export interface GatewayHarness {
 export interface GatewayHarnessOptions {
   readonly amqpUrl: string;
   readonly queue: string;
-  readonly tokens?: Readonly<Record<string, string>>;
+  /** Token → user ID, or `{user_id, device_id}` (the token file's format). */
+  readonly tokens?: Readonly<Record<string, TokenFileEntry>>;
   readonly authenticator?: Authenticator;
   readonly requestTimeoutMs?: number;
   readonly maxBodyBytes?: number;

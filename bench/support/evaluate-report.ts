@@ -1,0 +1,284 @@
+import type { KernelRowResult } from '../evaluate-kernel.js';
+import { percentile } from './closed-loop.js';
+import type { EvaluateCounters, OpenLoopResult } from './evaluate-load.js';
+import type { HeapGrowthRow, MemoryFigures } from './inspector.js';
+import type { TargetCheck } from './report.js';
+import type { SynapseRun } from './synapse-anchor.js';
+
+/** Ours ÷ Synapse's "with evaluator construction" median, per row, at most this (issue 14). */
+export const KERNEL_RATIO_TARGET = 0.2;
+export const WARM_P99_TARGET_MS: Readonly<Record<number, number>> = { 1000: 10, 10_000: 50 };
+export const COLD_P99_TARGET_MS = 500;
+export const ISOLATION_RATIO_TARGET = 2;
+export const MEMORY_GROWTH_TARGET_BYTES = 30 * 1024 * 1024;
+
+export interface KernelVsSynapseRow {
+  readonly row: string;
+  readonly pairs: number;
+  readonly oursUsPerPair: number;
+  readonly oursSamples: number;
+  readonly synapseUsPerPair: number | undefined;
+  readonly synapseSamples: number | undefined;
+  /** Ours ÷ Synapse; undefined when Synapse was not measured. */
+  readonly ratio: number | undefined;
+}
+
+/** The kernel's rows next to Synapse's rows of the same run, matched by name. */
+export function kernelVsSynapse(kernel: readonly KernelRowResult[], synapse: SynapseRun): KernelVsSynapseRow[] {
+  return kernel.map((k) => {
+    const s = synapse.measured ? synapse.rows.find((r) => r.row === k.row) : undefined;
+    return {
+      row: k.row,
+      pairs: k.pairs,
+      oursUsPerPair: k.usPerPairMedian,
+      oursSamples: k.samplesMs.length,
+      synapseUsPerPair: s?.usPerPairWithSetup,
+      synapseSamples: s?.samples,
+      ratio: s === undefined ? undefined : k.usPerPairMedian / s.usPerPairWithSetup,
+    };
+  });
+}
+
+/** One row of round trips as the caller saw them (ms), and what was left out. */
+export interface LatencyRow {
+  readonly id: string;
+  readonly what: string;
+  readonly recipients: number;
+  readonly samples: number;
+  readonly p50Ms: number;
+  readonly p99Ms: number;
+  readonly maxMs: number;
+  readonly errors: number;
+  /** Requests left out because the worker's counters showed another cache state than the row's. */
+  readonly excluded: number;
+  readonly targetP99Ms?: number;
+  /** The worker's CPU time per request over the row's requests (`/proc/<pid>/stat`). */
+  readonly workerCpuMsPerRequest?: number;
+  /** How long per request the worker's JavaScript thread was runnable but waited for a CPU (`/proc/<pid>/schedstat`). */
+  readonly workerWaitMsPerRequest?: number;
+}
+
+export function latencyRow(
+  fields: Pick<LatencyRow, 'id' | 'what' | 'recipients'> & Partial<Pick<LatencyRow, 'errors' | 'excluded' | 'targetP99Ms' | 'workerCpuMsPerRequest' | 'workerWaitMsPerRequest'>>,
+  latenciesMs: readonly number[],
+): LatencyRow {
+  const sorted = [...latenciesMs].sort((a, b) => a - b);
+  return {
+    errors: 0,
+    excluded: 0,
+    ...fields,
+    samples: sorted.length,
+    p50Ms: percentile(sorted, 0.5),
+    p99Ms: percentile(sorted, 0.99),
+    maxMs: sorted.length === 0 ? Number.NaN : (sorted[sorted.length - 1] ?? Number.NaN),
+  };
+}
+
+export interface LoopSummary {
+  readonly ops: number;
+  readonly throughput: number;
+  readonly p50Ms: number;
+  readonly p99Ms: number;
+  readonly errors: number;
+  readonly cpu: Readonly<Record<string, number>>;
+}
+
+export interface IsolationResult {
+  /** Users `get_pushrule_enabled` is spread over, each with stored rules (the collection's only documents). */
+  readonly users: number;
+  /** The case the target is judged on (1,000 users); the other is a diagnostic. */
+  readonly judged: boolean;
+  readonly concurrency: number;
+  /** `get_pushrule_enabled` alone, right before the evaluates. */
+  readonly before: LoopSummary;
+  /** The same while the sender's evaluates arrive. */
+  readonly loaded: LoopSummary;
+  /** Alone again, right after: how much the baseline drifted. */
+  readonly after: LoopSummary;
+  readonly sender: OpenLoopResult;
+  readonly senderRecipients: number;
+  /** What the worker's evaluate counters did during the loaded phase. */
+  readonly evaluateCounters: EvaluateCounters;
+}
+
+export interface MemorySample extends MemoryFigures {
+  readonly cacheEntries: number;
+  readonly cacheBytes: number;
+}
+
+export interface MemoryResult {
+  /** Users newly cached between the two samples. */
+  readonly users: number;
+  readonly before: MemorySample;
+  readonly after: MemorySample;
+  readonly method: string;
+  /** Heap growth by kind of object, when a heap profile was taken. */
+  readonly profile?: { readonly users: number; readonly heapUsedGrowth: number; readonly rows: readonly HeapGrowthRow[] };
+}
+
+export function memoryGrowth(memory: MemoryResult): { rss: number; heapUsed: number; heapTotal: number; external: number; malloced: number; perUserRss: number; perUserHeap: number; perUserEstimate: number } {
+  const { before, after, users } = memory;
+  const heapUsed = after.heapUsed - before.heapUsed;
+  return {
+    rss: after.rssBytes - before.rssBytes,
+    heapUsed,
+    heapTotal: after.heapTotal - before.heapTotal,
+    external: after.external - before.external,
+    malloced: after.mallocedMemory - before.mallocedMemory,
+    perUserRss: (after.rssBytes - before.rssBytes) / users,
+    perUserHeap: heapUsed / users,
+    perUserEstimate: (after.cacheBytes - before.cacheBytes) / Math.max(1, after.cacheEntries - before.cacheEntries),
+  };
+}
+
+export interface EvaluateResults {
+  readonly cpus: number;
+  readonly loadAverageAtStart: readonly number[];
+  readonly kernel?: readonly KernelRowResult[];
+  readonly synapse?: SynapseRun;
+  readonly kernelLoadAverage?: number;
+  readonly latency: readonly LatencyRow[];
+  readonly isolation: readonly IsolationResult[];
+  readonly memory?: MemoryResult;
+  /** What each part of the run means, for the report. */
+  readonly notes: readonly string[];
+}
+
+/** Loaded p99 ÷ alone p99; infinite when nothing was answered under load. */
+export function isolationRatio(isolation: Pick<IsolationResult, 'before' | 'loaded'>): number {
+  if (isolation.loaded.ops === 0) return Number.POSITIVE_INFINITY;
+  return isolation.loaded.p99Ms / isolation.before.p99Ms;
+}
+
+export function checkEvaluateTargets(e: EvaluateResults): TargetCheck[] {
+  const checks: TargetCheck[] = [];
+  if (e.kernel !== undefined && e.synapse !== undefined) {
+    const synapse = e.synapse;
+    for (const r of kernelVsSynapse(e.kernel, synapse)) {
+      const target = `evaluate kernel \`${r.row}\`: ours ≤ ${KERNEL_RATIO_TARGET} × Synapse (with evaluator construction), same run`;
+      if (r.ratio === undefined || r.synapseUsPerPair === undefined) {
+        checks.push({ target, measured: `${us(r.oursUsPerPair)} µs/pair; Synapse not measured: ${synapse.measured ? 'no such row' : synapse.reason}`, met: false, unjudged: true });
+      } else {
+        checks.push({ target, measured: `${us(r.oursUsPerPair)} vs ${us(r.synapseUsPerPair)} µs/pair = ${r.ratio.toFixed(3)}`, met: r.ratio <= KERNEL_RATIO_TARGET });
+      }
+    }
+  }
+  for (const row of e.latency) {
+    if (row.targetP99Ms === undefined) continue;
+    checks.push({
+      target: `evaluate ${row.what}, ${row.recipients.toLocaleString('en-US')} recipients: p99 ≤ ${row.targetP99Ms} ms`,
+      measured: row.samples === 0 ? 'no samples' : `p99 ${ms(row.p99Ms)} ms (p50 ${ms(row.p50Ms)}, ${row.samples} requests)`,
+      met: row.samples > 0 && row.errors === 0 && row.p99Ms <= row.targetP99Ms,
+    });
+  }
+  for (const isolation of e.isolation.filter((i) => i.judged)) {
+    const { before, loaded, sender, concurrency, senderRecipients } = isolation;
+    const ratio = isolationRatio(isolation);
+    checks.push({
+      target: `get_pushrule_enabled p99 at c=${concurrency} with ${sender.ratePerSecond} evaluates/s of ${senderRecipients.toLocaleString('en-US')} recipients ≤ ${ISOLATION_RATIO_TARGET}× without`,
+      measured:
+        loaded.ops === 0
+          ? `no get_pushrule_enabled answered within the measured window (alone: p99 ${ms(before.p99Ms)} ms); evaluates p50 ${ms(sender.p50Ms)} ms, ${sender.errors} of ${sender.sent} failed`
+          : `${ms(loaded.p99Ms)} vs ${ms(before.p99Ms)} ms = ${ratio.toFixed(2)}×`,
+      met: ratio <= ISOLATION_RATIO_TARGET && loaded.errors === 0 && sender.errors === 0,
+    });
+  }
+  if (e.memory !== undefined) {
+    const growth = memoryGrowth(e.memory);
+    checks.push({
+      target: `worker RSS growth with ${e.memory.users.toLocaleString('en-US')} more cached users on default rules ≤ 30 MB`,
+      measured: `${mb(growth.rss)} (${Math.round(growth.perUserRss)} B/user; heap ${mb(growth.heapUsed)})`,
+      met: growth.rss <= MEMORY_GROWTH_TARGET_BYTES,
+    });
+  }
+  return checks;
+}
+
+export function evaluateMarkdown(e: EvaluateResults): string {
+  const lines: string[] = ['## evaluate (issue 14)', ''];
+  lines.push(`Load average at the start of the evaluate part: ${e.loadAverageAtStart.map((l) => l.toFixed(2)).join(', ')} (1, 5, 15 min), on ${e.cpus} cores.`);
+  for (const note of e.notes) lines.push('', note);
+  if (e.kernel !== undefined && e.synapse !== undefined) {
+    const synapse = e.synapse;
+    lines.push('', '### Kernel vs Synapse, same run (µs per (event, recipient) pair, median)', '');
+    if (synapse.measured) {
+      lines.push(
+        `Synapse ${synapse.synapseVersion} (Python ${synapse.python}), \`synapse.sh --no-expected --reps ${synapse.repsMin}\` on a copy of the scripts, ${synapse.seconds.toFixed(0)} s, load average ${synapse.loadAverageAtStart?.toFixed(2) ?? '?'} at its start; ours in process, load average ${e.kernelLoadAverage?.toFixed(2) ?? '?'} at its start.`,
+        '',
+      );
+    } else {
+      lines.push(`Synapse not measured: ${synapse.reason}`, '');
+    }
+    lines.push('| row | pairs | ours µs/pair | samples | Synapse µs/pair (with construction) | samples | ours ÷ Synapse | target | met |', '|---|---:|---:|---:|---:|---:|---:|---:|---|');
+    for (const r of kernelVsSynapse(e.kernel, synapse)) {
+      const met = r.ratio === undefined ? 'not measured' : r.ratio <= KERNEL_RATIO_TARGET ? 'yes' : '**no**';
+      lines.push(
+        `| \`${r.row}\` | ${r.pairs.toLocaleString('en-US')} | ${us(r.oursUsPerPair)} | ${r.oursSamples} | ${r.synapseUsPerPair === undefined ? '–' : us(r.synapseUsPerPair)} | ${r.synapseSamples ?? '–'} | ${r.ratio === undefined ? '–' : r.ratio.toFixed(4)} | ≤ ${KERNEL_RATIO_TARGET} | ${met} |`,
+      );
+    }
+  }
+  if (e.latency.length > 0) {
+    lines.push('', '### End to end, one worker, c = 1 (round trip as the caller sees it)', '', '| scenario | what | recipients | requests | p50 ms | p99 ms | max ms | errors | left out | worker CPU ms/request (one `/metrics` read included) | worker waiting for a CPU, ms/request |', '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
+    for (const r of e.latency) {
+      lines.push(
+        `| ${r.id} | ${r.what} | ${r.recipients.toLocaleString('en-US')} | ${r.samples} | ${ms(r.p50Ms)} | ${ms(r.p99Ms)} | ${ms(r.maxMs)} | ${r.errors} | ${r.excluded} | ${r.workerCpuMsPerRequest === undefined ? '' : ms(r.workerCpuMsPerRequest)} | ${r.workerWaitMsPerRequest === undefined ? '' : ms(r.workerWaitMsPerRequest)} |`,
+      );
+    }
+  }
+  for (const isolation of e.isolation) {
+    const { before, loaded, after, sender, concurrency, senderRecipients, evaluateCounters: counters } = isolation;
+    lines.push(
+      '',
+      `### Isolation${isolation.judged ? '' : ` (diagnostic: ${isolation.users} stored users only, so the store scans almost nothing)`}: get_pushrule_enabled at c = ${concurrency} on ${isolation.users.toLocaleString('en-US')} users, with and without ${sender.ratePerSecond} evaluates/s of ${senderRecipients.toLocaleString('en-US')} recipients`,
+      '',
+      '| phase | req/s | p50 ms | p99 ms | errors | CPU % (per process) |',
+      '|---|---:|---:|---:|---:|---|',
+    );
+    for (const [name, r] of [['alone (before)', before], ['with the evaluates', loaded], ['alone (after)', after]] as const) {
+      lines.push(`| ${name} | ${Math.round(r.throughput).toLocaleString('en-US')} | ${ms(r.p50Ms)} | ${ms(r.p99Ms)} | ${r.errors} | ${cpuText(r.cpu)} |`);
+    }
+    const ratio = isolationRatio(isolation);
+    lines.push(
+      '',
+      `p99 with ÷ p99 alone (before): ${Number.isFinite(ratio) ? `${ratio.toFixed(2)}×` : 'no request answered under load'}. The evaluates meanwhile (open loop, sent from a process of its own): ${sender.sent} sent in the measured window, ${sender.answered} answered, ${sender.errors} errors${sender.firstError === undefined ? '' : ` (${sender.firstError})`}; round trip p50 ${ms(sender.p50Ms)} ms, p99 ${ms(sender.p99Ms)} ms, max ${ms(sender.maxMs)} ms; at most ${sender.maxInFlight} outstanding; the sender's schedule slipped by ${ms(sender.maxSendLagMs)} ms at worst. The worker's counters over the loaded phase: ${counters.recipients.toLocaleString('en-US')} recipients evaluated, ${counters.hits.toLocaleString('en-US')} from the cache, ${counters.misses.toLocaleString('en-US')} read from the store in ${counters.storeQueries.toLocaleString('en-US')} queries (${counters.staleRefreshes.toLocaleString('en-US')} because their entry had passed \`maxStalenessMs\`).`,
+    );
+  }
+  if (e.memory !== undefined) {
+    const m = e.memory;
+    const g = memoryGrowth(m);
+    lines.push(
+      '',
+      `### Memory: ${m.users.toLocaleString('en-US')} more users cached (default rules)`,
+      '',
+      m.method,
+      '',
+      '| | RSS | heap used | heap total | external | V8 malloced | cache entries | cache estimate |',
+      '|---|---:|---:|---:|---:|---:|---:|---:|',
+      `| before | ${mb(m.before.rssBytes)} | ${mb(m.before.heapUsed)} | ${mb(m.before.heapTotal)} | ${mb(m.before.external)} | ${mb(m.before.mallocedMemory)} | ${m.before.cacheEntries.toLocaleString('en-US')} | ${mb(m.before.cacheBytes)} |`,
+      `| after | ${mb(m.after.rssBytes)} | ${mb(m.after.heapUsed)} | ${mb(m.after.heapTotal)} | ${mb(m.after.external)} | ${mb(m.after.mallocedMemory)} | ${m.after.cacheEntries.toLocaleString('en-US')} | ${mb(m.after.cacheBytes)} |`,
+      `| growth | **${mb(g.rss)}** | ${mb(g.heapUsed)} | ${mb(g.heapTotal)} | ${mb(g.external)} | ${mb(g.malloced)} | ${(m.after.cacheEntries - m.before.cacheEntries).toLocaleString('en-US')} | ${mb(m.after.cacheBytes - m.before.cacheBytes)} |`,
+      `| per user | ${Math.round(g.perUserRss)} B | ${Math.round(g.perUserHeap)} B | | | | | ${Math.round(g.perUserEstimate)} B |`,
+    );
+    if (m.profile !== undefined) {
+      lines.push(
+        '',
+        `Heap snapshots before and after caching ${m.profile.users.toLocaleString('en-US')} users on another fresh worker (self sizes; heap used grew ${mb(m.profile.heapUsedGrowth)}):`,
+        '',
+        '| kind of heap object | count | bytes | bytes per user |',
+        '|---|---:|---:|---:|',
+      );
+      for (const row of m.profile.rows) {
+        lines.push(`| \`${row.kind}\` | ${row.count.toLocaleString('en-US')} | ${mb(row.bytes)} | ${(row.bytes / m.profile.users).toFixed(1)} |`);
+      }
+    }
+  }
+  return lines.join('\n');
+}
+
+const cpuText = (cpu: Readonly<Record<string, number>>) =>
+  Object.entries(cpu)
+    .map(([name, value]) => `${name} ${Number.isFinite(value) ? Math.round(value) : '–'}`)
+    .join(', ');
+const us = (value: number) => (value >= 100 ? value.toFixed(0) : value >= 10 ? value.toFixed(1) : value >= 1 ? value.toFixed(2) : value.toFixed(3));
+const ms = (n: number) => (Number.isFinite(n) ? n.toFixed(2) : '–');
+const mb = (bytes: number) => `${(bytes / 1024 / 1024).toFixed(1)} MB`;

@@ -1,0 +1,285 @@
+import { describe, expect, it } from 'vitest';
+import type { KernelRowResult } from '../../bench/evaluate-kernel.js';
+import { counterDelta, parseEvaluateCounters, recipientsOf, runOpenLoop } from '../../bench/support/evaluate-load.js';
+import {
+  checkEvaluateTargets,
+  evaluateMarkdown,
+  isolationRatio,
+  kernelVsSynapse,
+  latencyRow,
+  memoryGrowth,
+  type EvaluateResults,
+  type IsolationResult,
+  type LoopSummary,
+  type MemoryResult,
+  type MemorySample,
+} from '../../bench/support/evaluate-report.js';
+import { heapGrowth, summarizeHeapSnapshot } from '../../bench/support/inspector.js';
+import { targetsTable } from '../../bench/support/report.js';
+import { parseSynapseResults, type SynapseRun } from '../../bench/support/synapse-anchor.js';
+
+const MB = 1024 * 1024;
+
+function kernelRow(row: string, usPerPairMedian: number): KernelRowResult {
+  return {
+    row,
+    events: 10,
+    recipients: 10,
+    pairs: 100,
+    samplesMs: [1, 2, 3, 4, 5],
+    usPerPairMedian,
+    usPerPairMin: usPerPairMedian,
+    synapseUsPerPair: undefined,
+    targetUsPerPair: undefined,
+    rulesets: 1,
+    estimatedBytes: 0,
+    measuredBytes: undefined,
+  };
+}
+
+const synapse: SynapseRun = {
+  measured: true,
+  synapseVersion: '1.163.2',
+  python: '3.11.7',
+  loadAverageAtStart: 2,
+  repsMin: 5,
+  seconds: 100,
+  rows: [
+    { row: 'defaults', pairs: 100, usPerPairWithSetup: 10, usPerPairRunOnly: 6, samples: 7 },
+    { row: 'mentions', pairs: 100, usPerPairWithSetup: 5, usPerPairRunOnly: 5, samples: 7 },
+  ],
+};
+
+function results(overrides: Partial<EvaluateResults>): EvaluateResults {
+  return { cpus: 2, loadAverageAtStart: [1, 1, 1], latency: [], isolation: [], notes: [], ...overrides };
+}
+
+describe('parseSynapseResults', () => {
+  it('reads the "with evaluator construction" median of each row and counts its samples', () => {
+    const parsed = parseSynapseResults({
+      synapse_version: '1.163.2',
+      python: '3.11.7',
+      load_average_at_start: 2.5,
+      reps_min: 5,
+      rows: [{ row: 'rules10', pairs: 2600, us_per_pair_run_only: 26.2, us_per_pair_with_setup: 27.5, samples_ms_with_setup: [1, 2, 3] }],
+    });
+    expect(parsed.rows).toEqual([{ row: 'rules10', pairs: 2600, usPerPairWithSetup: 27.5, usPerPairRunOnly: 26.2, samples: 3 }]);
+    expect(parsed.loadAverageAtStart).toBe(2.5);
+  });
+
+  it('refuses a file without rows or a row without its figures', () => {
+    expect(() => parseSynapseResults({})).toThrow(/no rows/);
+    expect(() => parseSynapseResults({ rows: [{ row: 'x', pairs: 1 }] })).toThrow(/without its figures/);
+  });
+});
+
+describe('kernelVsSynapse', () => {
+  it('divides our median by Synapse\'s of the same row, and leaves rows Synapse did not run without a ratio', () => {
+    const rows = kernelVsSynapse([kernelRow('defaults', 0.5), kernelRow('globs10', 1)], synapse);
+    expect(rows[0]).toMatchObject({ row: 'defaults', synapseUsPerPair: 10, ratio: 0.05 });
+    expect(rows[1]).toMatchObject({ row: 'globs10', synapseUsPerPair: undefined, ratio: undefined });
+  });
+
+  it('has no ratio at all when Synapse was not measured', () => {
+    const rows = kernelVsSynapse([kernelRow('defaults', 0.5)], { measured: false, reason: 'no venv' });
+    expect(rows[0]?.ratio).toBeUndefined();
+  });
+});
+
+describe('latencyRow', () => {
+  it('gives nearest-rank p50 and p99 and the maximum of the latencies, in any order', () => {
+    const row = latencyRow({ id: 'x', what: 'y', recipients: 10 }, Array.from({ length: 200 }, (_, i) => 200 - i));
+    expect(row).toMatchObject({ samples: 200, p50Ms: 100, p99Ms: 198, maxMs: 200, errors: 0, excluded: 0 });
+  });
+});
+
+const loop = (p99Ms: number, ops = 100): LoopSummary => ({ ops, throughput: ops, p50Ms: p99Ms / 2, p99Ms, errors: 0, cpu: {} });
+
+function isolationOf(before: LoopSummary, loaded: LoopSummary): IsolationResult {
+  return {
+    users: 1000,
+    judged: true,
+    concurrency: 16,
+    before,
+    loaded,
+    after: before,
+    sender: { ratePerSecond: 10, sent: 30, answered: 30, errors: 0, firstError: undefined, p50Ms: 50, p99Ms: 90, maxMs: 95, maxInFlight: 2, maxSendLagMs: 1 },
+    senderRecipients: 10_000,
+    evaluateCounters: { recipients: 0, hits: 0, misses: 0, storeQueries: 0, staleRefreshes: 0, evictions: 0, entries: 0, bytes: 0, inFlight: 0 },
+  };
+}
+
+describe('isolationRatio', () => {
+  it('is the loaded p99 over the p99 alone, and infinite when nothing was answered under load', () => {
+    expect(isolationRatio({ before: loop(10), loaded: loop(20) })).toBe(2);
+    expect(isolationRatio({ before: loop(10), loaded: loop(Number.NaN, 0) })).toBe(Number.POSITIVE_INFINITY);
+  });
+});
+
+const sample = (rssBytes: number, heapUsed: number, cacheEntries: number, cacheBytes: number): MemorySample => ({
+  rssBytes,
+  heapUsed,
+  heapTotal: heapUsed,
+  external: 0,
+  arrayBuffers: 0,
+  mallocedMemory: 0,
+  cacheEntries,
+  cacheBytes,
+});
+
+describe('memoryGrowth', () => {
+  it('subtracts before from after and divides by the users cached in between', () => {
+    const memory: MemoryResult = { users: 100_000, before: sample(100 * MB, 20 * MB, 10_000, 1_600_000), after: sample(125 * MB, 34 * MB, 110_000, 17_600_000), method: '' };
+    const growth = memoryGrowth(memory);
+    expect(growth.rss).toBe(25 * MB);
+    expect(growth.perUserRss).toBeCloseTo((25 * MB) / 100_000, 9);
+    expect(growth.perUserHeap).toBeCloseTo((14 * MB) / 100_000, 9);
+    expect(growth.perUserEstimate).toBe(160);
+  });
+});
+
+describe('checkEvaluateTargets', () => {
+  it('judges each kernel row at a fifth of Synapse, and says when Synapse was not measured', () => {
+    const checks = checkEvaluateTargets(results({ kernel: [kernelRow('defaults', 2), kernelRow('mentions', 1.01), kernelRow('globs10', 1)], synapse }));
+    expect(checks.map((c) => [c.met, c.unjudged ?? false])).toEqual([
+      [true, false],
+      [false, false],
+      [false, true],
+    ]);
+    expect(checks[2]?.measured).toMatch(/Synapse not measured: no such row/);
+    expect(targetsTable(checks)).toMatch(/\| not measured \|$/m);
+  });
+
+  it('judges p99 of the rows that have a target, and no row without samples or with errors', () => {
+    const rows = [
+      latencyRow({ id: 'a', what: 'cache warm', recipients: 1000, targetP99Ms: 10 }, [5, 10]),
+      latencyRow({ id: 'b', what: 'cache warm', recipients: 10_000, targetP99Ms: 50 }, [51]),
+      latencyRow({ id: 'c', what: 'cache cold', recipients: 10_000, targetP99Ms: 500 }, []),
+      latencyRow({ id: 'd', what: 'cache warm', recipients: 1000, targetP99Ms: 10, errors: 1 }, [1]),
+      latencyRow({ id: 'e', what: 'steady', recipients: 1000 }, [1000]),
+    ];
+    expect(checkEvaluateTargets(results({ latency: rows })).map((c) => c.met)).toEqual([true, false, false, false]);
+  });
+
+  it('judges isolation at twice the p99 alone, on the judged case only', () => {
+    const met = checkEvaluateTargets(results({ isolation: [isolationOf(loop(10), loop(20))] }));
+    const missed = checkEvaluateTargets(results({ isolation: [isolationOf(loop(10), loop(20.1)), { ...isolationOf(loop(10), loop(5)), judged: false }] }));
+    const starved = checkEvaluateTargets(results({ isolation: [isolationOf(loop(10), loop(Number.NaN, 0))] }));
+    expect(met.map((c) => c.met)).toEqual([true]);
+    expect(missed.map((c) => c.met)).toEqual([false]);
+    expect(starved[0]).toMatchObject({ met: false, measured: expect.stringMatching(/no get_pushrule_enabled answered/) as unknown });
+  });
+
+  it('judges RSS growth at 30 MB', () => {
+    const memory = (after: number): MemoryResult => ({ users: 100_000, before: sample(100 * MB, 0, 0, 0), after: sample(100 * MB + after, 0, 100_000, 0), method: '' });
+    expect(checkEvaluateTargets(results({ memory: memory(30 * MB) }))[0]?.met).toBe(true);
+    expect(checkEvaluateTargets(results({ memory: memory(30 * MB + 1) }))[0]?.met).toBe(false);
+  });
+
+  it('prints every part it was given', () => {
+    const text = evaluateMarkdown(
+      results({
+        kernel: [kernelRow('defaults', 0.5)],
+        synapse,
+        latency: [latencyRow({ id: 'evaluate/warm/1000', what: 'cache warm', recipients: 1000 }, [1])],
+        isolation: [isolationOf(loop(10), loop(20))],
+        memory: { users: 100_000, before: sample(100 * MB, 0, 0, 0), after: sample(120 * MB, 0, 100_000, 0), method: 'how' },
+      }),
+    );
+    expect(text).toMatch(/^\| `defaults` \| 100 \| 0\.500 \| 5 \| 10\.0 \| 7 \| 0\.0500 \| ≤ 0\.2 \| yes \|$/m);
+    expect(text).toMatch(/^\| evaluate\/warm\/1000 \| cache warm \| 1,000 \| 1 \|/m);
+    expect(text).toMatch(/2\.00×/);
+    expect(text).toMatch(/^\| growth \| \*\*20\.0 MB\*\* \|/m);
+  });
+});
+
+describe('parseEvaluateCounters', () => {
+  const text = [
+    '# HELP push_worker_evaluate_cache_hits_total Recipients whose compiled rules came from the cache.',
+    '# TYPE push_worker_evaluate_cache_hits_total counter',
+    'push_worker_evaluate_cache_hits_total 9000',
+    'push_worker_evaluate_cache_misses_total 1000',
+    'push_worker_evaluate_cache_entries 10000',
+    'push_worker_requests_total{op="evaluate",outcome="ok"} 4',
+    'push_worker_requests_in_flight 2',
+  ].join('\n');
+
+  it('reads the evaluate counters and gauges, 0 for those absent', () => {
+    expect(parseEvaluateCounters(text)).toMatchObject({ hits: 9000, misses: 1000, entries: 10_000, storeQueries: 0, inFlight: 2 });
+  });
+
+  it('subtracts one reading from another', () => {
+    const before = parseEvaluateCounters(text);
+    const after = { ...before, hits: 19_000 };
+    expect(counterDelta(before, after)).toMatchObject({ hits: 10_000, misses: 0 });
+  });
+});
+
+describe('recipientsOf', () => {
+  it('names distinct members from an offset, each with a display name', () => {
+    expect(recipientsOf('p', 2, 5)).toEqual([
+      { user_id: '@p-5:bench.example.org', display_name: 'Member 5' },
+      { user_id: '@p-6:bench.example.org', display_name: 'Member 6' },
+    ]);
+  });
+});
+
+describe('runOpenLoop', () => {
+  it('sends on a fixed schedule whatever the replies do, and counts only the measured window', async () => {
+    const clock = { now: 0 };
+    const pending: (() => void)[] = [];
+    const result = await runOpenLoop({
+      ratePerSecond: 10,
+      durationMs: 1000,
+      measureFromMs: 200,
+      measureToMs: 700,
+      now: () => clock.now,
+      sleep: async (ms) => {
+        clock.now += ms;
+        return Promise.resolve();
+      },
+      // Replies come only once everything was sent: a closed loop would have sent one request.
+      call: async (i) =>
+        new Promise<void>((resolve, reject) => {
+          pending.push(() => {
+            if (i === 3) reject(new Error('boom'));
+            else resolve();
+          });
+          if (i === 9) {
+            clock.now += 50;
+            for (const settle of pending) settle();
+          }
+        }),
+    });
+    expect(result).toMatchObject({ sent: 5, answered: 4, errors: 1, firstError: 'boom', maxInFlight: 10, maxSendLagMs: 0 });
+    // Requests 2, 4, 5 and 6 (3 failed), sent at 200, 400, 500 and 600 ms, all answered at 950 ms.
+    expect(result.maxMs).toBe(750);
+    expect(result.p50Ms).toBe(450);
+  });
+});
+
+describe('summarizeHeapSnapshot and heapGrowth', () => {
+  const snapshot = (extraStrings: number) => ({
+    snapshot: { meta: { node_fields: ['type', 'name', 'id', 'self_size', 'edge_count'], node_types: [['hidden', 'object', 'string', 'number']] } },
+    strings: ['', 'Object', 'some text', 'Map'],
+    nodes: [
+      ...[1, 1, 1, 48, 0],
+      ...[1, 3, 2, 32, 0],
+      ...Array.from({ length: extraStrings }, (_, k) => [2, 2, 10 + k, 40, 0]).flat(),
+      ...[3, 0, 99, 16, 0],
+    ],
+  });
+
+  it('sums own sizes by kind, strings and numbers as one kind each', () => {
+    const summary = summarizeHeapSnapshot(snapshot(2));
+    expect(summary.get('object Object')).toEqual({ count: 1, bytes: 48 });
+    expect(summary.get('(string)')).toEqual({ count: 2, bytes: 80 });
+    expect(summary.get('(heap number)')).toEqual({ count: 1, bytes: 16 });
+  });
+
+  it('lists what grew, largest first, the rest in one row', () => {
+    const rows = heapGrowth(summarizeHeapSnapshot(snapshot(1)), summarizeHeapSnapshot(snapshot(4)), 1);
+    expect(rows[0]).toEqual({ kind: '(string)', count: 3, bytes: 120 });
+    expect(rows[1]).toEqual({ kind: '(3 other kinds)', count: 0, bytes: 0 });
+  });
+});
