@@ -25,6 +25,7 @@ import amqp from 'amqplib';
 import { MongoClient } from 'mongodb';
 import { PushRulesClient } from '../src/client/push-rules-client.js';
 import { RpcClient } from '../src/client/rpc-client.js';
+import { loadConfig } from '../src/config/load-config.js';
 import { MongoPushStore } from '../src/store/mongo-push-store.js';
 import { runClosedLoop, type LoopResult } from './support/closed-loop.js';
 import { runHttpLoad } from './support/http-load.js';
@@ -36,6 +37,7 @@ import { runEvaluateScenarios } from './evaluate-scenarios.js';
 import {
   echoCall,
   mixedCall,
+  nextWrite,
   seedUsers,
   storeCall,
   STORE_OPS,
@@ -70,6 +72,7 @@ const USERS = 1000;
 const CLASSIC_IDS = [
   ...Object.keys(WORKER_OPS).flatMap((op) => [...CONCURRENCIES.map((c) => `worker/${op}/w1/c${c}`), `worker/${op}/w2/c16`, `worker/${op}/w2/c64`]),
   ...CONCURRENCIES.map((c) => `worker/mixed/w1/c${c}`),
+  ...[1, 64].map((c) => `worker/request-queue/get_pushrule_enabled/w1/c${c}`),
   'worker/mixed/w2/c16',
   'worker/mixed/w2/c64',
   ...['get_pushrule_enabled', 'set_pushrule_enabled', 'get_pushrules'].flatMap((op) => [`gateway/${op}/rpc/c64`, `gateway/${op}/http/c64`]),
@@ -90,10 +93,21 @@ const id = randomUUID().slice(0, 8);
 const names = {
   queue: `bench.push.rpc.${id}`,
   echoQueue: `bench.echo.${id}`,
+  classicEchoQueue: `bench.echo.classic.${id}`,
   database: `bench_push_${id}`,
 };
+/** The read queue of the benchmark's workers (and of its client). */
+const readQueueOf = (queue: string) => `${queue}.read`;
+const evaluateQueueOf = (queue: string) => `${queue}.evaluate`;
+/** The workers' defaults, for what the baselines copy of them. */
+const DEFAULTS = loadConfig();
 
-/** A worker (or echo consumer) configured like production but on the benchmark's own queue and database. */
+/**
+ * A worker (or echo consumer) configured like production but on the
+ * benchmark's own queues and database: its request, read and evaluate
+ * queues, never the shared defaults (`matrix.push.read` may have other
+ * consumers on this broker).
+ */
 function childEnv(queue: string, database = names.database): NodeJS.ProcessEnv {
   return {
     ...process.env,
@@ -101,11 +115,12 @@ function childEnv(queue: string, database = names.database): NodeJS.ProcessEnv {
     MONGODB_URL,
     MONGODB_DATABASE: database,
     RPC_QUEUE: queue,
+    RPC_READ_QUEUE: readQueueOf(queue),
     RPC_DEAD_LETTER_EXCHANGE: `${queue}.dlx`,
     RPC_DEAD_LETTER_QUEUE: `${queue}.dead`,
     EVENTS_EXCHANGE: `${queue}.events`,
     // Its own evaluate queue too: the default one may exist, declared with another dead-letter exchange.
-    EVALUATE_QUEUE: `${queue}.evaluate`,
+    EVALUATE_QUEUE: evaluateQueueOf(queue),
     HEALTH_HOST: '127.0.0.1',
     HEALTH_PORT: '0',
   };
@@ -141,6 +156,9 @@ interface Scenario {
   readonly users?: number;
 }
 
+/** Reads the client sent to the request queue instead of the read queue, per scenario (0 when routing worked). */
+const readFallbacks = { count: 0 };
+
 async function measure(scenario: Scenario): Promise<void> {
   if (ONLY !== undefined && scenario.group !== 'broker' && scenario.group !== 'store' && !ONLY.test(scenario.id)) return;
   const watched: Record<string, number | undefined> = {
@@ -152,6 +170,7 @@ async function measure(scenario: Scenario): Promise<void> {
   const sampler = setInterval(() => {
     for (const w of workers) rss.max = Math.max(rss.max ?? 0, rssBytes(w.pid));
   }, 250);
+  readFallbacks.count = 0;
   const { call, run } = scenario;
   const loop =
     run !== undefined
@@ -169,10 +188,12 @@ async function measure(scenario: Scenario): Promise<void> {
     users: scenario.users ?? USERS,
     cpu,
     workerRssBytes: rss.max,
+    ...(readFallbacks.count > 0 ? { readFallbacks: readFallbacks.count } : {}),
   };
   results.push(result);
   const errors = result.errors > 0 ? ` errors ${result.errors} (${result.firstError ?? ''})` : '';
-  console.error(`${scenario.id.padEnd(44)} ${Math.round(result.throughput).toString().padStart(7)}/s  p50 ${result.p50Ms.toFixed(2)} ms  p99 ${result.p99Ms.toFixed(2)} ms${errors}`);
+  const fallbacks = readFallbacks.count > 0 ? `  ${readFallbacks.count} reads fell back to the request queue` : '';
+  console.error(`${scenario.id.padEnd(44)} ${Math.round(result.throughput).toString().padStart(7)}/s  p50 ${result.p50Ms.toFixed(2)} ms  p99 ${result.p99Ms.toFixed(2)} ms${errors}${fallbacks}`);
 }
 
 async function main(): Promise<void> {
@@ -240,13 +261,27 @@ async function classicScenarios(mongo: MongoClient, cleanups: (() => Promise<unk
   await store.ensureIndexes();
   const users = new UserPool('bench', USERS);
   await seedUsers(store, users);
-  // Broker limit: the same RPC client code against a consumer that only echoes.
+  // Broker limit: the same RPC client code against a consumer that only
+  // echoes; on a queue like the request queue (quorum, its prefetch), and
+  // on one like the read queue (classic, the read prefetch).
   const echo = await startEchoConsumer(childEnv(names.echoQueue));
   cleanups.push(async () => deleteQueues(names.echoQueue));
   const echoClient = new RpcClient({ url: AMQP_URL, queue: names.echoQueue });
   for (const c of CONCURRENCIES) await measure({ id: `broker/echo/c${c}`, group: 'broker', op: 'echo', concurrency: c, call: echoCall(echoClient) });
   await echoClient.close();
   await echo.stop();
+  const classicEcho = await startEchoConsumer({
+    ...childEnv(names.classicEchoQueue),
+    RPC_QUEUE_TYPE: DEFAULTS.amqp.readQueueType,
+    RPC_PREFETCH: String(DEFAULTS.amqp.readPrefetch),
+  });
+  cleanups.push(async () => deleteQueues(names.classicEchoQueue));
+  const classicEchoClient = new RpcClient({ url: AMQP_URL, queue: names.classicEchoQueue });
+  for (const c of CONCURRENCIES) {
+    await measure({ id: `broker/echo-classic/c${c}`, group: 'broker', op: 'echo-classic', concurrency: c, call: echoCall(classicEchoClient) });
+  }
+  await classicEchoClient.close();
+  await classicEcho.stop();
 
   // Store limits: the worker's database calls, no broker.
   for (const op of Object.keys(STORE_OPS) as StoreOp[]) {
@@ -255,8 +290,19 @@ async function classicScenarios(mongo: MongoClient, cleanups: (() => Promise<unk
 
   await addWorker();
   cleanups.push(async () => deleteQueues(names.queue));
-  const client = new PushRulesClient({ url: AMQP_URL, queue: names.queue });
+  // Reads take the client's routing to the workers' read queue, as a front's would.
+  const client = new PushRulesClient({
+    url: AMQP_URL,
+    queue: names.queue,
+    readQueue: readQueueOf(names.queue),
+    onReadFallback: () => {
+      readFallbacks.count += 1;
+    },
+  });
   cleanups.push(async () => client.close());
+  // The same reads on the request queue (quorum), for the read queue's gain in the same run.
+  const requestQueueClient = new PushRulesClient({ url: AMQP_URL, queue: names.queue, readQueue: null });
+  cleanups.push(async () => requestQueueClient.close());
   const workerScenarios = async (concurrencies: readonly number[]) => {
     for (const op of Object.keys(WORKER_OPS) as WorkerOp[]) {
       for (const c of concurrencies) {
@@ -268,6 +314,15 @@ async function classicScenarios(mongo: MongoClient, cleanups: (() => Promise<unk
     }
   };
   await workerScenarios(CONCURRENCIES);
+  for (const c of [1, 64]) {
+    await measure({
+      id: `worker/request-queue/get_pushrule_enabled/w1/c${c}`,
+      group: 'worker',
+      op: 'get_pushrule_enabled (request queue)',
+      concurrency: c,
+      call: workerCall(requestQueueClient, users, 'get_pushrule_enabled', c),
+    });
+  }
   await gatewayScenarios(client, users);
   await addWorker();
   await workerScenarios([16, 64]);
@@ -345,7 +400,9 @@ async function gatewayScenarios(client: PushRulesClient, users: UserPool): Promi
               const token = `token-${i % users.ids.length}`;
               if (op === 'get_pushrules') return { method: 'GET', path: '/_matrix/client/v3/pushrules/', token };
               if (op === 'get_pushrule_enabled') return { method: 'GET', path: `/_matrix/client/v3${rule}/enabled`, token };
-              return { method: 'PUT', path: `/_matrix/client/v3${rule}/enabled`, token, body: { enabled: i % 2 === 0 } };
+              // Each write flips what the user's last one stored, as over RPC.
+              const user = users.ids[i % users.ids.length] ?? '';
+              return { method: 'PUT', path: `/_matrix/client/v3${rule}/enabled`, token, body: { enabled: nextWrite('set_pushrule_enabled', user) % 2 === 0 } };
             },
           }),
       });
@@ -360,8 +417,9 @@ async function deleteQueues(queue: string): Promise<void> {
   const connection = await amqp.connect(AMQP_URL);
   const channel = await connection.createChannel();
   await channel.deleteQueue(queue);
+  await channel.deleteQueue(readQueueOf(queue));
+  await channel.deleteQueue(evaluateQueueOf(queue));
   await channel.deleteQueue(`${queue}.dead`);
-  await channel.deleteQueue(`${queue}.evaluate`);
   await channel.deleteExchange(`${queue}.dlx`);
   await channel.deleteExchange(`${queue}.events`);
   await connection.close();

@@ -1,3 +1,4 @@
+import { setFlagsFromString } from 'node:v8';
 import { MongoClient } from 'mongodb';
 import type { Config } from './config/config-schema.js';
 import { ConfigError, loadConfig } from './config/load-config.js';
@@ -25,6 +26,8 @@ import { RulesetCache } from './worker/ruleset-cache.js';
  */
 async function main(): Promise<void> {
   const config = readConfig();
+  // Read by V8 at every full collection, so it applies from here on.
+  if (config.runtime.heapGrowingPercent > 0) setFlagsFromString(`--heap-growing-percent=${config.runtime.heapGrowingPercent}`);
   const log = createLogger(config.log.level);
   handleFatalErrors(log);
   const stopSignal = new AbortController();
@@ -93,6 +96,7 @@ async function main(): Promise<void> {
     backoff: { baseMs: config.writes.backoffBaseMs, maxMs: config.writes.backoffMaxMs },
     pusherPolicy: { allowInsecureGateways: config.pushers.allowInsecureGateways },
     limits: config.limits,
+    rulesetCharsInFlight: config.writes.rulesetCharsInFlight,
   });
   const evaluations = new EvaluateService(store, {
     cache,

@@ -1,5 +1,6 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
+import { readFileSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
@@ -46,7 +47,15 @@ export async function startChild(name: string, args: readonly string[], env: Nod
   };
 }
 
-/** The built worker (`dist/main.js`), as `npm start` runs it. */
+/** The Node flags `npm start` gives the worker (package.json's `start` script: `node <flags> dist/main.js`). */
+export function workerNodeFlags(): string[] {
+  const { scripts } = JSON.parse(readFileSync(`${ROOT}package.json`, 'utf8')) as { scripts: Record<string, string> };
+  const match = /^node((?: --[\w-]+(?:=\S+)?)*) dist\/main\.js$/.exec(scripts['start'] ?? '');
+  if (match === null) throw new Error(`package.json's start script is not "node <flags> dist/main.js": ${scripts['start'] ?? ''}`);
+  return (match[1] ?? '').split(' ').filter((flag) => flag !== '');
+}
+
+/** The built worker (`dist/main.js`), as `npm start` runs it (its Node flags too). */
 export async function startWorker(env: NodeJS.ProcessEnv, nodeArgs: readonly string[] = []): Promise<Child> {
   return (await startWorkerWithHealth(env, nodeArgs)).child;
 }
@@ -54,7 +63,7 @@ export async function startWorker(env: NodeJS.ProcessEnv, nodeArgs: readonly str
 /** A worker and the port its health and metrics listener took (`HEALTH_PORT=0`: the port it logged). */
 export async function startWorkerWithHealth(env: NodeJS.ProcessEnv, nodeArgs: readonly string[] = []): Promise<{ child: Child; healthPort: number | undefined }> {
   const found = { port: undefined as number | undefined };
-  const child = await startChild('worker', [...nodeArgs, 'dist/main.js'], env, (line) => {
+  const child = await startChild('worker', [...workerNodeFlags(), ...nodeArgs, 'dist/main.js'], env, (line) => {
     if (line.includes('"health and metrics listening"')) {
       const match = /"port":(\d+)/.exec(line);
       if (match?.[1] !== undefined) found.port = Number(match[1]);

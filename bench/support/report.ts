@@ -16,6 +16,8 @@ export interface ScenarioResult extends LoopResult {
   readonly cpu: Readonly<Record<string, number>>;
   /** The highest worker RSS sampled during the scenario. */
   readonly workerRssBytes: number | undefined;
+  /** Reads the client sent to the request queue instead of the read queue (absent: none). */
+  readonly readFallbacks?: number;
 }
 
 /** A worker process's RSS high-water mark (`VmHWM`) and the scenarios it ran. */
@@ -25,6 +27,25 @@ export interface RssPeak {
 }
 
 const RSS_TARGET_BYTES = 200 * 1024 * 1024;
+
+/**
+ * Issue 17's targets for reads through the client's routing (the classic
+ * read queue), judged against the classic echo baseline.
+ */
+const READ_P50_MARGIN_MS = 0.15;
+const READ_SHARE = 0.6;
+const WORKER_CPU_TARGET_US = 100;
+/**
+ * Each write's req/s ÷ its store baseline at c = 64, one worker, in the
+ * last full run before issue 17 (bench/results/2026-11-21-issue-6.md).
+ * Writes must stay within noise of it: at least 90% of it.
+ */
+export const WRITE_REFERENCE_RATIOS: Readonly<Partial<Record<WorkerOp, number>>> = {
+  set_pushrule_enabled: 0.49,
+  set_pushrule: 0.52,
+  set_pusher: 0.71,
+};
+const WRITE_NOISE = 0.9;
 
 export interface TargetCheck {
   readonly target: string;
@@ -40,7 +61,7 @@ const find = (results: readonly ScenarioResult[], match: Partial<ScenarioResult>
 /** The issue's targets for this machine, each with the ratio it was judged on. */
 export function checkTargets(results: readonly ScenarioResult[], peaks: readonly RssPeak[]): TargetCheck[] {
   const checks: TargetCheck[] = [];
-  const echo = (concurrency: number) => find(results, { group: 'broker', concurrency });
+  const echo = (concurrency: number) => find(results, { group: 'broker', op: 'echo', concurrency });
   const store = (op: string, concurrency: number) => find(results, { group: 'store', op, concurrency });
   const worker = (op: string, concurrency: number) => find(results, { group: 'worker', op, concurrency, workers: 1 });
 
@@ -102,13 +123,70 @@ export function checkTargets(results: readonly ScenarioResult[], peaks: readonly
       met: peak.bytes <= RSS_TARGET_BYTES,
     });
   }
+  checks.push(...checkReadTargets(results));
+  return checks;
+}
+
+/** Issue 17: reads through the client's routing, against the classic echo; worker CPU; writes as before. */
+function checkReadTargets(results: readonly ScenarioResult[]): TargetCheck[] {
+  const checks: TargetCheck[] = [];
+  const classic = (concurrency: number) => find(results, { group: 'broker', op: 'echo-classic', concurrency });
+  const store = (op: string, concurrency: number) => find(results, { group: 'store', op, concurrency });
+  const worker = (op: string, concurrency: number) => find(results, { group: 'worker', op, concurrency, workers: 1 });
+  for (const op of ['get_pushrule_enabled', 'get_pushrules'] as const) {
+    const w = worker(op, 1);
+    const b = classic(1);
+    const s = store(STORE_OP_OF[op], 1);
+    if (w === undefined || b === undefined || s === undefined) continue;
+    const bound = b.p50Ms + s.p50Ms + READ_P50_MARGIN_MS;
+    checks.push({
+      target: `${op} p50 at c=1 ≤ classic echo p50 + store p50 + ${READ_P50_MARGIN_MS} ms`,
+      measured: `${ms(w.p50Ms)} vs ${ms(b.p50Ms)} + ${ms(s.p50Ms)} + ${READ_P50_MARGIN_MS} = ${ms(bound)} (${pct(w.p50Ms / bound)} of the bound)`,
+      met: w.p50Ms <= bound,
+    });
+  }
+  for (const op of READ_OPS) {
+    const w = worker(op, 64);
+    const b = classic(64);
+    const s = store(STORE_OP_OF[op], 64);
+    if (w === undefined || b === undefined || s === undefined) continue;
+    const limit = Math.min(b.throughput, s.throughput);
+    const ratio = w.throughput / limit;
+    checks.push({
+      target: `${op} at c=64 ≥ ${pct(READ_SHARE)} of min(classic echo, store ${STORE_OP_OF[op]})`,
+      measured: `${fmt(w.throughput)}/s of ${fmt(limit)}/s (${b.throughput <= s.throughput ? 'classic echo' : 'store'}) = ${pct(ratio)}`,
+      met: ratio >= READ_SHARE,
+    });
+  }
+  const enabled = worker('get_pushrule_enabled', 64);
+  const cpu = enabled === undefined ? Number.NaN : workerMicrosPerRequest(enabled);
+  if (enabled !== undefined && Number.isFinite(cpu)) {
+    checks.push({
+      target: `worker CPU per get_pushrule_enabled at c=64 ≤ ${WORKER_CPU_TARGET_US} µs`,
+      measured: `${fmt(cpu)} µs (${pct(cpu / WORKER_CPU_TARGET_US)} of ${WORKER_CPU_TARGET_US} µs)`,
+      met: cpu <= WORKER_CPU_TARGET_US,
+    });
+  }
+  for (const op of WRITE_OPS) {
+    const reference = WRITE_REFERENCE_RATIOS[op];
+    const w = worker(op, 64);
+    const s = store(STORE_OP_OF[op], 64);
+    if (reference === undefined || w === undefined || s === undefined) continue;
+    const ratio = w.throughput / s.throughput;
+    checks.push({
+      target: `${op} at c=64 ÷ store ${STORE_OP_OF[op]} ≥ ${pct(WRITE_NOISE)} of ${reference.toFixed(2)} (issue 6 run)`,
+      measured: `${fmt(w.throughput)}/s ÷ ${fmt(s.throughput)}/s = ${ratio.toFixed(2)} (${pct(ratio / reference)} of ${reference.toFixed(2)})`,
+      met: ratio >= reference * WRITE_NOISE,
+    });
+  }
   return checks;
 }
 
 /** The results as markdown: one table per group, ratios to the run's own baselines, then the targets. */
 export function markdown(results: readonly ScenarioResult[], checks: readonly TargetCheck[], peaks: readonly RssPeak[], extraSections?: string): string {
   const lines: string[] = [];
-  const echoAt = (c: number) => find(results, { group: 'broker', concurrency: c });
+  const echoAt = (c: number) => find(results, { group: 'broker', op: 'echo', concurrency: c });
+  const classicEchoAt = (c: number) => find(results, { group: 'broker', op: 'echo-classic', concurrency: c });
   const storeAt = (op: string, c: number) => find(results, { group: 'store', op, concurrency: c });
   const cpu = (r: ScenarioResult) =>
     Object.entries(r.cpu)
@@ -118,16 +196,25 @@ export function markdown(results: readonly ScenarioResult[], checks: readonly Ta
 
   lines.push('### Baselines', '', '| limit | c | req/s | p50 ms | p99 ms | errors | CPU µs/req | CPU % (per process) |', '|---|---:|---:|---:|---:|---:|---:|---|');
   for (const r of results.filter((x) => x.group === 'broker' || x.group === 'store')) {
-    lines.push(`| ${r.group === 'broker' ? 'broker (echo consumer)' : `store ${r.op}`} | ${r.concurrency} | ${fmt(r.throughput)} | ${ms(r.p50Ms)} | ${ms(r.p99Ms)} | ${r.errors} | ${cpuPerRequest(r)} | ${cpu(r)} |`);
+    const limit = r.group === 'store' ? `store ${r.op}` : r.op === 'echo-classic' ? 'broker (echo consumer, classic queue)' : 'broker (echo consumer, quorum queue)';
+    lines.push(`| ${limit} | ${r.concurrency} | ${fmt(r.throughput)} | ${ms(r.p50Ms)} | ${ms(r.p99Ms)} | ${r.errors} | ${cpuPerRequest(r)} | ${cpu(r)} |`);
   }
 
-  lines.push('', '### Worker', '', '| op | workers | c | req/s | ÷ broker | ÷ store | p50 ms | p99 ms | errors | CPU µs/req | CPU % (per process) |', '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|');
+  lines.push(
+    '',
+    '### Worker',
+    '',
+    '| op | workers | c | req/s | ÷ broker | ÷ store | p50 ms | p99 ms | errors | CPU µs/req | worker µs/req | CPU % (per process) |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|',
+  );
   for (const r of results.filter((x) => x.group === 'worker')) {
-    const b = echoAt(r.concurrency);
+    // Reads travel on the read queue (classic) unless the row says otherwise; writes on the request queue (quorum).
+    const onReadQueue = READ_OPS.includes(r.op as WorkerOp);
+    const b = (onReadQueue ? classicEchoAt(r.concurrency) : undefined) ?? echoAt(r.concurrency);
     const storeOp = r.op in STORE_OP_OF ? STORE_OP_OF[r.op as WorkerOp] : undefined;
     const s = storeOp === undefined ? undefined : storeAt(storeOp, r.concurrency);
     lines.push(
-      `| ${r.op} | ${r.workers} | ${r.concurrency} | ${fmt(r.throughput)} | ${ratio(r.throughput, b?.throughput)} | ${ratio(r.throughput, s?.throughput)} | ${ms(r.p50Ms)} | ${ms(r.p99Ms)} | ${r.errors} | ${cpuPerRequest(r)} | ${cpu(r)} |`,
+      `| ${r.op} | ${r.workers} | ${r.concurrency} | ${fmt(r.throughput)} | ${ratio(r.throughput, b?.throughput)} | ${ratio(r.throughput, s?.throughput)} | ${ms(r.p50Ms)} | ${ms(r.p99Ms)} | ${r.errors} | ${cpuPerRequest(r)} | ${fmt(workerMicrosPerRequest(r))} | ${cpu(r)} |`,
     );
   }
 
@@ -167,6 +254,14 @@ export function targetsTable(checks: readonly TargetCheck[]): string {
   const lines = ['', '### Targets', '', '| target | measured | met |', '|---|---|---|'];
   for (const check of checks) lines.push(`| ${check.target} | ${check.measured} | ${check.unjudged === true ? 'not measured' : check.met ? 'yes' : '**no**'} |`);
   return lines.join('\n');
+}
+
+/** CPU time the worker processes spent per answered request, in µs. */
+export function workerMicrosPerRequest(r: ScenarioResult): number {
+  const worker = Object.entries(r.cpu)
+    .filter(([name]) => name.startsWith('worker'))
+    .reduce((sum, [, value]) => sum + (Number.isFinite(value) ? value : 0), 0);
+  return r.throughput === 0 ? Number.NaN : ((worker / 100) * 1e6) / r.throughput;
 }
 
 /** CPU time all watched processes spent per answered request, in µs: what the machine's cores are divided by. */

@@ -88,27 +88,53 @@ export async function seedUsers(store: MongoPushStore, users: UserPool, userRule
   await Promise.all(Array.from({ length: 32 }, seeder));
 }
 
-/** The worker operations the benchmark drives, through the typed client. */
+/**
+ * The how-many-th write of `op` to `user` in this benchmark run (from 0).
+ * Writes derive their value from it, so that each write of a user changes
+ * what the one before it stored: an identical write is answered without
+ * writing anything (no version bump, no change event), and a workload that
+ * repeated a value would measure those no-ops instead of writes. Values
+ * taken from the request counter did repeat (with an even number of users
+ * per caller, a user always got the same parity).
+ */
+const writeCounts = new Map<string, number>();
+export function nextWrite(op: 'set_pushrule_enabled' | 'set_pushrule' | 'set_pusher', user: string): number {
+  const key = `${op} ${user}`;
+  const n = writeCounts.get(key) ?? 0;
+  writeCounts.set(key, n + 1);
+  return n;
+}
+
+/**
+ * The worker operations the benchmark drives, through the typed client.
+ * Every write changes the stored data (see `nextWrite`); reads go to the
+ * read queue when the client has one.
+ */
 export const WORKER_OPS = {
   get_pushrules: async (client: PushRulesClient, user: string) => client.getPushRules(user),
+  get_pushrule: async (client: PushRulesClient, user: string) => client.getPushRule(user, SUPPRESS_NOTICES),
+  get_pushrule_actions: async (client: PushRulesClient, user: string) => client.getPushRuleActions(user, SUPPRESS_NOTICES),
   get_pushrule_enabled: async (client: PushRulesClient, user: string) => client.getPushRuleEnabled(user, SUPPRESS_NOTICES),
-  set_pushrule_enabled: async (client: PushRulesClient, user: string, i: number) => client.setPushRuleEnabled(user, SUPPRESS_NOTICES, i % 2 === 0),
-  set_pushrule: async (client: PushRulesClient, user: string, i: number) =>
+  // The seeded value is false: the first write sets true.
+  set_pushrule_enabled: async (client: PushRulesClient, user: string) =>
+    client.setPushRuleEnabled(user, SUPPRESS_NOTICES, nextWrite('set_pushrule_enabled', user) % 2 === 0),
+  set_pushrule: async (client: PushRulesClient, user: string) =>
     client.setPushRule(user, RULE_ADDRESS, {
-      conditions: [{ kind: 'event_match', key: 'content.body', pattern: `word${i % 10}` }],
+      conditions: [{ kind: 'event_match', key: 'content.body', pattern: `word${nextWrite('set_pushrule', user) % 10}` }],
       actions: ['notify'],
     }),
   get_pushers: async (client: PushRulesClient, user: string) => client.getPushers(user),
-  set_pusher: async (client: PushRulesClient, user: string, i: number) => client.setPusher(user, pusherOf(user, `Phone ${i % 10}`)),
-} satisfies Record<string, (client: PushRulesClient, user: string, i: number) => Promise<unknown>>;
+  // The seeded device name is 'Phone': every write names another.
+  set_pusher: async (client: PushRulesClient, user: string) => client.setPusher(user, pusherOf(user, `Phone ${nextWrite('set_pusher', user) % 10}`)),
+} satisfies Record<string, (client: PushRulesClient, user: string) => Promise<unknown>>;
 
 export type WorkerOp = keyof typeof WORKER_OPS;
-export const READ_OPS: readonly WorkerOp[] = ['get_pushrules', 'get_pushrule_enabled', 'get_pushers'];
+export const READ_OPS: readonly WorkerOp[] = ['get_pushrules', 'get_pushrule', 'get_pushrule_actions', 'get_pushrule_enabled', 'get_pushers'];
 export const WRITE_OPS: readonly WorkerOp[] = ['set_pushrule_enabled', 'set_pushrule', 'set_pusher'];
 
 export function workerCall(client: PushRulesClient, users: UserPool, op: WorkerOp, concurrency: number): Call {
   const run = WORKER_OPS[op];
-  return async (lane, i) => run(client, users.pick(lane, i, concurrency), i);
+  return async (lane, i) => run(client, users.pick(lane, i, concurrency));
 }
 
 /**
@@ -121,8 +147,8 @@ export function mixedCall(client: PushRulesClient, users: UserPool, concurrency:
   return async (lane, i) => {
     const user = users.pick(lane, i, concurrency);
     const slot = i % 10;
-    if (slot === 9) return (i % 20 === 9 ? WORKER_OPS.set_pushrule_enabled : WORKER_OPS.set_pushrule)(client, user, i);
-    return WORKER_OPS[plan[slot % plan.length] ?? 'get_pushrules'](client, user, i);
+    if (slot === 9) return (i % 20 === 9 ? WORKER_OPS.set_pushrule_enabled : WORKER_OPS.set_pushrule)(client, user);
+    return WORKER_OPS[plan[slot % plan.length] ?? 'get_pushrules'](client, user);
   };
 }
 
@@ -176,6 +202,8 @@ export type StoreOp = keyof typeof STORE_OPS;
 /** Which store baseline bounds each worker operation. */
 export const STORE_OP_OF: Record<WorkerOp, StoreOp> = {
   get_pushrules: 'rules-read',
+  get_pushrule: 'rules-read',
+  get_pushrule_actions: 'rules-read',
   get_pushrule_enabled: 'rules-read',
   set_pushrule_enabled: 'rules-write',
   set_pushrule: 'rules-write',

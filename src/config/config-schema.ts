@@ -45,6 +45,8 @@ export const ConfigSchema = Type.Object(
         backoffBaseMs: Type.Integer({ minimum: 0, maximum: 10000 }),
         backoffMaxMs: Type.Integer({ minimum: 0, maximum: 60000 }),
         recordedWritesWindow: Type.Integer({ minimum: 1, maximum: 10000 }),
+        /** Characters of stored ruleset text that rule writes may be processing at once; 0: no bound. */
+        rulesetCharsInFlight: Type.Integer({ minimum: 0, maximum: 1024 * 1024 * 1024 }),
       },
       { additionalProperties: false },
     ),
@@ -84,6 +86,18 @@ export const ConfigSchema = Type.Object(
         cacheMaxBytes: Type.Integer({ minimum: 0, maximum: 64 * 1024 * 1024 * 1024 }),
         /** No cached ruleset older than this is used, change event or not. */
         maxStalenessMs: Type.Integer({ minimum: 0, maximum: 3600000 }),
+      },
+      { additionalProperties: false },
+    ),
+    /** The worker process's own runtime. */
+    runtime: Type.Object(
+      {
+        /**
+         * V8's heap growing factor as a percentage over the live heap
+         * (`--heap-growing-percent`): how much garbage may pile up before a
+         * full collection. 0: V8's own, which lets the heap grow up to 4×.
+         */
+        heapGrowingPercent: Type.Integer({ minimum: 0, maximum: 1000 }),
       },
       { additionalProperties: false },
     ),
@@ -150,6 +164,8 @@ export const ENVIRONMENT: readonly { readonly name: string; readonly path: reado
   { name: 'WRITE_BACKOFF_BASE_MS', path: ['writes', 'backoffBaseMs'], kind: 'integer' },
   { name: 'WRITE_BACKOFF_MAX_MS', path: ['writes', 'backoffMaxMs'], kind: 'integer' },
   { name: 'WRITE_RECORDED_WINDOW', path: ['writes', 'recordedWritesWindow'], kind: 'integer' },
+  { name: 'WRITE_RULESET_CHARS_IN_FLIGHT', path: ['writes', 'rulesetCharsInFlight'], kind: 'integer' },
+  { name: 'HEAP_GROWING_PERCENT', path: ['runtime', 'heapGrowingPercent'], kind: 'integer' },
   { name: 'MAX_REQUEST_BYTES', path: ['limits', 'maxRequestBytes'], kind: 'integer' },
   { name: 'MAX_JSON_DEPTH', path: ['limits', 'maxJsonDepth'], kind: 'integer' },
   { name: 'MAX_STRING_BYTES', path: ['limits', 'maxStringBytes'], kind: 'integer' },

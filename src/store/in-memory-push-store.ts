@@ -44,7 +44,9 @@ export class InMemoryPushStore implements PushStore {
   async loadPushRules(userId: string, messageId?: string): Promise<LoadedPushRules> {
     await Promise.resolve();
     const doc = this.#doc(userId);
-    const loaded = { version: doc.version, lookup: readPushRulesEntry(doc.pushRules) };
+    const lookup = readPushRulesEntry(doc.pushRules);
+    const chars = doc.pushRules?.contentJson?.length ?? 0;
+    const loaded: LoadedPushRules = chars > 0 ? { version: doc.version, lookup, storedChars: chars } : { version: doc.version, lookup };
     const recorded = messageId === undefined ? undefined : findRecorded(doc, messageId);
     return recorded === undefined ? loaded : { ...loaded, recorded };
   }

@@ -24,6 +24,17 @@ function isSocketError(error: unknown): boolean {
   return false;
 }
 
+/** The server error codes on which the driver retries a read (`retryReads`); the transient ones and ReadConcernMajorityNotAvailableYet. */
+const RETRYABLE_READ_CODES = new Set([...TRANSIENT_CODES, 134]);
+
+/** A read that failed so that the driver would send it once more (`retryReads`). */
+export function isRetryableRead(error: unknown): boolean {
+  if (error instanceof MongoNetworkError) return true;
+  if (!(error instanceof MongoError)) return false;
+  if (typeof error.code === 'number' && RETRYABLE_READ_CODES.has(error.code)) return true;
+  return /not master|node is recovering/i.test(error.message);
+}
+
 export function isDuplicateKey(error: unknown): boolean {
   return error instanceof MongoError && error.code === DUPLICATE_KEY;
 }

@@ -1,8 +1,8 @@
-import type { Collection, Db, Filter, UpdateFilter } from 'mongodb';
+import { Long, type Collection, type Db, type Document, type Filter, type UpdateFilter } from 'mongodb';
 import type { Ruleset } from '../push-rules/push-rule.js';
 import type { PusherDeletion } from '../pushers/pusher-deletion.js';
 import type { PusherData, PusherKey, StoredPusher } from '../pushers/pusher.js';
-import { classifyMongoError, isDuplicateKey } from './mongo-errors.js';
+import { classifyMongoError, isDuplicateKey, isRetryableRead } from './mongo-errors.js';
 import {
   DEFAULT_RECORDED_WRITES_WINDOW,
   type ErasureOutcome,
@@ -13,6 +13,7 @@ import {
   type UserDataErasure,
 } from './push-store.js';
 import { ParsedEntryCache } from './parsed-entry-cache.js';
+import { ReadBatcher } from './read-batcher.js';
 import { encodePushRulesContent, readPushRulesEntry } from './push-rules-entry.js';
 
 /**
@@ -53,20 +54,49 @@ export interface MongoPushStoreOptions {
   readonly recordedWritesWindow?: number;
   /** Characters of stored ruleset text whose parse is kept (`ParsedEntryCache`); 0 or absent: none. */
   readonly parsedCacheChars?: number;
+  /**
+   * Users whose push rules one query reads at most, when reads come in
+   * together (`ReadBatcher`); 1: every read alone. Default 64.
+   */
+  readonly readBatchSize?: number;
+  /** Pushers a batched pusher read takes in its first batch before it falls back to reading each user alone (tests). */
+  readonly pusherBatchDocs?: number;
 }
 
+/** What a read of the push rules needs of a user's document. */
+const RULES_PROJECTION = { version: 1, push_rules: 1 } as const;
+const DEFAULT_READ_BATCH_SIZE = 64;
+
 export class MongoPushStore implements PushStore {
+  readonly #db: Db;
   readonly #accountData: Collection<AccountDataDocument>;
   readonly #pushers: Collection<PusherDocument>;
   readonly #window: number;
   readonly #parsed: ParsedEntryCache | undefined;
+  /** Push-rule reads (without a `messageId`) that come in together share a query. */
+  readonly #ruleReads: ReadBatcher<AccountDataDocument>;
+  /** So do pusher reads. */
+  readonly #pusherReads: ReadBatcher<readonly PusherDocument[]>;
+  readonly #pusherBatchDocs: number;
 
   constructor(db: Db, options: MongoPushStoreOptions) {
+    this.#db = db;
     this.#accountData = db.collection<AccountDataDocument>(options.accountDataCollection);
     this.#pushers = db.collection<PusherDocument>(options.pushersCollection);
     this.#window = options.recordedWritesWindow ?? DEFAULT_RECORDED_WRITES_WINDOW;
     const parsedCacheChars = options.parsedCacheChars ?? 0;
     this.#parsed = parsedCacheChars > 0 ? new ParsedEntryCache(parsedCacheChars) : undefined;
+    this.#ruleReads = new ReadBatcher({
+      fetchOne: async (userId) => this.#findAccountData(userId, RULES_PROJECTION),
+      fetchMany: async (userIds) => this.#findAccountDataOf(userIds, RULES_PROJECTION),
+      maxBatch: options.readBatchSize ?? DEFAULT_READ_BATCH_SIZE,
+    });
+    this.#pusherBatchDocs = options.pusherBatchDocs ?? 1_000_000;
+    this.#pusherReads = new ReadBatcher({
+      fetchOne: async (userId) => this.#pushers.find({ user_id: userId }, { projection: { _id: 0 } }).sort({ app_id: 1, pushkey: 1 }).toArray(),
+      fetchMany: async (userIds) => this.#pushersOf(userIds),
+      maxBatch: options.readBatchSize ?? DEFAULT_READ_BATCH_SIZE,
+    });
   }
 
   /** Creates the indexes the queries rely on. Idempotent; run at start-up. */
@@ -80,8 +110,9 @@ export class MongoPushStore implements PushStore {
   }
 
   async loadPushRules(userId: string, messageId?: string): Promise<LoadedPushRules> {
-    const projection = messageId === undefined ? { version: 1, push_rules: 1 } : { version: 1, push_rules: 1, recent_writes: 1 };
-    const doc = await guard(async () => this.#accountData.findOne({ _id: userId }, { projection }));
+    const doc = await guard(async () =>
+      messageId === undefined ? this.#ruleReads.load(userId) : this.#findAccountData(userId, { ...RULES_PROJECTION, recent_writes: 1 }),
+    );
     const entry = doc?.push_rules;
     const version = doc?.version ?? 0;
     const read = () =>
@@ -89,10 +120,12 @@ export class MongoPushStore implements PushStore {
     const contentJson = entry?.content_json;
     const lookup =
       this.#parsed !== undefined && typeof contentJson === 'string'
-        ? this.#parsed.lookup(userId, version, contentJson, entry?.defaults_revision, read)
+        ? // A load with a messageId is a write's: what it parses is replaced by the write.
+          this.#parsed.lookup(userId, version, contentJson, entry?.defaults_revision, read, messageId === undefined)
         : read();
     const recorded = messageId === undefined ? undefined : findRecorded(doc, messageId);
-    return recorded === undefined ? { version, lookup } : { version, lookup, recorded };
+    const sized = typeof contentJson === 'string' && contentJson.length > 0 ? { version, lookup, storedChars: contentJson.length } : { version, lookup };
+    return recorded === undefined ? sized : { ...sized, recorded };
   }
 
   async loadManyPushRules(userIds: readonly string[]): Promise<ReadonlyMap<string, LoadedPushRules>> {
@@ -137,7 +170,10 @@ export class MongoPushStore implements PushStore {
           { upsert: expectedVersion === 0 },
         ),
       );
-      return result.matchedCount + result.upsertedCount === 1 ? { saved: true, version } : { saved: false };
+      if (result.matchedCount + result.upsertedCount !== 1) return { saved: false };
+      // The entry's text is no longer what is stored.
+      this.#parsed?.forget(userId);
+      return { saved: true, version };
     } catch (error) {
       if (isDuplicateKey(error)) return { saved: false };
       throw error;
@@ -186,10 +222,34 @@ export class MongoPushStore implements PushStore {
   }
 
   async listPushers(userId: string): Promise<readonly StoredPusher[]> {
-    const docs = await guard(async () =>
-      this.#pushers.find({ user_id: userId }, { projection: { _id: 0 } }).sort({ app_id: 1, pushkey: 1 }).toArray(),
-    );
-    return docs.map(fromDocument);
+    const docs = await guard(async () => this.#pusherReads.load(userId));
+    return (docs ?? []).map(fromDocument);
+  }
+
+  /**
+   * The pushers of each of these users, in the order `listPushers` gives
+   * them, from one `find`; an empty map (every user then read alone) when
+   * they did not fit in its first batch.
+   */
+  async #pushersOf(userIds: readonly string[]): Promise<ReadonlyMap<string, readonly PusherDocument[]>> {
+    const find = {
+      find: this.#pushers.collectionName,
+      filter: { user_id: { $in: userIds } },
+      projection: { _id: 0 },
+      sort: { user_id: 1, app_id: 1, pushkey: 1 },
+      batchSize: this.#pusherBatchDocs,
+    };
+    // Cursor IDs are 64-bit: kept as Long so that a cursor left open can be closed.
+    const reply = await this.#command(this.#pushers, find, { promoteLongs: false });
+    const cursor = reply['cursor'] as { id?: unknown; firstBatch?: unknown } | undefined;
+    if (!Array.isArray(cursor?.firstBatch) || !(cursor.id instanceof Long)) throw new Error('find reply without cursor.id and cursor.firstBatch');
+    if (!cursor.id.isZero()) {
+      await this.#db.command({ killCursors: this.#pushers.collectionName, cursors: [cursor.id] }).catch(() => undefined);
+      return new Map();
+    }
+    const byUser = new Map<string, PusherDocument[]>(userIds.map((userId) => [userId, []]));
+    for (const doc of cursor.firstBatch as PusherDocument[]) byUser.get(doc.user_id)?.push(doc);
+    return byUser;
   }
 
   async upsertPusher(pusher: StoredPusher): Promise<'created' | 'updated' | 'unchanged'> {
@@ -262,8 +322,55 @@ export class MongoPushStore implements PushStore {
   }
 
   async findRecordedWrite(userId: string, messageId: string): Promise<RecordedWrite | undefined> {
-    const doc = await guard(async () => this.#accountData.findOne({ _id: userId }, { projection: { recent_writes: 1 } }));
+    const doc = await guard(async () => this.#findAccountData(userId, { recent_writes: 1 }));
     return findRecorded(doc, messageId);
+  }
+
+  /**
+   * One user's account-data document, or null: what `findOne({_id})`
+   * returns, as a single `find` command (limit 1, one batch). `findOne`
+   * wraps the same command in a whole cursor (options, `next`, `close`),
+   * which cost about a third more of the driver's CPU per read: the largest
+   * part of a single-rule read left in the worker. The collection's read
+   * preference and read concern apply as they would to `findOne`, and a
+   * read that fails the way the driver retries reads (`retryReads`: a
+   * network error, a primary stepping down) is sent once more, as `findOne`
+   * would be.
+   */
+  async #findAccountData(userId: string, projection: Document): Promise<AccountDataDocument | null> {
+    const batch = await this.#find({ filter: { _id: userId }, projection, limit: 1, singleBatch: true, batchSize: 1 });
+    return batch[0] ?? null;
+  }
+
+  /**
+   * The documents of these users that exist, in one `find` (one batch).
+   * A user missing from the answer may have no document, or the batch may
+   * have been cut at the server's 16 MiB: the batcher reads them alone.
+   */
+  async #findAccountDataOf(userIds: readonly string[], projection: Document): Promise<ReadonlyMap<string, AccountDataDocument>> {
+    const batch = await this.#find({ filter: { _id: { $in: userIds } }, projection, singleBatch: true, batchSize: userIds.length });
+    return new Map(batch.map((doc) => [doc._id, doc]));
+  }
+
+  /** A `find` on the account data, its first batch only. */
+  async #find(find: Document): Promise<AccountDataDocument[]> {
+    return firstBatchOf(await this.#command(this.#accountData, { find: this.#accountData.collectionName, ...find }));
+  }
+
+  /**
+   * A read command on a collection, with the collection's read preference
+   * and read concern; retried once on what the driver retries reads on.
+   */
+  async #command(collection: Collection<AccountDataDocument> | Collection<PusherDocument>, read: Document, options: { promoteLongs?: boolean } = {}): Promise<Document> {
+    const { readPreference, readConcern } = collection;
+    const command: Document = readConcern === undefined ? read : { ...read, readConcern: readConcern.toJSON() };
+    for (let attempt = 0; ; attempt += 1) {
+      try {
+        return await this.#db.command(command, readPreference === undefined ? options : { ...options, readPreference });
+      } catch (error) {
+        if (attempt > 0 || !isRetryableRead(error)) throw error;
+      }
+    }
   }
 
   async recordWrite(userId: string, record: RecordedWrite): Promise<void> {
@@ -281,6 +388,13 @@ export class MongoPushStore implements PushStore {
     const entry = { message_id: record.messageId, reply_json: record.replyJson };
     return { $push: { recent_writes: { $each: [entry], $slice: -this.#window } } };
   }
+}
+
+/** The documents of a `find` reply's first (and, with `singleBatch`, only) batch. */
+function firstBatchOf(reply: Document): AccountDataDocument[] {
+  const batch: unknown = (reply['cursor'] as { firstBatch?: unknown } | undefined)?.firstBatch;
+  if (!Array.isArray(batch)) throw new Error('find reply without cursor.firstBatch');
+  return batch as AccountDataDocument[];
 }
 
 /** The user's document if its push rules are at `version`; 0 matches a document that has none yet. */

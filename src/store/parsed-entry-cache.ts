@@ -37,8 +37,12 @@ export class ParsedEntryCache {
     return this.#entries.size;
   }
 
-  /** The lookup parsed from exactly this stored text, or `parse(text)` (kept for next time). */
-  lookup(userId: string, version: number, contentJson: string, defaultsRevision: string | undefined, parse: () => Lookup): Lookup {
+  /**
+   * The lookup parsed from exactly this stored text, or `parse(text)`, kept
+   * for next time unless `keep` is false (a load for a write: the write
+   * changes the version, so its parse would never be used again).
+   */
+  lookup(userId: string, version: number, contentJson: string, defaultsRevision: string | undefined, parse: () => Lookup, keep = true): Lookup {
     const cached = this.#entries.get(userId);
     if (cached !== undefined && cached.version === version && cached.defaultsRevision === defaultsRevision && cached.contentJson === contentJson) {
       this.#entries.delete(userId);
@@ -47,12 +51,17 @@ export class ParsedEntryCache {
     }
     const lookup = parse();
     this.#remove(userId);
-    if (contentJson.length * 16 <= this.#maxChars) {
+    if (keep && contentJson.length * 16 <= this.#maxChars) {
       this.#entries.set(userId, { version, contentJson, defaultsRevision, lookup });
       this.#chars += contentJson.length;
       this.#evict();
     }
     return lookup;
+  }
+
+  /** Drops the user's entry: their stored text has just changed. */
+  forget(userId: string): void {
+    this.#remove(userId);
   }
 
   #remove(userId: string): void {

@@ -21,6 +21,11 @@ export interface LoadedPushRules {
   readonly lookup: PushRulesLookup | { readonly found: 'failed' };
   /** The recorded write with the `messageId` asked for, when it was already applied. */
   readonly recorded?: RecordedWrite;
+  /**
+   * The length of the stored ruleset text, when there is any: what the
+   * service weighs a write of it by (see `WeightedBudget`).
+   */
+  readonly storedChars?: number;
 }
 
 /**

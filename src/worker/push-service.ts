@@ -20,6 +20,7 @@ import { StoreUnavailableError, type LoadedPushRules, type PushStore, type Recor
 import { backoffDelay, type BackoffPolicy } from './backoff.js';
 import { KeyedSerializer } from './keyed-serializer.js';
 import { failure, success, type Reply } from './reply.js';
+import { WeightedBudget } from './weighted-budget.js';
 
 export interface PushServiceOptions {
   /** Compare-and-set attempts per request before answering Unavailable. */
@@ -27,6 +28,11 @@ export interface PushServiceOptions {
   readonly backoff: BackoffPolicy;
   readonly pusherPolicy: PusherPolicy;
   readonly limits: ServiceLimits;
+  /**
+   * Characters of stored ruleset text that rule writes may be processing
+   * at once (`WeightedBudget`); 0 or absent: no bound.
+   */
+  readonly rulesetCharsInFlight?: number;
   readonly random?: () => number;
 }
 
@@ -80,10 +86,13 @@ export class PushService {
   readonly #options: PushServiceOptions;
   /** Push-rule writes of one user, one at a time within this process. */
   readonly #perUser = new KeyedSerializer();
+  /** Stored ruleset text that rule writes are processing at once, weighed by its length. */
+  readonly #writesInFlight: WeightedBudget;
 
   constructor(store: PushStore, options: PushServiceOptions) {
     this.#store = store;
     this.#options = options;
+    this.#writesInFlight = new WeightedBudget(options.rulesetCharsInFlight ?? 0);
   }
 
   async handle(command: Command, context: RequestContext = {}): Promise<HandleOutcome> {
@@ -158,16 +167,22 @@ export class PushService {
       // been a redelivered copy of this very request.
       const loaded = await this.#store.loadPushRules(userId, messageId);
       if (loaded.recorded !== undefined) return { done: replayOf(loaded.recorded), replayed: true };
-      const view = viewOf(loaded, userId);
-      const result = operation(view);
-      if (!result.ok) return { done: failure(result.error) };
-      if (leavesRulesetUnchanged(view, result.value)) return this.#recordUnchanged(userId, loaded.version, success({}), messageId);
-      // An operation only succeeds on a valid view.
-      const before = view.status === 'valid' ? view.ruleset : result.value;
-      const limited = checkRulesetGrowth(before, result.value, this.#options.limits);
-      if (!limited.ok) return { done: failure(limited.error) };
-      return this.#save(userId, loaded.version, result.value, success({}), messageId);
+      // What a write holds until the database has answered grows with the
+      // ruleset: large ones take turns (small ones weigh little).
+      return this.#writesInFlight.run(loaded.storedChars ?? 0, async () => this.#apply(userId, loaded, messageId, operation));
     }));
+  }
+
+  async #apply(userId: string, loaded: LoadedPushRules, messageId: string | undefined, operation: RulesetWrite): Promise<Attempt> {
+    const view = viewOf(loaded, userId);
+    const result = operation(view);
+    if (!result.ok) return { done: failure(result.error) };
+    if (leavesRulesetUnchanged(view, result.value)) return this.#recordUnchanged(userId, loaded.version, success({}), messageId);
+    // An operation only succeeds on a valid view.
+    const before = view.status === 'valid' ? view.ruleset : result.value;
+    const limited = checkRulesetGrowth(before, result.value, this.#options.limits);
+    if (!limited.ok) return { done: failure(limited.error) };
+    return this.#save(userId, loaded.version, result.value, success({}), messageId);
   }
 
   async #save(userId: string, version: number, ruleset: Ruleset, reply: Reply, messageId?: string): Promise<Attempt> {

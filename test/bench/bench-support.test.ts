@@ -1,7 +1,9 @@
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { percentile, runClosedLoop } from '../../bench/support/closed-loop.js';
-import { checkTargets, cpuMicrosPerRequest, type ScenarioResult } from '../../bench/support/report.js';
-import { UserPool } from '../../bench/support/workloads.js';
+import { checkTargets, cpuMicrosPerRequest, workerMicrosPerRequest, type ScenarioResult } from '../../bench/support/report.js';
+import { workerNodeFlags } from '../../bench/support/processes.js';
+import { nextWrite, UserPool } from '../../bench/support/workloads.js';
 
 describe('UserPool.pick', () => {
   it.each([
@@ -24,6 +26,14 @@ describe('UserPool.pick', () => {
   it('shares users between lanes when there are fewer users than lanes', () => {
     const pool = new UserPool('u', 1);
     expect(new Set([0, 1, 63].map((lane) => pool.pick(lane, 5, 64)))).toEqual(new Set(['@u-0:bench.example.org']));
+  });
+});
+
+describe('nextWrite', () => {
+  it('counts the writes of each op to each user, so values derived from it change on every write', () => {
+    expect([0, 1, 2].map(() => nextWrite('set_pushrule_enabled', '@a:x') % 2)).toEqual([0, 1, 0]);
+    expect(nextWrite('set_pushrule_enabled', '@b:x')).toBe(0);
+    expect(nextWrite('set_pusher', '@a:x')).toBe(0);
   });
 });
 
@@ -133,8 +143,65 @@ describe('checkTargets', () => {
   });
 });
 
+describe('checkTargets for reads on the read queue (issue 17)', () => {
+  const at = (concurrency: number, p50Ms: number, throughput: number) => [
+    aResult({ group: 'broker', op: 'echo', concurrency, p50Ms: 5, throughput: 20_000 }),
+    aResult({ group: 'broker', op: 'echo-classic', concurrency, p50Ms, throughput }),
+    aResult({ group: 'store', op: 'rules-read', concurrency, p50Ms: 0.2, throughput: 8_000 }),
+  ];
+  const issue17 = (checks: readonly { target: string; met: boolean }[]) => checks.filter((c) => c.target.includes('classic echo') || c.target.includes('CPU'));
+
+  it('judges p50 at c=1 against classic echo p50 + store p50 + 0.15 ms', () => {
+    const base = at(1, 0.5, 2_000);
+    expect(issue17(checkTargets([...base, aResult({ op: 'get_pushrule_enabled', concurrency: 1, p50Ms: 0.85 })], []))).toMatchObject([{ met: true }]);
+    expect(issue17(checkTargets([...base, aResult({ op: 'get_pushrules', concurrency: 1, p50Ms: 0.86 })], []))).toMatchObject([{ met: false }]);
+  });
+
+  it('judges every read at c=64 against 60% of min(classic echo, store) and the worker CPU per get_pushrule_enabled', () => {
+    const base = at(64, 5, 10_000);
+    const checks = issue17(
+      checkTargets(
+        [
+          ...base,
+          aResult({ op: 'get_pushrule_actions', throughput: 4_800 }),
+          aResult({ op: 'get_pushrule_enabled', throughput: 4_799, cpu: { worker: 48, rabbitmq: 100 } }),
+        ],
+        [],
+      ),
+    );
+    expect(checks.map((c) => [c.target, c.met])).toEqual([
+      ['get_pushrule_actions at c=64 ≥ 60% of min(classic echo, store rules-read)', true],
+      ['get_pushrule_enabled at c=64 ≥ 60% of min(classic echo, store rules-read)', false],
+      ['worker CPU per get_pushrule_enabled at c=64 ≤ 100 µs', false],
+    ]);
+  });
+
+  it('judges writes against their ratio to the store in the issue 6 run, within 10%', () => {
+    const store = aResult({ group: 'store', op: 'rules-write', throughput: 1_000 });
+    const check = (throughput: number) =>
+      checkTargets([store, aResult({ op: 'set_pushrule_enabled', throughput })], []).find((c) => c.target.includes('issue 6 run'))?.met;
+    expect(check(442)).toBe(true);
+    expect(check(440)).toBe(false);
+  });
+});
+
+describe('workerMicrosPerRequest', () => {
+  it('divides the CPU of the worker processes alone by the requests answered', () => {
+    expect(workerMicrosPerRequest(aResult({ throughput: 2_000, cpu: { worker1: 10, worker2: 10, rabbitmq: 100 } }))).toBe(100);
+  });
+});
+
 describe('cpuMicrosPerRequest', () => {
   it('divides the CPU of every process by the requests answered', () => {
     expect(cpuMicrosPerRequest(aResult({ throughput: 2_000, cpu: { worker: 100, rabbitmq: 100 } }))).toBe(1_000);
+  });
+});
+
+describe('workerNodeFlags', () => {
+  it("are npm start's, and the Docker image's worker runs with the same", () => {
+    const flags = workerNodeFlags();
+    expect(flags).toContain('--max-semi-space-size=8');
+    const dockerfile = readFileSync(new URL('../../Dockerfile', import.meta.url), 'utf8');
+    expect(dockerfile).toContain(`CMD ${JSON.stringify(['node', ...flags, 'dist/main.js']).replaceAll(',', ', ')}`);
   });
 });

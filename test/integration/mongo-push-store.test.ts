@@ -1,9 +1,10 @@
 import { MongoClient } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { serverDefaultRuleset } from '../../src/push-rules/server-default-rules.js';
 import { MongoPushStore, type AccountDataDocument, type PusherDocument } from '../../src/store/mongo-push-store.js';
 import { pushStoreContract } from '../store/push-store-contract.js';
 
-const client = new MongoClient(inject('mongoUrl'), { serverSelectionTimeoutMS: 5000 });
+const client = new MongoClient(inject('mongoUrl'), { serverSelectionTimeoutMS: 5000, monitorCommands: true });
 const db = client.db(`contract_${process.pid}_${Date.now()}`);
 const options = { accountDataCollection: 'account_data', pushersCollection: 'pushers' };
 
@@ -34,6 +35,65 @@ for (const [name, parsedCacheChars] of [['MongoDB', 0], ['MongoDB with the parse
   };
 });
 }
+
+describe('MongoPushStore: push-rule reads that come in together', () => {
+  it('answers each user as a read of that user alone would, present, absent or unreadable, in one query per turn', async () => {
+    const store = new MongoPushStore(db, { ...options, readBatchSize: 4 });
+    const users = Array.from({ length: 11 }, (_, k) => `@batch${k}:example.org`);
+    for (const [k, user] of users.entries()) {
+      if (k % 3 === 2) continue; // absent
+      if (k === 4) {
+        await db.collection<AccountDataDocument>('account_data').insertOne({ _id: user, version: 7, push_rules: { content_json: '{not json', defaults_revision: 'v1.19' } });
+        continue;
+      }
+      await store.savePushRules(user, 0, serverDefaultRuleset(user), 'v1.19');
+    }
+    const alone: unknown[] = [];
+    for (const user of users) alone.push(await store.loadPushRules(user));
+    const commands: string[] = [];
+    const listener = (event: { commandName: string }) => commands.push(event.commandName);
+    client.on('commandStarted', listener);
+    try {
+      // Twice the same user too: both get the answer.
+      const together = await Promise.all([...users, users[0] ?? ''].map(async (user) => store.loadPushRules(user)));
+      expect(together).toEqual([...alone, alone[0]]);
+    } finally {
+      client.off('commandStarted', listener);
+    }
+    // The first read goes alone; the 11 other users (the first again among them) in batches of 4, 4 and 3; the 3 absent ones read again alone.
+    expect(commands.filter((name) => name === 'find').length).toBe(1 + 3 + 3);
+  });
+});
+
+describe('MongoPushStore: pusher reads that come in together', () => {
+  const pusherOf = (userId: string, appId: string, pushkey: string) => ({
+    user_id: userId,
+    app_id: appId,
+    pushkey,
+    kind: 'http' as const,
+    app_display_name: 'App',
+    device_display_name: 'Phone',
+    lang: 'en',
+    data: { url: 'https://push.example.org/_matrix/push/v1/notify' },
+    enabled: true,
+  });
+
+  it.each([
+    ['in one query', 1000],
+    ['alone when they do not fit in its first batch', 3],
+  ])('answers each user as a read of that user alone would: %s', async (_name, pusherBatchDocs) => {
+    const store = new MongoPushStore(db, { ...options, pusherBatchDocs });
+    const users = Array.from({ length: 5 }, (_, k) => `@pushers${pusherBatchDocs}-${k}:example.org`);
+    for (const [k, user] of users.entries()) {
+      for (let n = 0; n < k; n += 1) await store.upsertPusher(pusherOf(user, `app.${(n * 7) % 5}`, `key-${k}-${n}`));
+    }
+    const alone: unknown[] = [];
+    for (const user of users) alone.push(await store.listPushers(user));
+    expect(alone.map((p) => (p as unknown[]).length)).toEqual([0, 1, 2, 3, 4]);
+    const together = await Promise.all([...users, ...users].map(async (user) => store.listPushers(user)));
+    expect(together).toEqual([...alone, ...alone]);
+  });
+});
 
 describe('MongoDB: pushers stored before devices and enabled were kept', () => {
   const legacy = {

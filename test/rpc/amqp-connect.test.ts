@@ -1,5 +1,7 @@
+import { Socket } from 'node:net';
+import type { ChannelModel } from 'amqplib';
 import { describe, expect, it } from 'vitest';
-import { withHeartbeat } from '../../src/rpc/amqp-connect.js';
+import { coalesceWrites, withHeartbeat } from '../../src/rpc/amqp-connect.js';
 
 describe('withHeartbeat', () => {
   it.each([
@@ -14,5 +16,34 @@ describe('withHeartbeat', () => {
 
   it('leaves the URL alone when no heartbeat is configured', () => {
     expect(withHeartbeat('amqp://u@h?heartbeat=60', undefined)).toBe('amqp://u@h?heartbeat=60');
+  });
+});
+
+describe('coalesceWrites', () => {
+  it("corks the socket for each turn of amqplib's multiplexer, and uncorks it after, even when the turn throws", () => {
+    const stream = new Socket();
+    const corkedDuringTurn: number[] = [];
+    const muxer = {
+      turns: 0,
+      _readIncoming(this: { turns: number }) {
+        this.turns += 1;
+        corkedDuringTurn.push(stream.writableCorked);
+        if (this.turns === 2) throw new Error('channel gone');
+        return 'read';
+      },
+    };
+    const model = { connection: { stream, muxer } } as unknown as ChannelModel;
+    expect(coalesceWrites(model)).toBe(true);
+    expect(muxer._readIncoming()).toBe('read');
+    expect(() => muxer._readIncoming()).toThrow('channel gone');
+    expect(corkedDuringTurn).toEqual([1, 1]);
+    expect(stream.writableCorked).toBe(0);
+    expect(muxer.turns).toBe(2);
+    stream.destroy();
+  });
+
+  it('changes nothing when amqplib is not shaped as expected', () => {
+    expect(coalesceWrites({} as unknown as ChannelModel)).toBe(false);
+    expect(coalesceWrites({ connection: { stream: {}, muxer: { _readIncoming: () => undefined } } } as unknown as ChannelModel)).toBe(false);
   });
 });

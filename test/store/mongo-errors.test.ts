@@ -1,6 +1,6 @@
 import { MongoError, MongoNetworkError, MongoServerError } from 'mongodb';
 import { describe, expect, it } from 'vitest';
-import { classifyMongoError, isDuplicateKey } from '../../src/store/mongo-errors.js';
+import { classifyMongoError, isDuplicateKey, isRetryableRead } from '../../src/store/mongo-errors.js';
 import { StoreUnavailableError } from '../../src/store/push-store.js';
 
 describe('MongoDB error classification', () => {
@@ -27,5 +27,24 @@ describe('MongoDB error classification', () => {
   it('recognises duplicate keys', () => {
     expect(isDuplicateKey(new MongoServerError({ code: 11000, errmsg: 'E11000' }))).toBe(true);
     expect(isDuplicateKey(new MongoError('other'))).toBe(false);
+  });
+});
+
+describe('isRetryableRead: the reads the driver would send once more', () => {
+  it.each<[string, Error]>([
+    ['a network error', new MongoNetworkError('connection reset')],
+    ['a primary stepping down', new MongoServerError({ code: 189, errmsg: 'stepped down' })],
+    ['majority read concern not available yet', new MongoServerError({ code: 134, errmsg: 'not yet' })],
+    ['a legacy not-master message', new MongoServerError({ errmsg: 'not master and slaveOk=false' })],
+  ])('%s is retried', (_name, error) => {
+    expect(isRetryableRead(error)).toBe(true);
+  });
+
+  it.each<[string, Error]>([
+    ['a duplicate key', new MongoServerError({ code: 11000, errmsg: 'dup' })],
+    ['a plain error', new Error('boom')],
+    ['a bad query', new MongoServerError({ code: 2, errmsg: 'bad value' })],
+  ])('%s is not', (_name, error) => {
+    expect(isRetryableRead(error)).toBe(false);
   });
 });

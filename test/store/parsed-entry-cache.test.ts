@@ -64,3 +64,24 @@ describe('ParsedEntryCache', () => {
     expect([cache.size, parses()]).toEqual([0, 2]);
   });
 });
+
+describe('ParsedEntryCache: what a write loads and stores', () => {
+  it('uses an entry but keeps no new one when asked not to, and forgets a user on request', () => {
+    const cache = new ParsedEntryCache(1_000);
+    let parses = 0;
+    const parse = () => {
+      parses += 1;
+      return readPushRulesEntry({ contentJson: TEXT, defaultsRevision: 'v1.19' });
+    };
+    const notKept = cache.lookup('@a:x', 1, TEXT, 'v1.19', parse, false);
+    expect(cache.size).toBe(0);
+    const kept = cache.lookup('@a:x', 1, TEXT, 'v1.19', parse);
+    expect(cache.lookup('@a:x', 1, TEXT, 'v1.19', parse, false)).toBe(kept);
+    expect(kept).toEqual(notKept);
+    expect(parses).toBe(2);
+    cache.forget('@a:x');
+    expect(cache.size).toBe(0);
+    cache.lookup('@a:x', 1, TEXT, 'v1.19', parse);
+    expect(parses).toBe(3);
+  });
+});

@@ -56,6 +56,7 @@ export function pushStoreContract(name: string, makeFixture: (options?: FixtureO
       expect(await fixture.store.loadPushRules(user)).toEqual({
         version: 1,
         lookup: { found: true, event: { content: { global: ruleset } }, defaultsRevision: 'v1.19' },
+        storedChars: JSON.stringify({ global: ruleset }).length,
       });
     });
 

@@ -288,3 +288,31 @@ describe('PushService: limits on what a user accumulates', () => {
     expect((await store.listPushers(ALICE)).map((p) => [p.pushkey, p.lang])).toEqual([['k1', 'en'], ['k2', 'de']]);
   });
 });
+
+describe('PushService: rule writes weighed by their stored text', () => {
+  it('processes at most rulesetCharsInFlight characters of stored rulesets at once, and every write still applies', async () => {
+    const users = ['@a:example.org', '@b:example.org', '@c:example.org'];
+    const inner = new InMemoryPushStore();
+    for (const u of users) await inner.savePushRules(u, 0, serverDefaultRuleset(u), 'v1.19');
+    const chars = (await inner.loadPushRules(users[0] ?? '')).storedChars ?? 0;
+    expect(chars).toBeGreaterThan(1000);
+    const saving = { now: 0, max: 0 };
+    const store = wrapStore(inner, {
+      savePushRules: async (u, version, ruleset, revision, record) => {
+        saving.now += 1;
+        saving.max = Math.max(saving.max, saving.now);
+        await new Promise((resolve) => setTimeout(resolve, 5));
+        saving.now -= 1;
+        return inner.savePushRules(u, version, ruleset, revision, record);
+      },
+    });
+    // Room for two of these rulesets at once, not three.
+    const service = new PushService(store, { ...OPTIONS, rulesetCharsInFlight: chars * 2 + chars / 2 });
+    const outcomes = await Promise.all(users.map(async (userId) => service.handle({ ...setEnabled, userId })));
+    expect(outcomes.map((o) => o.reply)).toEqual(users.map(() => ({ ok: true, body: {} })));
+    expect(saving.max).toBe(2);
+    const unbounded = new PushService(store, OPTIONS);
+    await Promise.all(users.map(async (userId) => unbounded.handle({ ...setEnabled, userId, enabled: false })));
+    expect(saving.max).toBe(3);
+  });
+});
