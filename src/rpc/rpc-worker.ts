@@ -4,7 +4,7 @@ import { matrixError, MESSAGES, REQUEST_MESSAGES } from '../errors/error-catalog
 import type { Logger } from '../logging/logger.js';
 import { retryUntilDone } from '../worker/retry-until-done.js';
 import { changeEventsOf, type HandleOutcome, type PushService } from '../worker/push-service.js';
-import { failure, type Reply } from '../worker/reply.js';
+import { encodeReply, failure, type Reply } from '../worker/reply.js';
 import { AckBatcher } from './ack-batcher.js';
 import { connectAmqp, connectionName } from './amqp-connect.js';
 import { declareReadQueue, declareTopology } from './amqp-topology.js';
@@ -479,7 +479,7 @@ export class RpcWorker {
 
   #publish(channel: Channel, exchange: string, routingKey: string, body: Reply | object, options: Options.Publish): boolean {
     try {
-      channel.publish(exchange, routingKey, Buffer.from(JSON.stringify(body)), options);
+      channel.publish(exchange, routingKey, Buffer.from(encodeReply(body)), options);
       return true;
     } catch (error) {
       this.#log.error({ err: error, exchange, routingKey: exchange === '' ? 'reply' : routingKey }, 'publish failed');

@@ -2,6 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { LIMIT_MESSAGES, matrixError, MESSAGES } from '../errors/error-catalogue.js';
 import { deletePushRule } from '../push-rules/delete-push-rule.js';
 import { getPushRule } from '../push-rules/get-push-rule.js';
+import { encodeRulesetContent, rulesetContentJson } from '../push-rules/decode-ruleset.js';
 import { getPushRules } from '../push-rules/get-push-rules.js';
 import type { Ruleset } from '../push-rules/push-rule.js';
 import { getPushRuleActions, setPushRuleActions } from '../push-rules/push-rule-actions.js';
@@ -19,7 +20,7 @@ import type { Command } from '../rpc/command.js';
 import { StoreUnavailableError, type LoadedPushRules, type PushStore, type RecordedWrite } from '../store/push-store.js';
 import { backoffDelay, type BackoffPolicy } from './backoff.js';
 import { KeyedSerializer } from './keyed-serializer.js';
-import { failure, success, type Reply } from './reply.js';
+import { failure, success, successEncoded, type Reply } from './reply.js';
 import { WeightedBudget } from './weighted-budget.js';
 
 export interface PushServiceOptions {
@@ -144,7 +145,8 @@ export class PushService {
       const decision = getPushRules(loaded.lookup, userId);
       if (!decision.ok) return { done: failure(decision.error) };
       const { ruleset, persist } = decision.value;
-      const reply = success({ global: ruleset });
+      // `{"global": …}` is the ruleset's stored form, whose text is kept with the ruleset.
+      const reply = successEncoded(encodeRulesetContent(ruleset), rulesetContentJson(ruleset));
       if (persist === 'none') return { done: reply };
       if (persist === 'store-if-absent') {
         // Version 1 for a new user; the next version for one whose data was erased.

@@ -7,6 +7,27 @@ export function success(body: unknown): Reply {
   return { ok: true, body };
 }
 
+/** Bodies whose JSON text is already known, by object (see `successEncoded`). */
+const encodedBodies = new WeakMap<object, string>();
+
+/**
+ * A success whose body's JSON text is already at hand: `json` must be
+ * exactly `JSON.stringify(body)`. `encodeReply` then sends it as it is
+ * instead of encoding the body again (a whole ruleset for `get_pushrules`,
+ * whose text is kept with the ruleset while it is unchanged).
+ */
+export function successEncoded(body: object, json: string): Reply {
+  encodedBodies.set(body, json);
+  return { ok: true, body };
+}
+
+/** `JSON.stringify(value)`, with a body given to `successEncoded` taken as it was encoded. */
+export function encodeReply(value: Reply | object): string {
+  const body = (value as { ok?: unknown; body?: unknown }).ok === true ? (value as { body?: unknown }).body : undefined;
+  const json = typeof body === 'object' && body !== null ? encodedBodies.get(body) : undefined;
+  return json === undefined ? JSON.stringify(value) : `{"ok":true,"body":${json}}`;
+}
+
 export function failure(error: MatrixError): Reply {
   return { ok: false, error: error.toBody() };
 }
