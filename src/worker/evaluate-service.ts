@@ -57,6 +57,8 @@ export class EvaluateService {
   readonly #store: PushStore;
   readonly #options: EvaluateServiceOptions;
   readonly #clock: () => number;
+  /** Users being read from the store right now, by any evaluation of this worker. */
+  readonly #loading = new Map<string, Promise<CompiledRuleset>>();
 
   constructor(store: PushStore, options: EvaluateServiceOptions) {
     this.#store = store;
@@ -92,35 +94,102 @@ export class EvaluateService {
     const { cache, loadChunkSize } = this.#options;
     const rulesets = new Map<string, CompiledRuleset>();
     const missing: string[] = [];
+    // Users another evaluation is reading right now: wait for that read, do not read them again.
+    const joined: Promise<void>[] = [];
     for (const { user_id: userId } of recipients) {
       if (userId === sender) continue;
       const cached = cache.get(userId);
-      if (cached === undefined) missing.push(userId);
-      else rulesets.set(userId, cached);
+      if (cached !== undefined) {
+        rulesets.set(userId, cached);
+        continue;
+      }
+      const inFlight = this.#loading.get(userId);
+      if (inFlight === undefined) missing.push(userId);
+      else joined.push(inFlight.then((compiled) => void rulesets.set(userId, compiled)));
     }
     stats.cacheHits = rulesets.size;
     const chunks: string[][] = [];
     for (let start = 0; start < missing.length; start += loadChunkSize) chunks.push(missing.slice(start, start + loadChunkSize));
-    const loadOne = async (chunk: readonly string[]) => {
-      const ticket = cache.ticket();
+    // Registered before the first await, so that evaluations arriving meanwhile join these reads.
+    const reads = chunks.map((chunk) => this.#startLoad(chunk));
+    const loadOne = async (index: number) => {
+      const read = reads[index];
+      if (read === undefined) return;
       stats.storeQueries += 1;
-      const loaded = await this.#store.loadManyPushRules(chunk);
-      stats.loaded += chunk.length;
-      let compiledCount = 0;
-      await this.#inSlices((shouldPause) => {
-        while (compiledCount < chunk.length) {
-          const userId = chunk[compiledCount] ?? '';
-          compiledCount += 1;
-          const compiled = this.#compile(userId, loaded.get(userId));
-          rulesets.set(userId, compiled);
-          cache.set(userId, compiled, compiled.shared ? SHARED_ENTRY_BYTES : SHARED_ENTRY_BYTES + compiled.estimatedBytes, ticket);
-          if (shouldPause()) return false;
-        }
-        return true;
-      });
+      const compiled = await read.run();
+      stats.loaded += compiled.size;
+      for (const [userId, ruleset] of compiled) rulesets.set(userId, ruleset);
     };
-    await inBatches(chunks, this.#options.loadConcurrency ?? DEFAULT_LOAD_CONCURRENCY, loadOne);
+    try {
+      await inBatches(
+        chunks.map((_, index) => index),
+        this.#options.loadConcurrency ?? DEFAULT_LOAD_CONCURRENCY,
+        loadOne,
+      );
+    } finally {
+      // A read that never ran (an earlier one failed) must not keep its users waiting.
+      for (const read of reads) read.abandon();
+    }
+    await Promise.all(joined);
     return rulesets;
+  }
+
+  /**
+   * One store read of `chunk`, compiled and cached, that other evaluations
+   * can join while it is under way (`#loading`). `run` performs it once;
+   * `abandon` settles the joiners of a read that will not run.
+   */
+  #startLoad(chunk: readonly string[]): { run: () => Promise<Map<string, CompiledRuleset>>; abandon: () => void } {
+    const { cache } = this.#options;
+    let settle: { resolve: (value: Map<string, CompiledRuleset>) => void; reject: (error: unknown) => void } | undefined;
+    const done = new Promise<Map<string, CompiledRuleset>>((resolve, reject) => {
+      settle = { resolve, reject };
+    });
+    // Joiners that see a failure fail their own evaluation the same way.
+    done.catch(() => undefined);
+    for (const userId of chunk) {
+      const forUser = done.then((compiled) => compiled.get(userId) ?? sharedDefaultRuleset());
+      // Nobody may join; a failure is then reported by the evaluation that ran the read.
+      forUser.catch(() => undefined);
+      this.#loading.set(userId, forUser);
+    }
+    const forget = () => {
+      for (const userId of chunk) this.#loading.delete(userId);
+    };
+    let started = false;
+    const run = async () => {
+      started = true;
+      try {
+        const ticket = cache.ticket();
+        const loaded = await this.#store.loadManyPushRules(chunk);
+        const compiled = new Map<string, CompiledRuleset>();
+        let next = 0;
+        await this.#inSlices((shouldPause) => {
+          while (next < chunk.length) {
+            const userId = chunk[next] ?? '';
+            next += 1;
+            const ruleset = this.#compile(userId, loaded.get(userId));
+            compiled.set(userId, ruleset);
+            cache.set(userId, ruleset, ruleset.shared ? SHARED_ENTRY_BYTES : SHARED_ENTRY_BYTES + ruleset.estimatedBytes, ticket);
+            if (shouldPause()) return false;
+          }
+          return true;
+        });
+        settle?.resolve(compiled);
+        return compiled;
+      } catch (error) {
+        settle?.reject(error);
+        throw error;
+      } finally {
+        forget();
+      }
+    };
+    const abandon = () => {
+      if (started) return;
+      forget();
+      settle?.reject(new Error('the evaluation that was to read these users stopped first'));
+    };
+    return { run, abandon };
   }
 
   /** The user's rules as `get_pushrules` would answer them now, compiled. */

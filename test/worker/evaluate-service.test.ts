@@ -86,6 +86,35 @@ describe('EvaluateService', () => {
     expect(outcome.stats).toMatchObject({ cacheHits: 3, loaded: 2, storeQueries: 1 });
   });
 
+  it('evaluations arriving while others read the same users join those reads instead of reading again', async () => {
+    const { store, loads } = countingStore();
+    const { service } = aService(store, { loadChunkSize: 1000 });
+    const request = { op: 'evaluate', request: aRequest({ recipients: recipients(3000) }) } as const;
+    const outcomes = await Promise.all([service.handle(request), service.handle(request), service.handle(request)]);
+    expect(loads).toHaveLength(3);
+    expect(new Set(loads.flat()).size).toBe(3000);
+    for (const outcome of outcomes) expect(outcome.reply.ok && (outcome.reply.body as { notify: object }).notify).toEqual(expect.objectContaining({ [user(2999)]: ['notify'] }));
+    expect(outcomes.map((o) => Object.keys((o.reply as { body: { notify: object } }).body.notify).length)).toEqual([3000, 3000, 3000]);
+  });
+
+  it('a failed read fails every evaluation that joined it, and the next one reads again', async () => {
+    let fail = true;
+    const inner = new InMemoryPushStore();
+    const store = wrapStore(inner, {
+      loadManyPushRules: async (users) => {
+        await new Promise((resolve) => setTimeout(resolve, 5));
+        if (fail) throw new StoreUnavailableError('down');
+        return inner.loadManyPushRules(users);
+      },
+    });
+    const { service } = aService(store);
+    const request = { op: 'evaluate', request: aRequest() } as const;
+    const outcomes = await Promise.all([service.handle(request), service.handle(request)]);
+    expect(outcomes.map((o) => !o.reply.ok && o.reply.error.kind)).toEqual(['Unavailable', 'Unavailable']);
+    fail = false;
+    expect((await service.handle(request)).reply.ok).toBe(true);
+  });
+
   it('users without rules of their own share one compiled default ruleset in the cache', async () => {
     const { store } = countingStore();
     await withKeyword(store, user(1), 'lunch');
