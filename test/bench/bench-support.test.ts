@@ -176,6 +176,20 @@ describe('checkTargets for reads on the read queue (issue 17)', () => {
     ]);
   });
 
+  it('fails a read whose classic echo baseline answered nothing (a broker restarted under it)', () => {
+    const checks = issue17(
+      checkTargets(
+        [
+          aResult({ group: 'broker', op: 'echo-classic', throughput: 0, p50Ms: Number.NaN }),
+          aResult({ group: 'store', op: 'rules-read', throughput: 8_000 }),
+          aResult({ op: 'get_pushrules', throughput: 5_000 }),
+        ],
+        [],
+      ),
+    );
+    expect(checks.map((c) => c.met)).toEqual([false]);
+  });
+
   it('judges writes against their ratio to the store in the issue 6 run, within 10%', () => {
     const store = aResult({ group: 'store', op: 'rules-write', throughput: 1_000 });
     const check = (throughput: number) =>
