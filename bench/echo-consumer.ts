@@ -10,11 +10,12 @@
 import amqp from 'amqplib';
 import { loadConfig } from '../src/config/load-config.js';
 import { declareTopology } from '../src/rpc/amqp-topology.js';
+import { firstBrokerUrl } from '../src/rpc/broker-addresses.js';
 
 const REPLY = Buffer.from('{"ok":true,"body":{}}');
 
 const config = loadConfig();
-const connection = await amqp.connect(config.amqp.url, { noDelay: true });
+const connection = await amqp.connect(firstBrokerUrl(config.amqp.url), { noDelay: true });
 const channel = await connection.createChannel();
 await declareTopology(channel, config.amqp);
 await channel.prefetch(config.amqp.prefetch);

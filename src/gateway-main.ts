@@ -33,6 +33,8 @@ async function main(): Promise<void> {
       metrics.readFallback(reason);
     },
     timeoutMs: config.http.requestTimeoutMs,
+    observer: metrics.broker,
+    logger: log,
     ...(config.amqp.publisherUserId === '' ? {} : { publisherUserId: config.amqp.publisherUserId }),
   });
   const state = { listening: false };

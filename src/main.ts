@@ -42,7 +42,10 @@ async function main(): Promise<void> {
     maxBytes: config.evaluate.cacheMaxBytes,
     maxStalenessMs: config.evaluate.maxStalenessMs,
   });
-  const metrics = new WorkerMetrics(() => running.worker?.inFlight ?? 0, { cache });
+  const metrics = new WorkerMetrics(() => running.worker?.inFlight ?? 0, {
+    cache,
+    queues: { all: ['request', 'read', 'evaluate'], consumed: () => running.worker?.consumedQueues ?? [] },
+  });
   const mongo = new MongoClient(config.mongodb.url, { serverSelectionTimeoutMS: config.mongodb.serverSelectionTimeoutMs });
   const db = mongo.db(config.mongodb.database);
   const health = config.health.enabled

@@ -5,6 +5,9 @@ import type { EvaluateReply } from '../evaluation/evaluate-request.js';
 import type { EvaluationEvent, EvaluationRecipient, EvaluationRoom } from '../evaluation/evaluation-input.js';
 import type { PusherSetAction, WirePusher } from '../pushers/pusher.js';
 import type { Reply } from '../worker/reply.js';
+import type { Logger } from '../logging/logger.js';
+import type { BrokerUrls } from '../rpc/broker-addresses.js';
+import type { BrokerConnectionObserver } from '../rpc/broker-connection.js';
 import { PushRulesError } from './push-rules-error.js';
 import { RpcClient, RpcRequestError, RpcTransportError, type ReadFallback, type RequestOptions } from './rpc-client.js';
 
@@ -22,8 +25,12 @@ export interface RpcTransport {
 }
 
 export interface PushRulesClientOptions {
-  /** The broker, e.g. `amqp://user:password@rabbitmq:5672`. */
-  readonly url: string;
+  /**
+   * The broker, e.g. `amqp://user:password@rabbitmq:5672`; for a cluster,
+   * every node (an array, or the URLs comma-separated). The client keeps
+   * one connection, to one node at a time, and moves to the next on loss.
+   */
+  readonly url: BrokerUrls;
   /** The workers' request queue; `matrix.push.rpc` unless they are configured otherwise. */
   readonly queue?: string;
   /** Default per-call deadline in ms (10 000); also sent as each request's `expiration`. */
@@ -40,6 +47,10 @@ export interface PushRulesClientOptions {
   readonly evaluateQueue?: string;
   /** The broker user of `url`; needed when the workers have trusted publishers. */
   readonly publisherUserId?: string;
+  /** Hears which node the client is connected to, and each loss (for metrics). */
+  readonly observer?: BrokerConnectionObserver;
+  /** Where the connection logs which node it is on, losses and failed attempts; silent when unset. */
+  readonly logger?: Logger;
 }
 
 export interface CallOptions {
@@ -122,6 +133,8 @@ export class PushRulesClient {
         ...(options.publisherUserId === undefined ? {} : { publisherUserId: options.publisherUserId }),
         ...(options.readQueue === null ? {} : { readQueue: options.readQueue ?? DEFAULT_READ_QUEUE }),
         ...(options.onReadFallback === undefined ? {} : { onReadFallback: options.onReadFallback }),
+        ...(options.observer === undefined ? {} : { observer: options.observer }),
+        ...(options.logger === undefined ? {} : { logger: options.logger }),
       });
   }
 

@@ -1,6 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import type { Channel, ChannelModel, ConsumeMessage, Message, Options } from 'amqplib';
-import { connectAmqp, connectionName } from '../rpc/amqp-connect.js';
+import type { Channel, ConsumeMessage, Message, Options } from 'amqplib';
+import type { Logger } from '../logging/logger.js';
+import type { BrokerUrls } from '../rpc/broker-addresses.js';
+import { BrokerConnection, type BrokerConnectionObserver, type BrokerLink } from '../rpc/broker-connection.js';
+import type { BackoffPolicy } from '../worker/backoff.js';
 import type { Reply } from '../worker/reply.js';
 
 const REPLY_QUEUE = 'amq.rabbitmq.reply-to';
@@ -31,7 +34,12 @@ export class RpcRequestError extends Error {
 }
 
 export interface RpcClientOptions {
-  readonly url: string;
+  /**
+   * The broker: one `amqp://` URL, or every node of a cluster (an array, or
+   * one string with the URLs comma-separated). One connection, to one of
+   * them at a time (shuffled per process); on loss the next is tried at once.
+   */
+  readonly url: BrokerUrls;
   /** The workers' request queue. */
   readonly queue: string;
   /** Per-call deadline unless a call gives its own; also sent as `expiration`. */
@@ -43,6 +51,10 @@ export interface RpcClientOptions {
   readonly publisherUserId?: string;
   /** Heartbeat interval asked of the broker (0: off); default 10 s, the workers' default. */
   readonly heartbeatSeconds?: number;
+  /** One attempt at one node, handshake included (default 5 000 ms). */
+  readonly connectTimeoutMs?: number;
+  /** The wait between two rounds over every node when none answered (default 100 ms to 1 000 ms). */
+  readonly reconnect?: BackoffPolicy;
   /**
    * The workers' read queue: reads (`{read: true}`) go there while it has a
    * consumer, and to `queue` otherwise. Unset: every request goes to `queue`.
@@ -52,11 +64,17 @@ export interface RpcClientOptions {
   readonly readProbeIntervalMs?: number;
   /** A read went to `queue` instead: the read queue returned it, or has no consumer (or does not exist). */
   readonly onReadFallback?: (reason: ReadFallback) => void;
+  /** Connected, lost, closed: which node the client is on (the gateway's metrics). */
+  readonly observer?: BrokerConnectionObserver;
+  /** Where the connection's own events are logged (which node, losses, failed attempts); none by default. */
+  readonly logger?: Logger;
 }
 
 export type ReadFallback = 'returned' | 'no-consumer';
 
 const DEFAULT_HEARTBEAT_SECONDS = 10;
+const DEFAULT_CONNECT_TIMEOUT_MS = 5_000;
+const DEFAULT_RECONNECT: BackoffPolicy = { baseMs: 100, maxMs: 1_000 };
 
 export interface RequestOptions {
   readonly timeoutMs?: number;
@@ -77,7 +95,7 @@ interface Pending {
 }
 
 interface Session {
-  readonly connection: ChannelModel;
+  readonly link: BrokerLink;
   readonly channel: Channel;
   readonly pending: Map<string, Pending>;
   /** The read queue had a consumer when last counted. */
@@ -92,19 +110,39 @@ interface Session {
  * deadline per call that is also the request's `expiration`, and `mandatory`
  * publishes so that a request no queue takes fails at once.
  *
- * When the connection goes, every pending call fails fast with
- * `connection-lost` (the reply-to pseudo-queue belongs to the connection,
- * so their replies could never arrive), and the next call connects again.
+ * The connection is `BrokerConnection`'s: opened by the first call, then
+ * kept (on loss, the next node at once). When it goes, every pending call
+ * fails at once with `connection-lost` (the reply-to pseudo-queue belongs
+ * to the connection, so their replies could never arrive), and new calls
+ * wait for the attempt under way; between two failed rounds over every
+ * node they fail at once with `connection-lost` too.
  */
 export class RpcClient {
   readonly #options: RpcClientOptions;
-  #session: Promise<Session> | undefined;
-  /** The session `#session` resolved to, so a late close of an old one changes nothing. */
-  #live: Session | undefined;
+  readonly #broker: BrokerConnection<Session>;
   #closed = false;
 
   constructor(options: RpcClientOptions) {
     this.#options = options;
+    this.#broker = new BrokerConnection<Session>({
+      urls: options.url,
+      role: 'matrix-push-worker client',
+      heartbeatSeconds: options.heartbeatSeconds ?? DEFAULT_HEARTBEAT_SECONDS,
+      attemptTimeoutMs: options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
+      backoff: options.reconnect ?? DEFAULT_RECONNECT,
+      setup: async (link) => this.#open(link),
+      retire: (session) => {
+        clearInterval(session.probeTimer);
+        failAll(session, 'connection-lost', 'the broker connection was lost before the reply');
+      },
+      ...(options.observer === undefined ? {} : { observer: options.observer }),
+      ...(options.logger === undefined ? {} : { logger: options.logger }),
+    });
+  }
+
+  /** `host:port` of the node the client is connected to, if it is. */
+  get broker(): string | undefined {
+    return this.#broker.address?.label;
   }
 
   /**
@@ -151,8 +189,9 @@ export class RpcClient {
         session.channel.publish('', queue, content, properties);
       } catch {
         // The channel is closed but its close event has not run yet: drop
-        // the session now, so the next call connects instead of failing too.
-        this.#drop(session);
+        // the connection now (every pending call of it fails), so the next
+        // call connects instead of failing too.
+        session.link.lose('publishing failed: the channel is closed');
         settle(session, correlationId, (p) => {
           p.reject(new RpcTransportError('connection-lost', 'the broker connection is closed'));
         });
@@ -164,47 +203,28 @@ export class RpcClient {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    const session = await this.#session?.catch(() => undefined);
-    if (session === undefined) return;
-    failAll(session, 'closed', 'the client was closed');
-    clearInterval(session.probeTimer);
-    await session.connection.close().catch(() => undefined);
-  }
-
-  #drop(session: Session): void {
-    if (this.#live !== session) return;
-    this.#live = undefined;
-    this.#session = undefined;
-    clearInterval(session.probeTimer);
-    void session.connection.close().catch(() => undefined);
+    await this.#broker.close((session) => {
+      failAll(session, 'closed', 'the client was closed');
+      clearInterval(session.probeTimer);
+    });
   }
 
   async #connected(): Promise<Session> {
-    this.#session ??= this.#open().catch((error: unknown) => {
-      this.#session = undefined;
-      throw new RpcTransportError('connection-lost', `cannot reach the broker: ${(error as Error).message}`);
-    });
-    return this.#session;
+    try {
+      return await this.#broker.session();
+    } catch (error) {
+      if (this.#closed) throw new RpcTransportError('closed', 'the client is closed');
+      throw new RpcTransportError('connection-lost', (error as Error).message);
+    }
   }
 
-  async #open(): Promise<Session> {
-    const connection = await connectAmqp(this.#options.url, {
-      heartbeatSeconds: this.#options.heartbeatSeconds ?? DEFAULT_HEARTBEAT_SECONDS,
-      connectionName: connectionName('matrix-push-worker client'),
-    });
+  async #open(link: BrokerLink): Promise<Session> {
+    const { connection } = link;
     const channel = await connection.createChannel();
-    const session: Session = { connection, channel, pending: new Map(), readQueueServed: false };
-    const lost = () => {
-      clearInterval(session.probeTimer);
-      this.#drop(session);
-      failAll(session, 'connection-lost', 'the broker connection was lost before the reply');
-    };
-    connection.on('error', () => undefined);
-    connection.on('close', lost);
+    const session: Session = { link, channel, pending: new Map(), readQueueServed: false };
     channel.on('error', () => undefined);
     channel.on('close', () => {
-      lost();
-      void connection.close().catch(() => undefined);
+      link.lose('the channel closed');
     });
     channel.on('return', (message: Message) => {
       const correlationId = String(message.properties.correlationId);
@@ -219,6 +239,8 @@ export class RpcClient {
       (message: ConsumeMessage | null) => {
         if (message === null) return;
         const id = String(message.properties.correlationId);
+        // A second reply for the same call (the request was redelivered and
+        // answered again) finds nothing pending and is dropped here.
         settle(session, id, (p) => {
           const reply = parseReply(message.content);
           if (reply === undefined) p.reject(new RpcTransportError('bad-reply', 'the reply is not a JSON object'));
@@ -228,11 +250,10 @@ export class RpcClient {
       { noAck: true },
     );
     if (this.#options.readQueue !== undefined) await this.#watchReadQueue(session, this.#options.readQueue);
-    this.#live = session;
     return session;
   }
 
-  /** A read the read queue returned goes to the request queue, which serves every op. */
+/** A read the read queue returned goes to the request queue, which serves every op. */
   #resend(session: Session, correlationId: string, fallback: NonNullable<Pending['fallback']>): boolean {
     const pending = session.pending.get(correlationId);
     if (pending === undefined) return true;
@@ -257,7 +278,7 @@ export class RpcClient {
     const count = async () => {
       try {
         if (session.probe === undefined) {
-          const probe = await session.connection.createChannel();
+          const probe = await session.link.connection.createChannel();
           probe.on('error', () => undefined);
           probe.on('close', () => {
             if (session.probe === probe) delete session.probe;

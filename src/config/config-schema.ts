@@ -2,17 +2,27 @@ import { Type, type Static } from '@sinclair/typebox';
 
 const Name = Type.String({ minLength: 1, maxLength: 255 });
 
+/**
+ * One broker URL, or several comma-separated; a list is also an array. The
+ * schema takes any text: `checkBrokerUrls` reads each entry when the
+ * settings are loaded, and names the one that is wrong.
+ */
+const BrokerUrlText = Type.String({ minLength: 1, maxLength: 16384 });
+export const BrokerUrlsSchema = Type.Union([BrokerUrlText, Type.Array(BrokerUrlText, { minItems: 1, maxItems: 64 })]);
+
 /** The worker's whole configuration. Every field is required: defaults come from `config/default.json`. */
 export const ConfigSchema = Type.Object(
   {
     amqp: Type.Object(
       {
-        url: Type.String({ pattern: '^amqps?://' }),
+        /** One node, or every node of a cluster (`AMQP_URL` comma-separated): see `parseBrokerAddresses`. */
+        url: BrokerUrlsSchema,
         queue: Name,
         queueType: Type.Union([Type.Literal('quorum'), Type.Literal('classic')]),
         deliveryLimit: Type.Integer({ minimum: 1, maximum: 1000 }),
         deadLetterExchange: Name,
         deadLetterQueue: Name,
+        deadLetterQueueType: Type.Union([Type.Literal('quorum'), Type.Literal('classic')]),
         prefetch: Type.Integer({ minimum: 1, maximum: 65535 }),
         /** Read-only ops are also served from this queue (classic by default: a read lost with a node is simply asked again). */
         readQueue: Name,
@@ -24,6 +34,8 @@ export const ConfigSchema = Type.Object(
         heartbeatSeconds: Type.Integer({ minimum: 0, maximum: 600 }),
         reconnectBaseMs: Type.Integer({ minimum: 10, maximum: 60000 }),
         reconnectMaxMs: Type.Integer({ minimum: 10, maximum: 300000 }),
+        /** One attempt at one node (TCP, AMQP handshake, declaring and consuming): past it, the next node. */
+        connectTimeoutMs: Type.Integer({ minimum: 100, maximum: 120000 }),
       },
       { additionalProperties: false },
     ),
@@ -141,12 +153,13 @@ export type Config = Static<typeof ConfigSchema>;
 export type EnvironmentKind = 'string' | 'integer' | 'boolean' | 'list';
 
 export const ENVIRONMENT: readonly { readonly name: string; readonly path: readonly [keyof Config, string]; readonly kind: EnvironmentKind }[] = [
-  { name: 'AMQP_URL', path: ['amqp', 'url'], kind: 'string' },
+  { name: 'AMQP_URL', path: ['amqp', 'url'], kind: 'list' },
   { name: 'RPC_QUEUE', path: ['amqp', 'queue'], kind: 'string' },
   { name: 'RPC_QUEUE_TYPE', path: ['amqp', 'queueType'], kind: 'string' },
   { name: 'RPC_DELIVERY_LIMIT', path: ['amqp', 'deliveryLimit'], kind: 'integer' },
   { name: 'RPC_DEAD_LETTER_EXCHANGE', path: ['amqp', 'deadLetterExchange'], kind: 'string' },
   { name: 'RPC_DEAD_LETTER_QUEUE', path: ['amqp', 'deadLetterQueue'], kind: 'string' },
+  { name: 'RPC_DEAD_LETTER_QUEUE_TYPE', path: ['amqp', 'deadLetterQueueType'], kind: 'string' },
   { name: 'RPC_PREFETCH', path: ['amqp', 'prefetch'], kind: 'integer' },
   { name: 'RPC_READ_QUEUE', path: ['amqp', 'readQueue'], kind: 'string' },
   { name: 'RPC_READ_QUEUE_TYPE', path: ['amqp', 'readQueueType'], kind: 'string' },
@@ -156,6 +169,7 @@ export const ENVIRONMENT: readonly { readonly name: string; readonly path: reado
   { name: 'AMQP_HEARTBEAT_SECONDS', path: ['amqp', 'heartbeatSeconds'], kind: 'integer' },
   { name: 'AMQP_RECONNECT_BASE_MS', path: ['amqp', 'reconnectBaseMs'], kind: 'integer' },
   { name: 'AMQP_RECONNECT_MAX_MS', path: ['amqp', 'reconnectMaxMs'], kind: 'integer' },
+  { name: 'AMQP_CONNECT_TIMEOUT_MS', path: ['amqp', 'connectTimeoutMs'], kind: 'integer' },
   { name: 'MONGODB_URL', path: ['mongodb', 'url'], kind: 'string' },
   { name: 'MONGODB_DATABASE', path: ['mongodb', 'database'], kind: 'string' },
   { name: 'MONGODB_SERVER_SELECTION_TIMEOUT_MS', path: ['mongodb', 'serverSelectionTimeoutMs'], kind: 'integer' },

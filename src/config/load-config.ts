@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { Ajv, type ValidateFunction } from 'ajv';
+import { parseBrokerAddresses, type BrokerUrls } from '../rpc/broker-addresses.js';
 import { ConfigSchema, ENVIRONMENT, type Config, type EnvironmentKind } from './config-schema.js';
 
 export class ConfigError extends Error {
@@ -29,7 +30,24 @@ export interface SettingsSpec<T> {
  * Throws `ConfigError` naming every bad setting (and its variable).
  */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Config> {
-  return loadSettings({ defaultFile: DEFAULT_FILE, validate: validateConfig, environment: ENVIRONMENT }, env);
+  const config = loadSettings({ defaultFile: DEFAULT_FILE, validate: validateConfig, environment: ENVIRONMENT }, env);
+  checkBrokerUrls(config.amqp.url);
+  if (config.amqp.reconnectBaseMs > config.amqp.reconnectMaxMs) {
+    throw new ConfigError('invalid configuration: amqp.reconnectBaseMs (AMQP_RECONNECT_BASE_MS) must not exceed amqp.reconnectMaxMs (AMQP_RECONNECT_MAX_MS)');
+  }
+  return config;
+}
+
+/**
+ * `amqp.url` (`AMQP_URL`) past the schema: each entry a URL with a host,
+ * no node twice. The schema has already refused commas inside an entry.
+ */
+export function checkBrokerUrls(urls: BrokerUrls): void {
+  try {
+    parseBrokerAddresses(urls);
+  } catch (error) {
+    throw new ConfigError(`invalid configuration: amqp.url (AMQP_URL): ${(error as Error).message}`);
+  }
 }
 
 /** `loadConfig` for any process: the file (or `CONFIG_FILE`), then the environment, validated once, frozen. */

@@ -1,5 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { compileSettingsSchema, ConfigError, loadSettings, type EnvironmentList } from '../config/load-config.js';
+import { BrokerUrlsSchema } from '../config/config-schema.js';
+import { checkBrokerUrls, compileSettingsSchema, ConfigError, loadSettings, type EnvironmentList } from '../config/load-config.js';
 
 const Name = Type.String({ minLength: 1, maxLength: 255 });
 
@@ -28,7 +29,8 @@ export const GatewayConfigSchema = Type.Object(
     ),
     amqp: Type.Object(
       {
-        url: Type.String({ pattern: '^amqps?://' }),
+        /** One node, or every node of a cluster (`AMQP_URL` comma-separated). */
+        url: BrokerUrlsSchema,
         queue: Name,
         /** The workers' read queue, where reads go while a worker consumes it; empty: reads go to `queue`. */
         readQueue: Type.String({ maxLength: 255 }),
@@ -85,7 +87,7 @@ export const GATEWAY_ENVIRONMENT: EnvironmentList = [
   { name: 'GATEWAY_MAX_JSON_DEPTH', path: ['http', 'maxJsonDepth'], kind: 'integer' },
   { name: 'GATEWAY_REQUEST_TIMEOUT_MS', path: ['http', 'requestTimeoutMs'], kind: 'integer' },
   { name: 'GATEWAY_MAX_IN_FLIGHT', path: ['http', 'maxInFlight'], kind: 'integer' },
-  { name: 'AMQP_URL', path: ['amqp', 'url'], kind: 'string' },
+  { name: 'AMQP_URL', path: ['amqp', 'url'], kind: 'list' },
   { name: 'RPC_QUEUE', path: ['amqp', 'queue'], kind: 'string' },
   { name: 'RPC_READ_QUEUE', path: ['amqp', 'readQueue'], kind: 'string' },
   { name: 'AMQP_PUBLISHER_USER_ID', path: ['amqp', 'publisherUserId'], kind: 'string' },
@@ -111,6 +113,7 @@ const validate = compileSettingsSchema<GatewayConfig>(GatewayConfigSchema);
 /** `config/gateway.json` (or `CONFIG_FILE`) and `GATEWAY_ENVIRONMENT`, validated once and frozen. */
 export function loadGatewayConfig(env: NodeJS.ProcessEnv = process.env): Readonly<GatewayConfig> {
   const config = loadSettings({ defaultFile: DEFAULT_FILE, validate, environment: GATEWAY_ENVIRONMENT }, env);
+  checkBrokerUrls(config.amqp.url);
   if (config.auth.kind === 'token-file' && config.auth.tokenFile === '') {
     throw new ConfigError('invalid configuration: auth.tokenFile (AUTH_TOKEN_FILE) is required when auth.kind (AUTH_KIND) is token-file');
   }

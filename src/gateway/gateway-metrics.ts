@@ -1,5 +1,7 @@
 import type { ReadFallback } from '../client/rpc-client.js';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { BrokerConnectionObserver } from '../rpc/broker-connection.js';
+import { BrokerMetrics } from '../observability/broker-metrics.js';
 import type { GatewayObserver } from './gateway-server.js';
 
 /** The gateway's Prometheus metrics, on a registry of its own like the worker's. */
@@ -10,6 +12,7 @@ export class GatewayMetrics implements GatewayObserver {
   readonly #rateLimited: Counter;
   readonly #overloaded: Counter;
   readonly #readFallbacks: Counter<'reason'>;
+  readonly #broker: BrokerMetrics;
   #inFlight = 0;
 
   constructor(options: { readonly processMetrics?: boolean } = {}) {
@@ -44,6 +47,7 @@ export class GatewayMetrics implements GatewayObserver {
       labelNames: ['reason'],
       registers,
     });
+    this.#broker = new BrokerMetrics('push_gateway', this.registry);
     const inFlight = () => this.#inFlight;
     new Gauge({
       name: 'push_gateway_http_requests_in_flight',
@@ -79,4 +83,14 @@ export class GatewayMetrics implements GatewayObserver {
   readFallback(reason: ReadFallback): void {
     this.#readFallbacks.inc({ reason });
   }
+
+  /** For `PushRulesClient`'s `observer`: which broker node the gateway is on. */
+  readonly broker: BrokerConnectionObserver = {
+    connected: (address) => {
+      this.#broker.connected(address.label);
+    },
+    lost: (address) => {
+      this.#broker.lost(address.label);
+    },
+  };
 }

@@ -1,5 +1,6 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { EvaluateObserver } from '../rpc/evaluate-queue.js';
+import { BrokerMetrics } from './broker-metrics.js';
 import type { RequestReport, WorkerObserver } from '../rpc/rpc-worker.js';
 import type { EvaluateStats } from '../worker/evaluate-service.js';
 import type { RulesetCache } from '../worker/ruleset-cache.js';
@@ -23,11 +24,17 @@ export class WorkerMetrics implements WorkerObserver, EvaluateObserver {
   readonly #storeQueries: Counter;
   readonly #cacheHits: Counter;
   readonly #loaded: Counter;
+  readonly #broker: BrokerMetrics;
 
   /** `inFlight` is read at scrape time, so the gauge never drifts. */
   constructor(
     inFlight: () => number,
-    options: { readonly processMetrics?: boolean; readonly cache?: Pick<RulesetCache<unknown>, 'size' | 'bytes' | 'stats'> } = {},
+    options: {
+      readonly processMetrics?: boolean;
+      readonly cache?: Pick<RulesetCache<unknown>, 'size' | 'bytes' | 'stats'>;
+      /** The queues a worker consumes (roles), and the ones it is consuming now. */
+      readonly queues?: { readonly all: readonly string[]; readonly consumed: () => readonly string[] };
+    } = {},
   ) {
     const registers = [this.registry];
     if (options.processMetrics ?? true) collectDefaultMetrics({ register: this.registry });
@@ -66,6 +73,20 @@ export class WorkerMetrics implements WorkerObserver, EvaluateObserver {
       registers,
     });
     this.#reconnects = new Counter({ name: 'push_worker_amqp_reconnects_total', help: 'Broker sessions re-established after a loss.', registers });
+    this.#broker = new BrokerMetrics('push_worker', this.registry);
+    const { queues } = options;
+    if (queues !== undefined) {
+      new Gauge({
+        name: 'push_worker_queue_consuming',
+        help: 'Whether the worker consumes each of its queues now (1) or not (0), by role: request, read, evaluate.',
+        labelNames: ['queue'],
+        registers,
+        collect() {
+          const consumed = new Set(queues.consumed());
+          for (const queue of queues.all) this.set({ queue }, consumed.has(queue) ? 1 : 0);
+        },
+      });
+    }
     this.#recipients = new Counter({ name: 'push_worker_evaluate_recipients_total', help: 'Recipients named by evaluate requests.', registers });
     this.#notified = new Counter({ name: 'push_worker_evaluate_notified_total', help: 'Recipients an evaluation decided to notify.', registers });
     this.#storeQueries = new Counter({
@@ -124,5 +145,13 @@ export class WorkerMetrics implements WorkerObserver, EvaluateObserver {
 
   reconnected(): void {
     this.#reconnects.inc();
+  }
+
+  brokerConnected(broker: string): void {
+    this.#broker.connected(broker);
+  }
+
+  brokerLost(broker: string): void {
+    this.#broker.lost(broker);
   }
 }

@@ -10,6 +10,8 @@ export interface AmqpConnectOptions {
   readonly heartbeatSeconds?: number;
   /** Shown by `rabbitmqctl list_connections name client_properties` and the management UI. */
   readonly connectionName?: string;
+  /** Bounds the TCP connect and the AMQP handshake; undefined: the OS's own TCP timeout. */
+  readonly timeoutMs?: number;
 }
 
 /**
@@ -26,6 +28,9 @@ export async function connectAmqp(url: string, options: AmqpConnectOptions = {})
   // waiting for the peer's delayed ACK: ~40 ms per round trip without this.
   const model = await amqp.connect(withHeartbeat(url, options.heartbeatSeconds), {
     noDelay: true,
+    // A node that is down but not refusing (a dead host, a dropped route)
+    // would otherwise hold an attempt for the OS's TCP timeout, minutes.
+    ...(options.timeoutMs === undefined ? {} : { timeout: options.timeoutMs }),
     ...(options.connectionName === undefined ? {} : { clientProperties: { connection_name: options.connectionName } }),
   });
   coalesceWrites(model);

@@ -36,6 +36,8 @@ export function evaluateQueue(options: EvaluateQueueOptions): ConsumedQueue {
     role: 'evaluate',
     queue: evaluate.queue,
     prefetch: evaluate.prefetch,
+    // Writes and reads are served without it: a node that holds it going down stops only evaluations.
+    required: false,
     declare: async (channel: Channel) => {
       await channel.assertQueue(evaluate.queue, {
         durable: true,

@@ -1,13 +1,13 @@
-import type { Channel, ChannelModel, ConsumeMessage, Options } from 'amqplib';
+import type { Channel, ConfirmChannel, ConsumeMessage, Options } from 'amqplib';
 import type { Config } from '../config/config-schema.js';
 import { matrixError, MESSAGES, REQUEST_MESSAGES } from '../errors/error-catalogue.js';
 import type { Logger } from '../logging/logger.js';
-import { retryUntilDone } from '../worker/retry-until-done.js';
-import { changeEventsOf, type HandleOutcome, type PushService } from '../worker/push-service.js';
+import { backoffDelay } from '../worker/backoff.js';
+import { changeEventsOf, type ChangeEvent, type HandleOutcome, type PushService } from '../worker/push-service.js';
 import { encodeReply, failure, type Reply } from '../worker/reply.js';
 import { AckBatcher } from './ack-batcher.js';
-import { connectAmqp, connectionName } from './amqp-connect.js';
-import { declareReadQueue, declareTopology } from './amqp-topology.js';
+import { declareDeadLetterQueue, declareReadQueue, declareTopology } from './amqp-topology.js';
+import { BrokerConnection, type BrokerLink } from './broker-connection.js';
 import { isReadOp, type Command } from './command.js';
 import { parseRequest } from './parse-request.js';
 import { requestDeadline } from './request-deadline.js';
@@ -34,6 +34,10 @@ export interface RequestReport {
 export interface WorkerObserver {
   requestSettled(report: RequestReport): void;
   reconnected(): void;
+  /** Connected to the node `broker` (`host:port`). */
+  brokerConnected?(broker: string): void;
+  /** The connection to `broker` was lost. */
+  brokerLost?(broker: string): void;
 }
 
 /**
@@ -46,6 +50,11 @@ export interface ConsumedQueue {
   readonly role: string;
   readonly queue: string;
   readonly prefetch: number;
+  /**
+   * A session cannot serve without it (the request queue). Any other queue
+   * that cannot be opened is tried again while the worker serves the rest.
+   */
+  readonly required: boolean;
   /** Declares the queue (every worker declares it the same way). */
   declare(channel: Channel): Promise<void>;
   /** Parses and serves one body; never throws (every failure is a reply). */
@@ -97,31 +106,39 @@ interface Lane {
   consumerTag?: string;
 }
 
-/** One connection and its channels; replaced as a whole when any of them is lost. */
+/** What the worker keeps on one broker connection; replaced as a whole when the connection is lost. */
 interface Session {
-  readonly connection: ChannelModel;
-  readonly lanes: Lane[];
+  readonly link: BrokerLink;
+  /** The consumed queues that are open, by role. */
+  readonly lanes: Map<string, Lane>;
+  /** Change events go out here, confirmed by the broker before their request is acknowledged. */
+  readonly confirms: ConfirmChannel;
   /** The channel of the change-event subscription, when there is one. */
   events?: Channel;
   lost: boolean;
   readonly inFlight: Set<Promise<void>>;
+  /** Optional queues waiting to be opened again, by role. */
+  readonly retries: Map<string, NodeJS.Timeout>;
 }
 
 /**
  * Consumes the request queue, hands each request to the service, publishes
  * exactly one reply and then acknowledges.
  *
- * Lifecycle: `start()` connects (retrying with capped, jittered backoff
- * until the broker answers) and resolves once consuming; `close()` stops
- * consuming, lets every request in flight finish and reply, and closes the
- * connection. `close()` is idempotent.
+ * Lifecycle: `start()` connects (see `BrokerConnection`: every node of
+ * `amqp.url` in turn, backoff only between whole rounds) and resolves once
+ * consuming; `close()` stops consuming, lets every request in flight finish
+ * and reply, and closes the connection. `close()` is idempotent.
  *
- * amqplib does not reconnect by itself. When the connection or channel
- * closes, or the broker cancels the consumer (queue deleted, node going
- * down), the session is dropped and a new one is opened with the same
- * backoff; the topology is declared again on every new session. Requests
- * that were not acknowledged on the lost channel are redelivered by the
- * broker to whichever consumer is there.
+ * When the connection closes, or a channel the worker needs closes, or the
+ * broker cancels the request queue's consumer, the session is dropped, its
+ * requests in flight finish, and a new one is opened on the next node, the
+ * topology declared again. Requests that were not acknowledged on the lost
+ * channel are redelivered by the broker to whichever consumer is there.
+ * The request queue is the one queue a session needs: the read and
+ * evaluate queues (and the dead-letter queue) may be unavailable (homed
+ * on a node that is down, say) without stopping the worker; they are
+ * tried again while it serves.
  */
 export class RpcWorker {
   readonly #service: PushService;
@@ -130,10 +147,8 @@ export class RpcWorker {
   readonly #now: () => number;
   readonly #observer: WorkerObserver;
   readonly #inFlight = new Set<Promise<void>>();
-  readonly #stopWaiting = new AbortController();
   readonly #queues: readonly ConsumedQueue[];
-  #session: Session | undefined;
-  #connecting: Promise<void> | undefined;
+  readonly #broker: BrokerConnection<Session>;
   #closing: Promise<void> | undefined;
 
   constructor(service: PushService, options: RpcWorkerOptions) {
@@ -148,28 +163,61 @@ export class RpcWorker {
       role,
       queue,
       prefetch,
+      required: role === 'request',
       declare,
       serve: async (body, context) => this.#serve(body, context.messageId, role === 'read'),
     });
     const requests = userOps('request', amqp.queue, amqp.prefetch, async (channel) => declareTopology(channel, amqp));
     const reads = userOps('read', amqp.readQueue, amqp.readPrefetch, async (channel) => declareReadQueue(channel, amqp));
     this.#queues = [requests, reads, ...(options.queues ?? [])];
+    this.#broker = new BrokerConnection<Session>({
+      urls: amqp.url,
+      role: 'matrix-push-worker',
+      // Heartbeats let both sides notice a peer that vanished without a FIN.
+      heartbeatSeconds: amqp.heartbeatSeconds,
+      attemptTimeoutMs: amqp.connectTimeoutMs,
+      backoff: { baseMs: amqp.reconnectBaseMs, maxMs: amqp.reconnectMaxMs },
+      setup: async (link) => this.#openSession(link),
+      retire: async (session, reason) => this.#retire(session, reason),
+      observer: {
+        connected: (address, again) => {
+          this.#observer.brokerConnected?.(address.label);
+          if (again) this.#observer.reconnected();
+        },
+        lost: (address) => {
+          this.#observer.brokerLost?.(address.label);
+        },
+      },
+      logger: this.#log,
+      ...(options.random === undefined ? {} : { random: options.random }),
+    });
   }
 
   get inFlight(): number {
     return this.#inFlight.size;
   }
 
-  /** Consuming on a live connection: what `/readyz` asks. */
+  /** Consuming the queues a worker needs, on a live connection: what `/readyz` asks. */
   get consuming(): boolean {
-    const session = this.#session;
+    const session = this.#broker.current;
     return (
       this.#closing === undefined &&
       session !== undefined &&
       !session.lost &&
-      session.lanes.length === this.#queues.length &&
-      session.lanes.every((lane) => lane.consumerTag !== undefined)
+      this.#queues.every((queue) => !queue.required || session.lanes.get(queue.role)?.consumerTag !== undefined)
     );
+  }
+
+  /** `host:port` of the node the worker is connected to, if it is. */
+  get broker(): string | undefined {
+    return this.#broker.address?.label;
+  }
+
+  /** The roles of the queues consumed now (`request`, `read`, `evaluate`). */
+  get consumedQueues(): readonly string[] {
+    const session = this.#broker.current;
+    if (session === undefined || session.lost) return [];
+    return [...session.lanes.values()].filter((lane) => lane.consumerTag !== undefined).map((lane) => lane.consumed.role);
   }
 
   async start(): Promise<void> {
@@ -178,7 +226,7 @@ export class RpcWorker {
         'amqp.trustedPublishers is empty: any publisher that can reach the queue is trusted; the homeserver ops (delete_pushers, delete_user_data) are refused',
       );
     }
-    await this.#connect();
+    await this.#broker.start();
   }
 
   /** Stops consuming, waits for in-flight requests to be answered, disconnects. */
@@ -188,105 +236,144 @@ export class RpcWorker {
   }
 
   async #shutDown(): Promise<void> {
-    this.#stopWaiting.abort();
-    await this.#connecting?.catch(() => undefined);
-    const session = this.#session;
-    if (session !== undefined && !session.lost) {
+    await this.#broker.close(async (session) => {
+      clearRetries(session);
       await Promise.all(
-        session.lanes.map(async ({ channel, consumerTag, consumed }) => {
+        [...session.lanes.values()].map(async ({ channel, consumerTag, consumed }) => {
           if (consumerTag === undefined) return;
           await channel.cancel(consumerTag).catch((error: unknown) => {
             this.#log.warn({ err: error, queue: consumed.queue }, 'could not cancel the consumer');
           });
         }),
       );
-    }
+      await Promise.allSettled([...this.#inFlight]);
+      await closeQuietly(session);
+    });
+    // Requests of a session lost just before may still be finishing.
     await Promise.allSettled([...this.#inFlight]);
-    if (session !== undefined) await closeQuietly(session);
     this.#log.info('worker closed');
   }
 
-  /** Opens sessions until one consumes, or the worker is closed. */
-  async #connect(): Promise<void> {
-    const { reconnectBaseMs, reconnectMaxMs } = this.#options.amqp;
-    this.#connecting ??= retryUntilDone(async () => this.#openSession(), {
-      policy: { baseMs: reconnectBaseMs, maxMs: reconnectMaxMs },
-      signal: this.#stopWaiting.signal,
-      ...(this.#options.random === undefined ? {} : { random: this.#options.random }),
-      onFailure: (error, attempt, retryInMs) => {
-        this.#log.warn({ err: error, attempt, retryInMs }, 'cannot reach RabbitMQ; retrying');
-      },
-    })
-      .then((session) => {
-        if (session !== undefined) this.#session = session;
-      })
-      .finally(() => {
-        this.#connecting = undefined;
-      });
-    return this.#connecting;
-  }
-
-  async #openSession(): Promise<Session> {
-    const settings = this.#options.amqp;
-    // Heartbeats let both sides notice a peer that vanished without a FIN.
-    const connection = await connectAmqp(settings.url, {
-      heartbeatSeconds: settings.heartbeatSeconds,
-      connectionName: connectionName('matrix-push-worker'),
+  /** Everything a session needs, on a new connection; a throw fails this attempt (the next node is tried). */
+  async #openSession(link: BrokerLink): Promise<Session> {
+    const { connection } = link;
+    const confirms = await connection.createConfirmChannel();
+    const session: Session = { link, lanes: new Map(), confirms, lost: false, inFlight: new Set(), retries: new Map() };
+    confirms.on('error', (error: Error) => {
+      this.#log.error({ err: error }, 'AMQP change-event publishing channel error');
     });
-    let session: Session | undefined;
-    connection.on('error', (error: Error) => {
-      this.#log.error({ err: error }, 'AMQP connection error');
-    });
-    connection.on('close', () => {
-      if (session !== undefined) this.#lose(session, 'connection closed');
+    confirms.on('close', () => {
+      this.#lose(session, 'change-event publishing channel closed');
     });
     try {
-      session = { connection, lanes: [], lost: false, inFlight: new Set() };
-      const current = session;
-      // Declared first: the request queue's topology holds the exchanges the others use.
-      for (const consumed of this.#queues) current.lanes.push(await this.#openLane(current, consumed));
-      if (this.#options.changes !== undefined) current.events = await this.#subscribe(current, this.#options.changes);
-      for (const lane of current.lanes) {
-        const { queue, prefetch } = lane.consumed;
-        const { consumerTag } = await lane.channel.consume(queue, (message) => {
-          if (message === null) {
-            this.#lose(current, 'consumer cancelled by the broker');
-            return;
-          }
-          lane.acks.delivered(message.fields.deliveryTag);
-          this.#track(current, this.#onMessage(lane, message));
-        });
-        lane.consumerTag = consumerTag;
-        this.#log.info({ queue, prefetch }, 'consuming requests');
-      }
-      return current;
+      // The request queue first: its topology holds the exchanges the others use.
+      for (const consumed of this.#queues.filter((queue) => queue.required)) await this.#openLane(session, consumed);
+      // Not needed to serve: the dead-letter queue only parks what nobody could answer.
+      await declareDeadLetterQueue(connection, this.#options.amqp, this.#log);
+      if (this.#options.changes !== undefined) session.events = await this.#subscribe(session, this.#options.changes);
+      for (const consumed of this.#queues.filter((queue) => !queue.required)) await this.#openOptionalLane(session, consumed, 0);
+      return session;
     } catch (error) {
-      await connection.close().catch(() => undefined);
+      // The layer closes the connection; nothing of this session may be retried.
+      session.lost = true;
+      clearRetries(session);
       throw error;
     }
   }
 
-  async #openLane(session: Session, consumed: ConsumedQueue): Promise<Lane> {
-    const channel = await session.connection.createChannel();
+  /** Opens `consumed` on a channel of its own and starts consuming. */
+  async #openLane(session: Session, consumed: ConsumedQueue): Promise<void> {
+    const channel = await session.link.connection.createChannel();
+    let lane: Lane | undefined;
     channel.on('error', (error: Error) => {
       this.#log.error({ err: error, queue: consumed.queue }, 'AMQP channel error');
     });
     channel.on('close', () => {
-      this.#lose(session, 'channel closed');
+      this.#laneEnded(session, consumed, lane, 'channel closed');
     });
-    await consumed.declare(channel);
-    await channel.prefetch(consumed.prefetch);
-    const acks = new AckBatcher(channel, (flush) =>
-      setImmediate(() => {
-        try {
-          flush();
-        } catch (error) {
-          // The channel is gone: the broker redelivers the requests elsewhere.
-          this.#log.warn({ err: error }, 'could not acknowledge answered requests; the broker will redeliver them');
+    try {
+      await consumed.declare(channel);
+      await channel.prefetch(consumed.prefetch);
+      const acks = new AckBatcher(channel, (flush) =>
+        setImmediate(() => {
+          try {
+            flush();
+          } catch (error) {
+            // The channel is gone: the broker redelivers the requests elsewhere.
+            this.#log.warn({ err: error }, 'could not acknowledge answered requests; the broker will redeliver them');
+          }
+        }),
+      );
+      const opened: Lane = { consumed, channel, acks };
+      lane = opened;
+      const { consumerTag } = await channel.consume(consumed.queue, (message) => {
+        if (message === null) {
+          this.#laneEnded(session, consumed, opened, 'consumer cancelled by the broker');
+          return;
         }
-      }),
+        opened.acks.delivered(message.fields.deliveryTag);
+        this.#track(session, this.#onMessage(session, opened, message));
+      });
+      opened.consumerTag = consumerTag;
+      session.lanes.set(consumed.role, opened);
+      this.#log.info({ queue: consumed.queue, prefetch: consumed.prefetch, broker: session.link.address.label }, 'consuming requests');
+    } catch (error) {
+      await channel.close().catch(() => undefined);
+      throw error;
+    }
+  }
+
+  /**
+   * A queue the worker serves but does not need (read, evaluate): a failure
+   * to open it is logged, and it is tried again with the reconnect backoff
+   * while the session lives. A classic queue homed on a node that is down
+   * fails this way until the node is back.
+   */
+  async #openOptionalLane(session: Session, consumed: ConsumedQueue, failures: number): Promise<void> {
+    if (this.#over(session)) return;
+    try {
+      await this.#openLane(session, consumed);
+      if (failures > 0) this.#log.info({ queue: consumed.queue }, 'consuming again a queue that was unavailable');
+    } catch (error) {
+      // Lost or closed while the queue was being opened.
+      if (this.#over(session)) return;
+      this.#scheduleOptionalLane(session, consumed, failures + 1, error);
+    }
+  }
+
+  /** The session is lost or the worker is closing: nothing more is opened on it. */
+  #over(session: Session): boolean {
+    return session.lost || this.#closing !== undefined;
+  }
+
+  #scheduleOptionalLane(session: Session, consumed: ConsumedQueue, failures: number, error: unknown): void {
+    const { reconnectBaseMs, reconnectMaxMs } = this.#options.amqp;
+    const retryInMs = Math.max(reconnectBaseMs, backoffDelay({ baseMs: reconnectBaseMs, maxMs: reconnectMaxMs }, failures, this.#options.random));
+    this.#log.warn(
+      { err: error, queue: consumed.queue, role: consumed.role, retryInMs, broker: session.link.address.label },
+      'cannot consume this queue; serving the others and trying it again',
     );
-    return { consumed, channel, acks };
+    clearTimeout(session.retries.get(consumed.role));
+    const timer = setTimeout(() => {
+      session.retries.delete(consumed.role);
+      void this.#openOptionalLane(session, consumed, failures);
+    }, retryInMs);
+    timer.unref();
+    session.retries.set(consumed.role, timer);
+  }
+
+  /** A lane's channel closed or its consumer was cancelled: the session goes if it needs the queue, else the queue is retried. */
+  #laneEnded(session: Session, consumed: ConsumedQueue, lane: Lane | undefined, reason: string): void {
+    if (lane !== undefined && session.lanes.get(consumed.role) === lane) session.lanes.delete(consumed.role);
+    if (session.lost || this.#closing !== undefined) return;
+    if (consumed.required) {
+      this.#lose(session, `${consumed.role} queue: ${reason}`);
+      return;
+    }
+    // Only a lane that was consuming is retried from here; one still being opened fails its own attempt.
+    if (lane?.consumerTag === undefined) return;
+    if (reason === 'consumer cancelled by the broker') void lane.channel.close().catch(() => undefined);
+    this.#scheduleOptionalLane(session, consumed, 1, new Error(reason));
   }
 
   /**
@@ -296,7 +383,7 @@ export class RpcWorker {
    * reset both when it ends and when the next one starts.
    */
   async #subscribe(session: Session, listener: ChangeListener): Promise<Channel> {
-    const channel = await session.connection.createChannel();
+    const channel = await session.link.connection.createChannel();
     channel.on('error', (error: Error) => {
       this.#log.error({ err: error }, 'AMQP change-event channel error');
     });
@@ -325,23 +412,25 @@ export class RpcWorker {
     return channel;
   }
 
-  /**
-   * Drops a session that can no longer consume and opens a new one. The old
-   * one is closed once its requests in flight have settled (on a dead
-   * connection they fail fast; after a consumer cancel they can still reply).
-   */
+  /** The session can no longer consume: the connection layer retires it and opens the next one. */
   #lose(session: Session, reason: string): void {
     if (session.lost) return;
     session.lost = true;
-    if (this.#closing !== undefined) return;
-    this.#log.warn({ reason, inFlight: session.inFlight.size }, 'lost the broker session; reconnecting');
-    void Promise.allSettled([...session.inFlight]).then(async () => closeQuietly(session));
-    void this.#connect().then(() => {
-      if (this.#session !== session && this.#session?.lost === false) {
-        this.#observer.reconnected();
-        this.#log.info('reconnected to RabbitMQ');
-      }
-    });
+    clearRetries(session);
+    session.link.lose(reason);
+  }
+
+  /**
+   * A lost session: its requests in flight finish (on a dead connection they
+   * fail fast; after a consumer cancel they can still reply), then its
+   * channels close; the connection layer closes the connection after that.
+   */
+  async #retire(session: Session, reason: string): Promise<void> {
+    session.lost = true;
+    clearRetries(session);
+    if (this.#closing === undefined) this.#log.warn({ reason, inFlight: session.inFlight.size }, 'lost the broker session');
+    await Promise.allSettled([...session.inFlight]);
+    await closeQuietly(session);
   }
 
   #track(session: Session, work: Promise<void>): void {
@@ -359,10 +448,10 @@ export class RpcWorker {
    * request to the next worker. Anything unexpected is logged with its
    * cause; a request not answered yet gets an internal error and is acked.
    */
-  async #onMessage(lane: Lane, message: ConsumeMessage): Promise<void> {
+  async #onMessage(session: Session, lane: Lane, message: ConsumeMessage): Promise<void> {
     const progress: Progress = { replied: false, settled: false };
     try {
-      await this.#answer(lane, message, progress);
+      await this.#answer(session, lane, message, progress);
     } catch (error) {
       try {
         this.#log.error({ err: error, ...progress }, 'request failed unexpectedly');
@@ -378,7 +467,7 @@ export class RpcWorker {
     }
   }
 
-  async #answer(lane: Lane, message: ConsumeMessage, progress: Progress): Promise<void> {
+  async #answer(session: Session, lane: Lane, message: ConsumeMessage, progress: Progress): Promise<void> {
     const { channel } = lane;
     const started = performance.now();
     // amqplib types these properties as `any`; they are whatever the publisher sent.
@@ -430,14 +519,16 @@ export class RpcWorker {
       if (change.type === 'm.push_rules') this.#options.changes?.pushRulesChanged(change.user_id);
     }
     progress.replied = true;
-    const published = this.#publish(channel, '', replyTo, outcome.reply, { correlationId, contentType: JSON_CONTENT });
-    if (published) {
-      for (const change of changeEventsOf(outcome)) {
-        this.#publish(channel, this.#options.amqp.eventsExchange, change.type, change, { contentType: JSON_CONTENT });
-      }
-    }
+    // The reply needs no confirm: it goes out on the channel the ack takes
+    // after it, so a broker that has the ack has the reply.
+    const replied = this.#publish(channel, '', replyTo, outcome.reply, { correlationId, contentType: JSON_CONTENT });
+    // A change event wakes the users' /sync streams: the request is acked
+    // only once the broker has confirmed every event (routed to every queue
+    // bound, replicas included); otherwise it goes back to the queue, and
+    // its redelivery announces the change again.
+    const announced = replied && (await this.#announce(session, changeEventsOf(outcome)));
     progress.settled = true;
-    this.#settle(lane, message, published ? 'ack' : 'requeue');
+    this.#settle(lane, message, announced ? 'ack' : 'requeue');
     const seconds = (performance.now() - started) / 1000;
     this.#logOutcome(outcome, { correlationId, publisher, redelivered, ms: Math.round(seconds * 100_000) / 100 });
     report(outcome.op ?? 'unknown', outcome.reply.ok ? 'ok' : outcome.reply.error.kind, {
@@ -487,6 +578,29 @@ export class RpcWorker {
     }
   }
 
+  /** Publishes the change events with publisher confirms; false when any was not confirmed. */
+  async #announce(session: Session, changes: readonly ChangeEvent[]): Promise<boolean> {
+    if (changes.length === 0) return true;
+    const exchange = this.#options.amqp.eventsExchange;
+    const confirmed = await Promise.all(
+      changes.map(
+        async (change) =>
+          new Promise<boolean>((resolve) => {
+            try {
+              session.confirms.publish(exchange, change.type, Buffer.from(encodeReply(change)), { contentType: JSON_CONTENT, persistent: true }, (error) => {
+                if (error !== null && error !== undefined) this.#log.warn({ err: error, user: change.user_id, type: change.type }, 'the broker did not confirm a change event');
+                resolve(error === null || error === undefined);
+              });
+            } catch (error) {
+              this.#log.error({ err: error, exchange, routingKey: change.type }, 'publish failed');
+              resolve(false);
+            }
+          }),
+      ),
+    );
+    return confirmed.every(Boolean);
+  }
+
   /** Acks go through the session's batcher (sent by the next event-loop turn); nacks at once. */
   #settle(lane: Lane, message: ConsumeMessage, how: 'ack' | 'reject' | 'requeue'): void {
     const tag = message.fields.deliveryTag;
@@ -522,7 +636,7 @@ export class RpcWorker {
 }
 
 async function closeQuietly(session: Session): Promise<void> {
-  for (const lane of session.lanes) {
+  for (const lane of session.lanes.values()) {
     try {
       // Acks still waiting for their turn go out before the channel closes.
       lane.acks.flush();
@@ -532,7 +646,12 @@ async function closeQuietly(session: Session): Promise<void> {
     await lane.channel.close().catch(() => undefined);
   }
   await session.events?.close().catch(() => undefined);
-  await session.connection.close().catch(() => undefined);
+  await session.confirms.close().catch(() => undefined);
+}
+
+function clearRetries(session: Session): void {
+  for (const timer of session.retries.values()) clearTimeout(timer);
+  session.retries.clear();
 }
 
 /** The `user_id` of a change event, when it is one. */

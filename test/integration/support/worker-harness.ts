@@ -12,9 +12,13 @@ import { RpcCaller, type ContractReply } from './rpc-caller.js';
 
 export interface Names {
   readonly queue: string;
-  readonly amqp: Config['amqp'];
+  /** One broker node in these tests: `url` is that node's URL. */
+  readonly amqp: TestAmqp;
   readonly database: string;
 }
+
+/** The worker's AMQP settings, on the one node the tests use. */
+export type TestAmqp = Omit<Config['amqp'], 'url'> & { readonly url: string };
 
 /** Queue, exchange and database names of one test file's own. */
 export function uniqueNames(): Names {
@@ -31,8 +35,6 @@ export function uniqueNames(): Names {
       deadLetterExchange: `${queue}.dlx`,
       deadLetterQueue: `${queue}.dead`,
       eventsExchange: `${queue}.events`,
-      // Tests reconnect within a second, not the production ten.
-      reconnectMaxMs: 1000,
     },
   };
 }
@@ -64,7 +66,7 @@ export const TEST_LIMITS = {
 export type WorkerOverrides = Partial<Pick<RpcWorkerOptions, 'logger' | 'observer' | 'beforeServe' | 'afterServe'>>;
 
 /** One in-process worker on the real broker and database server. */
-export async function startHarness(amqpOverrides: Partial<Config['amqp']> = {}, workerOverrides: WorkerOverrides = {}): Promise<Harness> {
+export async function startHarness(amqpOverrides: Partial<TestAmqp> = {}, workerOverrides: WorkerOverrides = {}): Promise<Harness> {
   const unique = uniqueNames();
   const names = { ...unique, amqp: { ...unique.amqp, ...amqpOverrides } };
   const mongo = new MongoClient(inject('mongoUrl'), { serverSelectionTimeoutMS: 5000 });

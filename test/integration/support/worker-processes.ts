@@ -31,7 +31,6 @@ export function workerEnvironment(names: Names, extra: Record<string, string> = 
     LOG_LEVEL: 'debug',
     HEALTH_HOST: '127.0.0.1',
     HEALTH_PORT: '0',
-    AMQP_RECONNECT_MAX_MS: '1000',
     ...extra,
   };
 }
