@@ -28,7 +28,8 @@
 #   scripts/services.sh cluster-leader QUEUE  print the node that leads a quorum queue
 #   scripts/services.sh cluster-members QUEUE print a quorum queue's member nodes, one a line
 #   scripts/services.sh cluster-connection-node NAME|CLIENT_PORT   print the node a client connection is on
-#   scripts/services.sh cluster-ctl NODE ARGS...  run rabbitmqctl against a node (with the cluster's cookie)
+#   scripts/services.sh cluster-ctl NODE ARGS...  run rabbitmqctl against a node (with the cluster's cookie;
+#                                             CLUSTER_TOOL=rabbitmq-queues or rabbitmq-diagnostics runs that tool)
 # NODE is a, b, c, or a full node name; QUEUE is in vhost / unless a VHOST follows it.
 # Ports: AMQP 5681-5683 on 127.0.0.1 (CLUSTER_AMQP_PORTS: three ports separated by
 # spaces), Erlang distribution at AMQP port + 20000, no plugins. guest/guest from
@@ -260,7 +261,9 @@ cluster_env() {
 # rabbitmqctl (or another CLI tool with CLUSTER_TOOL) against node $1.
 cluster_ctl() {
   local letter=$1; shift
-  (cluster_env "$letter" && exec "$RABBITMQ_BIN/${CLUSTER_TOOL:-rabbitmqctl}" -n "$(cluster_node "$letter")" "$@")
+  # A CLI VM that fails to start (no cookie, say) would leave an
+  # erl_crash.dump in the caller's directory: none is written.
+  (cluster_env "$letter" && ERL_CRASH_DUMP_SECONDS=0 exec "$RABBITMQ_BIN/${CLUSTER_TOOL:-rabbitmqctl}" -n "$(cluster_node "$letter")" "$@")
 }
 
 # PIDs of node $1's Erlang VM started from this checkout, found by their
