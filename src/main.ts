@@ -11,6 +11,7 @@ import type { Command } from './rpc/command.js';
 import type { CompiledRuleset } from './evaluation/compiled-ruleset.js';
 import { evaluateQueue } from './rpc/evaluate-queue.js';
 import { RpcWorker } from './rpc/rpc-worker.js';
+import { mongoClientOptions } from './store/mongo-client-options.js';
 import { MongoPushStore } from './store/mongo-push-store.js';
 import { retryUntilDone } from './worker/retry-until-done.js';
 import { EvaluateService } from './worker/evaluate-service.js';
@@ -43,7 +44,7 @@ async function main(): Promise<void> {
     maxStalenessMs: config.evaluate.maxStalenessMs,
   });
   const metrics = new WorkerMetrics(() => running.worker?.inFlight ?? 0, { cache });
-  const mongo = new MongoClient(config.mongodb.url, { serverSelectionTimeoutMS: config.mongodb.serverSelectionTimeoutMs });
+  const mongo = new MongoClient(config.mongodb.url, mongoClientOptions(config.mongodb));
   const db = mongo.db(config.mongodb.database);
   const health = config.health.enabled
     ? new HealthServer({

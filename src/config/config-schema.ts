@@ -34,6 +34,14 @@ export const ConfigSchema = Type.Object(
         accountDataCollection: Name,
         pushersCollection: Name,
         serverSelectionTimeoutMs: Type.Integer({ minimum: 100, maximum: 120000 }),
+        /** The driver's `connectTimeoutMS`: a TCP connection and its handshake (and each monitoring check). */
+        connectTimeoutMs: Type.Integer({ minimum: 100, maximum: 120000 }),
+        /** The driver's `socketTimeoutMS`: a connection whose server is silent this long during an operation is closed. */
+        socketTimeoutMs: Type.Integer({ minimum: 100, maximum: 120000 }),
+        /** The driver's `waitQueueTimeoutMS`: how long an operation waits for a pooled connection. */
+        waitQueueTimeoutMs: Type.Integer({ minimum: 100, maximum: 120000 }),
+        /** Each store operation is given up after this long, or at its request's deadline if that comes first. */
+        operationTimeoutMs: Type.Integer({ minimum: 100, maximum: 120000 }),
         /** Characters of stored ruleset text whose parse is kept for the next read of the same text; 0: none. */
         parsedRulesCacheChars: Type.Integer({ minimum: 0, maximum: 1024 * 1024 * 1024 }),
       },
@@ -159,6 +167,10 @@ export const ENVIRONMENT: readonly { readonly name: string; readonly path: reado
   { name: 'MONGODB_URL', path: ['mongodb', 'url'], kind: 'string' },
   { name: 'MONGODB_DATABASE', path: ['mongodb', 'database'], kind: 'string' },
   { name: 'MONGODB_SERVER_SELECTION_TIMEOUT_MS', path: ['mongodb', 'serverSelectionTimeoutMs'], kind: 'integer' },
+  { name: 'MONGODB_CONNECT_TIMEOUT_MS', path: ['mongodb', 'connectTimeoutMs'], kind: 'integer' },
+  { name: 'MONGODB_SOCKET_TIMEOUT_MS', path: ['mongodb', 'socketTimeoutMs'], kind: 'integer' },
+  { name: 'MONGODB_WAIT_QUEUE_TIMEOUT_MS', path: ['mongodb', 'waitQueueTimeoutMs'], kind: 'integer' },
+  { name: 'MONGODB_OPERATION_TIMEOUT_MS', path: ['mongodb', 'operationTimeoutMs'], kind: 'integer' },
   { name: 'MONGODB_PARSED_RULES_CACHE_CHARS', path: ['mongodb', 'parsedRulesCacheChars'], kind: 'integer' },
   { name: 'WRITE_MAX_ATTEMPTS', path: ['writes', 'maxAttempts'], kind: 'integer' },
   { name: 'WRITE_BACKOFF_BASE_MS', path: ['writes', 'backoffBaseMs'], kind: 'integer' },
