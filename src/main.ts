@@ -98,11 +98,15 @@ async function main(): Promise<void> {
     pusherPolicy: { allowInsecureGateways: config.pushers.allowInsecureGateways },
     limits: config.limits,
     rulesetCharsInFlight: config.writes.rulesetCharsInFlight,
+    operationTimeoutMs: config.mongodb.operationTimeoutMs,
+    observer: metrics,
   });
   const evaluations = new EvaluateService(store, {
     cache,
     loadChunkSize: config.evaluate.loadChunkSize,
     sliceMs: config.evaluate.sliceMs,
+    operationTimeoutMs: config.mongodb.operationTimeoutMs,
+    observer: metrics,
     onUndecodable: (userId) => {
       log.warn({ userId }, 'stored push rules cannot be decoded: evaluated as the server defaults');
     },

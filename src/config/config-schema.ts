@@ -24,6 +24,8 @@ export const ConfigSchema = Type.Object(
         heartbeatSeconds: Type.Integer({ minimum: 0, maximum: 600 }),
         reconnectBaseMs: Type.Integer({ minimum: 10, maximum: 60000 }),
         reconnectMaxMs: Type.Integer({ minimum: 10, maximum: 300000 }),
+        /** Work on a request stops this long before its deadline (at most a tenth of its expiration), for the reply to reach the caller in time. */
+        replyMarginMs: Type.Integer({ minimum: 0, maximum: 10000 }),
       },
       { additionalProperties: false },
     ),
@@ -164,6 +166,7 @@ export const ENVIRONMENT: readonly { readonly name: string; readonly path: reado
   { name: 'AMQP_HEARTBEAT_SECONDS', path: ['amqp', 'heartbeatSeconds'], kind: 'integer' },
   { name: 'AMQP_RECONNECT_BASE_MS', path: ['amqp', 'reconnectBaseMs'], kind: 'integer' },
   { name: 'AMQP_RECONNECT_MAX_MS', path: ['amqp', 'reconnectMaxMs'], kind: 'integer' },
+  { name: 'RPC_REPLY_MARGIN_MS', path: ['amqp', 'replyMarginMs'], kind: 'integer' },
   { name: 'MONGODB_URL', path: ['mongodb', 'url'], kind: 'string' },
   { name: 'MONGODB_DATABASE', path: ['mongodb', 'database'], kind: 'string' },
   { name: 'MONGODB_SERVER_SELECTION_TIMEOUT_MS', path: ['mongodb', 'serverSelectionTimeoutMs'], kind: 'integer' },
