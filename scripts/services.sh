@@ -11,6 +11,12 @@
 #   scripts/services.sh stop-mongo | start-mongo         stop (SIGTERM) / start the MongoDB stand-in
 #   scripts/services.sh add-amqp-user NAME PASSWORD      (re)create a broker user with full permissions on /
 #
+# For tests that need a MongoDB stand-in of their own (to pause it without
+# touching the shared one on 27017):
+#   scripts/services.sh mongo-jars       fetch the stand-in's jars if missing; print the folder they are in
+#   scripts/services.sh private-mongo    run a stand-in in the foreground: in memory, on 127.0.0.1, any free
+#                                        port; prints "listening on 127.0.0.1:PORT" (scripts/mongo-stand-in.java)
+#
 # A service is skipped when its URL is given (AMQP_URL / MONGODB_URL) or when
 # something already answers on its port.
 # - RabbitMQ: Debian's rabbitmq-server, installed with apt-get when missing.
@@ -540,6 +546,9 @@ case "${1:-}" in
   stop-mongo) stop_mongo ;;
   start-mongo) mongo_up ;;
   add-amqp-user) add_amqp_user "${2:?name}" "${3:?password}" ;;
+  mongo-jars) mongo_jars >&2; echo "$MONGO_DIR/lib" ;;
+  # exec: the caller's process is the stand-in's, so its signals (SIGSTOP, SIGCONT, SIGKILL) reach the JVM.
+  private-mongo) mongo_jars >&2; exec java -Xmx512m -Dorg.slf4j.simpleLogger.defaultLogLevel=warn -cp "$MONGO_DIR/lib/*" "$ROOT/scripts/mongo-stand-in.java" "${2:-0}" ;;
   cluster-up) cluster_up ;;
   cluster-down) cluster_down ;;
   cluster-status) cluster_status ;;
@@ -550,7 +559,7 @@ case "${1:-}" in
   cluster-connection-node) cluster_connection_node "${2:?connection name or client port}" ;;
   cluster-ctl) letter=$(cluster_letter "${2:?node (a, b or c)}"); shift 2; cluster_ctl "$letter" "$@" ;;
   *)
-    echo "usage: $0 up|down|status|stop-rabbitmq|start-rabbitmq|stop-mongo|start-mongo|add-amqp-user NAME PASSWORD" >&2
+    echo "usage: $0 up|down|status|stop-rabbitmq|start-rabbitmq|stop-mongo|start-mongo|add-amqp-user NAME PASSWORD|mongo-jars|private-mongo [PORT]" >&2
     echo "       $0 cluster-up|cluster-down|cluster-status|cluster-kill NODE|cluster-start NODE|cluster-leader QUEUE [VHOST]" >&2
     echo "       $0 cluster-members QUEUE [VHOST]|cluster-connection-node NAME|CLIENT_PORT|cluster-ctl NODE ARGS..." >&2
     exit 64

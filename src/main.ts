@@ -11,6 +11,7 @@ import type { Command } from './rpc/command.js';
 import type { CompiledRuleset } from './evaluation/compiled-ruleset.js';
 import { evaluateQueue } from './rpc/evaluate-queue.js';
 import { RpcWorker } from './rpc/rpc-worker.js';
+import { mongoClientOptions } from './store/mongo-client-options.js';
 import { MongoPushStore } from './store/mongo-push-store.js';
 import { retryUntilDone } from './worker/retry-until-done.js';
 import { EvaluateService } from './worker/evaluate-service.js';
@@ -46,7 +47,7 @@ async function main(): Promise<void> {
     cache,
     queues: { all: ['request', 'read', 'evaluate'], consumed: () => running.worker?.consumedQueues ?? [] },
   });
-  const mongo = new MongoClient(config.mongodb.url, { serverSelectionTimeoutMS: config.mongodb.serverSelectionTimeoutMs });
+  const mongo = new MongoClient(config.mongodb.url, mongoClientOptions(config.mongodb));
   const db = mongo.db(config.mongodb.database);
   const health = config.health.enabled
     ? new HealthServer({
@@ -100,11 +101,15 @@ async function main(): Promise<void> {
     pusherPolicy: { allowInsecureGateways: config.pushers.allowInsecureGateways },
     limits: config.limits,
     rulesetCharsInFlight: config.writes.rulesetCharsInFlight,
+    operationTimeoutMs: config.mongodb.operationTimeoutMs,
+    observer: metrics,
   });
   const evaluations = new EvaluateService(store, {
     cache,
     loadChunkSize: config.evaluate.loadChunkSize,
     sliceMs: config.evaluate.sliceMs,
+    operationTimeoutMs: config.mongodb.operationTimeoutMs,
+    observer: metrics,
     onUndecodable: (userId) => {
       log.warn({ userId }, 'stored push rules cannot be decoded: evaluated as the server defaults');
     },

@@ -36,6 +36,8 @@ export const ConfigSchema = Type.Object(
         reconnectMaxMs: Type.Integer({ minimum: 10, maximum: 300000 }),
         /** One attempt at one node (TCP, AMQP handshake, declaring and consuming): past it, the next node. */
         connectTimeoutMs: Type.Integer({ minimum: 100, maximum: 120000 }),
+        /** Work on a request stops this long before its deadline (at most a tenth of its expiration), for the reply to reach the caller in time. */
+        replyMarginMs: Type.Integer({ minimum: 0, maximum: 10000 }),
       },
       { additionalProperties: false },
     ),
@@ -46,6 +48,14 @@ export const ConfigSchema = Type.Object(
         accountDataCollection: Name,
         pushersCollection: Name,
         serverSelectionTimeoutMs: Type.Integer({ minimum: 100, maximum: 120000 }),
+        /** The driver's `connectTimeoutMS`: a TCP connection and its handshake (and each monitoring check). */
+        connectTimeoutMs: Type.Integer({ minimum: 100, maximum: 120000 }),
+        /** The driver's `socketTimeoutMS`: a connection whose server is silent this long during an operation is closed. */
+        socketTimeoutMs: Type.Integer({ minimum: 100, maximum: 120000 }),
+        /** The driver's `waitQueueTimeoutMS`: how long an operation waits for a pooled connection. */
+        waitQueueTimeoutMs: Type.Integer({ minimum: 100, maximum: 120000 }),
+        /** Each store operation is given up after this long, or at its request's deadline if that comes first. */
+        operationTimeoutMs: Type.Integer({ minimum: 100, maximum: 120000 }),
         /** Characters of stored ruleset text whose parse is kept for the next read of the same text; 0: none. */
         parsedRulesCacheChars: Type.Integer({ minimum: 0, maximum: 1024 * 1024 * 1024 }),
       },
@@ -170,9 +180,14 @@ export const ENVIRONMENT: readonly { readonly name: string; readonly path: reado
   { name: 'AMQP_RECONNECT_BASE_MS', path: ['amqp', 'reconnectBaseMs'], kind: 'integer' },
   { name: 'AMQP_RECONNECT_MAX_MS', path: ['amqp', 'reconnectMaxMs'], kind: 'integer' },
   { name: 'AMQP_CONNECT_TIMEOUT_MS', path: ['amqp', 'connectTimeoutMs'], kind: 'integer' },
+  { name: 'RPC_REPLY_MARGIN_MS', path: ['amqp', 'replyMarginMs'], kind: 'integer' },
   { name: 'MONGODB_URL', path: ['mongodb', 'url'], kind: 'string' },
   { name: 'MONGODB_DATABASE', path: ['mongodb', 'database'], kind: 'string' },
   { name: 'MONGODB_SERVER_SELECTION_TIMEOUT_MS', path: ['mongodb', 'serverSelectionTimeoutMs'], kind: 'integer' },
+  { name: 'MONGODB_CONNECT_TIMEOUT_MS', path: ['mongodb', 'connectTimeoutMs'], kind: 'integer' },
+  { name: 'MONGODB_SOCKET_TIMEOUT_MS', path: ['mongodb', 'socketTimeoutMs'], kind: 'integer' },
+  { name: 'MONGODB_WAIT_QUEUE_TIMEOUT_MS', path: ['mongodb', 'waitQueueTimeoutMs'], kind: 'integer' },
+  { name: 'MONGODB_OPERATION_TIMEOUT_MS', path: ['mongodb', 'operationTimeoutMs'], kind: 'integer' },
   { name: 'MONGODB_PARSED_RULES_CACHE_CHARS', path: ['mongodb', 'parsedRulesCacheChars'], kind: 'integer' },
   { name: 'WRITE_MAX_ATTEMPTS', path: ['writes', 'maxAttempts'], kind: 'integer' },
   { name: 'WRITE_BACKOFF_BASE_MS', path: ['writes', 'backoffBaseMs'], kind: 'integer' },

@@ -34,6 +34,7 @@ export const MESSAGES = {
   // Our own wording, where the seed has no text.
   undecodableEvent: 'The stored push rules event could not be decoded.',
   storeUnavailable: 'The push rules store is unavailable; try again.',
+  deadlinePassed: "The push rules store did not answer before the request's deadline; try again.",
   tooManyConflicts: "Too many concurrent changes to this user's push rules; try again.",
   storageFailure: 'The push rules store failed.',
   internalError: 'Internal error.',

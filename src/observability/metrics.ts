@@ -2,6 +2,7 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom
 import type { EvaluateObserver } from '../rpc/evaluate-queue.js';
 import { BrokerMetrics } from './broker-metrics.js';
 import type { RequestReport, WorkerObserver } from '../rpc/rpc-worker.js';
+import type { AbandonReason, StoreBoundsObserver } from '../worker/bounded-store.js';
 import type { EvaluateStats } from '../worker/evaluate-service.js';
 import type { RulesetCache } from '../worker/ruleset-cache.js';
 
@@ -9,7 +10,7 @@ import type { RulesetCache } from '../worker/ruleset-cache.js';
  * The worker's Prometheus metrics, on a registry of its own (not the
  * library's global one) so that tests and embedders get a clean set.
  */
-export class WorkerMetrics implements WorkerObserver, EvaluateObserver {
+export class WorkerMetrics implements WorkerObserver, EvaluateObserver, StoreBoundsObserver {
   readonly registry = new Registry();
   readonly #requests: Counter<'op' | 'outcome' | 'queue'>;
   readonly #duration: Histogram<'op'>;
@@ -19,6 +20,8 @@ export class WorkerMetrics implements WorkerObserver, EvaluateObserver {
   readonly #replays: Counter;
   readonly #unchanged: Counter;
   readonly #reconnects: Counter;
+  readonly #deadlinePassed: Counter<'op' | 'queue'>;
+  readonly #abandoned: Counter<'operation' | 'reason'>;
   readonly #recipients: Counter;
   readonly #notified: Counter;
   readonly #storeQueries: Counter;
@@ -87,6 +90,18 @@ export class WorkerMetrics implements WorkerObserver, EvaluateObserver {
         },
       });
     }
+    this.#deadlinePassed = new Counter({
+      name: 'push_worker_deadline_passed_total',
+      help: 'Requests answered Unavailable because their deadline came before the store had served them, by op and queue.',
+      labelNames: ['op', 'queue'],
+      registers,
+    });
+    this.#abandoned = new Counter({
+      name: 'push_worker_store_operations_abandoned_total',
+      help: 'Store operations not started because their request\'s deadline had passed (not-started), given up at the deadline (deadline) or after mongodb.operationTimeoutMs (timeout).',
+      labelNames: ['operation', 'reason'],
+      registers,
+    });
     this.#recipients = new Counter({ name: 'push_worker_evaluate_recipients_total', help: 'Recipients named by evaluate requests.', registers });
     this.#notified = new Counter({ name: 'push_worker_evaluate_notified_total', help: 'Recipients an evaluation decided to notify.', registers });
     this.#storeQueries = new Counter({
@@ -141,6 +156,11 @@ export class WorkerMetrics implements WorkerObserver, EvaluateObserver {
     if (report.redelivered) this.#redeliveries.inc();
     if (report.replayed) this.#replays.inc();
     if (report.unchanged) this.#unchanged.inc();
+    if (report.deadlinePassed) this.#deadlinePassed.inc({ op: report.op, queue: report.queue });
+  }
+
+  storeOperationAbandoned(operation: string, reason: AbandonReason): void {
+    this.#abandoned.inc({ operation, reason });
   }
 
   reconnected(): void {

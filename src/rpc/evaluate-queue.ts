@@ -48,11 +48,11 @@ export function evaluateQueue(options: EvaluateQueueOptions): ConsumedQueue {
         },
       });
     },
-    serve: async (body) => {
+    serve: async (body, context) => {
       try {
         const parsed = parseEvaluateRequest(body, limits);
         if (!parsed.ok) return { reply: failure(parsed.error), conflicts: 0, op: 'evaluate' };
-        const outcome = await service.handle(parsed.value);
+        const outcome = await service.handle(parsed.value, { deadline: context.deadline });
         observer?.evaluated(outcome.stats);
         return {
           reply: outcome.reply,
@@ -60,6 +60,7 @@ export function evaluateQueue(options: EvaluateQueueOptions): ConsumedQueue {
           op: 'evaluate',
           ...(outcome.cause === undefined ? {} : { cause: outcome.cause }),
           ...(outcome.failure === undefined ? {} : { failure: outcome.failure }),
+          ...(outcome.deadlinePassed === true ? { deadlinePassed: true as const } : {}),
         };
       } catch (error) {
         // Parsing and the service answer every refusal; this is a bug, and the caller still gets an answer.

@@ -10,7 +10,7 @@ import { declareDeadLetterQueue, declareReadQueue, declareTopology } from './amq
 import { BrokerConnection, type BrokerLink } from './broker-connection.js';
 import { isReadOp, type Command } from './command.js';
 import { parseRequest } from './parse-request.js';
-import { requestDeadline } from './request-deadline.js';
+import { requestDeadline, stopWorkBy } from './request-deadline.js';
 import { HOMESERVER_OPS } from './request-schemas.js';
 import type { RequestLimits } from './request-limits.js';
 
@@ -28,6 +28,8 @@ export interface RequestReport {
   readonly replayed: boolean;
   /** A write served without changing anything (see `HandleOutcome.unchanged`). */
   readonly unchanged: boolean;
+  /** Answered Unavailable because its deadline came before the store had served it (see `HandleOutcome.deadlinePassed`). */
+  readonly deadlinePassed: boolean;
 }
 
 /** Narrow hooks a metrics registry implements; tests pass object literals. */
@@ -58,7 +60,14 @@ export interface ConsumedQueue {
   /** Declares the queue (every worker declares it the same way). */
   declare(channel: Channel): Promise<void>;
   /** Parses and serves one body; never throws (every failure is a reply). */
-  serve(body: Buffer, context: { readonly messageId: string | undefined }): Promise<ServeOutcome>;
+  serve(body: Buffer, context: ServeContext): Promise<ServeOutcome>;
+}
+
+/** What the worker tells a queue's `serve` about a request beyond its body. */
+export interface ServeContext {
+  readonly messageId: string | undefined;
+  /** When work on it stops (`stopWorkBy`): its reply is sent by then, and no store operation is started after. */
+  readonly deadline: number | undefined;
 }
 
 export type ServeOutcome = HandleOutcome & { readonly op?: string };
@@ -165,7 +174,7 @@ export class RpcWorker {
       prefetch,
       required: role === 'request',
       declare,
-      serve: async (body, context) => this.#serve(body, context.messageId, role === 'read'),
+      serve: async (body, context) => this.#serve(body, context, role === 'read'),
     });
     const requests = userOps('request', amqp.queue, amqp.prefetch, async (channel) => declareTopology(channel, amqp));
     const reads = userOps('read', amqp.readQueue, amqp.readPrefetch, async (channel) => declareReadQueue(channel, amqp));
@@ -487,6 +496,7 @@ export class RpcWorker {
         redelivered,
         replayed: false,
         unchanged: false,
+        deadlinePassed: false,
         ...extra,
       });
     };
@@ -510,10 +520,14 @@ export class RpcWorker {
     }
 
     const trusted = this.#options.amqp.trustedPublishers;
+    const context: ServeContext = {
+      messageId: typeof messageId === 'string' && messageId !== '' ? messageId : undefined,
+      deadline: stopWorkBy(properties.timestamp as unknown, properties.expiration as unknown, this.#options.amqp.replyMarginMs),
+    };
     const outcome: ServeOutcome =
       trusted.length > 0 && (typeof publisher !== 'string' || !trusted.includes(publisher))
         ? { reply: failure(matrixError('Forbidden', MESSAGES.untrustedPublisher)), conflicts: 0 }
-        : await lane.consumed.serve(message.content, { messageId: typeof messageId === 'string' && messageId !== '' ? messageId : undefined });
+        : await lane.consumed.serve(message.content, context);
     // This worker's own cache learns of its own writes at once, not a round trip later.
     for (const change of changeEventsOf(outcome)) {
       if (change.type === 'm.push_rules') this.#options.changes?.pushRulesChanged(change.user_id);
@@ -535,11 +549,12 @@ export class RpcWorker {
       conflicts: outcome.conflicts,
       replayed: outcome.replayed === true,
       unchanged: outcome.unchanged === true,
+      deadlinePassed: outcome.deadlinePassed === true,
     });
   }
 
   /** Every failure becomes a reply: parsing and the hooks run inside the same `try` as the service. */
-  async #serve(body: Buffer, messageId: string | undefined, readOnly: boolean): Promise<ServeOutcome> {
+  async #serve(body: Buffer, context: ServeContext, readOnly: boolean): Promise<ServeOutcome> {
     let command: Command | undefined;
     try {
       const parsed = parseRequest(body, this.#options.limits);
@@ -553,7 +568,7 @@ export class RpcWorker {
         return { reply: failure(matrixError('Forbidden', MESSAGES.homeserverOpWithoutTrustedPublishers)), conflicts: 0, op: command.op };
       }
       this.#options.beforeServe?.(command);
-      const outcome = await this.#service.handle(command, { messageId });
+      const outcome = await this.#service.handle(command, context);
       this.#options.afterServe?.(command);
       return { ...outcome, op: command.op };
     } catch (error) {
@@ -625,6 +640,7 @@ export class RpcWorker {
       conflicts: outcome.conflicts,
       ...(outcome.replayed === true ? { replayed: true } : {}),
       ...(outcome.unchanged === true ? { unchanged: true } : {}),
+      ...(outcome.deadlinePassed === true ? { deadlinePassed: true } : {}),
       ...(outcome.cause === undefined ? {} : { cause: outcome.cause }),
       outcome: outcome.reply.ok ? 'ok' : outcome.reply.error.kind,
     };

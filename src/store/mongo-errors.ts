@@ -1,8 +1,30 @@
-import { MongoError, MongoNetworkError, MongoServerSelectionError } from 'mongodb';
+import { MongoError, MongoNetworkError, MongoNetworkTimeoutError, MongoOperationTimeoutError, MongoServerSelectionError } from 'mongodb';
 import { StoreUnavailableError } from './push-store.js';
 
 /** Server error codes that mean "not now", not "never" (shutdown, failover). */
 const TRANSIENT_CODES = new Set([6, 7, 89, 91, 189, 262, 9001, 10107, 11600, 11602, 13435, 13436]);
+
+/** MaxTimeMSExpired: the server gave up an operation at its `maxTimeMS`. */
+const MAX_TIME_MS_EXPIRED = 50;
+
+/**
+ * The driver's timeouts, each of which a later attempt may not meet:
+ * - a socket silent past `socketTimeoutMS`, or a connection not made within
+ *   `connectTimeoutMS` (`MongoNetworkTimeoutError`, a `MongoNetworkError`);
+ * - no pooled connection within `waitQueueTimeoutMS`
+ *   (`MongoWaitQueueTimeoutError`, which the driver does not export);
+ * - a client-side operation timeout (`MongoOperationTimeoutError`: only
+ *   with `timeoutMS`, which driver 6.22 ignores);
+ * - the server's own `maxTimeMS` (MaxTimeMSExpired).
+ * (Server selection running out is `MongoServerSelectionError`.)
+ */
+function isTimeout(error: unknown): boolean {
+  return (
+    error instanceof MongoNetworkTimeoutError ||
+    error instanceof MongoOperationTimeoutError ||
+    (error instanceof MongoError && (error.name === 'MongoWaitQueueTimeoutError' || error.code === MAX_TIME_MS_EXPIRED))
+  );
+}
 
 export const DUPLICATE_KEY = 11000;
 
@@ -41,13 +63,14 @@ export function isDuplicateKey(error: unknown): boolean {
 
 /**
  * Turns driver errors that a later attempt may not meet (no reachable
- * server, a dropped connection, a primary stepping down) into
+ * server, a dropped connection, a primary stepping down, a timeout) into
  * `StoreUnavailableError`; everything else is returned unchanged.
  */
 export function classifyMongoError(error: unknown): unknown {
   if (error instanceof StoreUnavailableError) return error;
   const transient =
     isSocketError(error) ||
+    isTimeout(error) ||
     error instanceof MongoNetworkError ||
     error instanceof MongoServerSelectionError ||
     (error instanceof MongoError &&

@@ -7,6 +7,7 @@ import type { EvaluationRecipient } from '../evaluation/evaluation-input.js';
 import { getPushRules } from '../push-rules/get-push-rules.js';
 import type { EvaluateCommand } from '../rpc/evaluate-request.js';
 import { StoreUnavailableError, type LoadedPushRules, type PushStore } from '../store/push-store.js';
+import { beforeDeadline, BoundedStore, checkDeadline, DeadlinePassedError, type StoreBoundsObserver } from './bounded-store.js';
 import type { RulesetCache } from './ruleset-cache.js';
 import { failure, success, type Reply } from './reply.js';
 
@@ -20,7 +21,23 @@ export interface EvaluateServiceOptions {
   readonly sliceMs: number;
   /** A stored ruleset that cannot be decoded: evaluated as the defaults, reported here for the log. */
   readonly onUndecodable?: (userId: string) => void;
+  /**
+   * Each store read is given up after this long. A read is shared by the
+   * evaluations that join it, so it is not bounded by any one request's
+   * deadline; each evaluation waits for its reads until its own.
+   */
+  readonly operationTimeoutMs?: number | undefined;
+  readonly observer?: StoreBoundsObserver;
+  /** What slices are timed with (`performance.now`). */
   readonly clock?: () => number;
+  /** What deadlines are read on (`Date.now`). */
+  readonly now?: () => number;
+}
+
+/** What the transport knows about an evaluation beyond its body. */
+export interface EvaluateContext {
+  /** `Date.now()` by which it is answered: no store read is started for it after this. */
+  readonly deadline?: number | undefined;
 }
 
 /** What one evaluation did, for metrics and the log. */
@@ -40,6 +57,8 @@ export interface EvaluateOutcome {
   readonly cause?: string;
   /** An unexpected failure behind a Database reply, for the log. */
   readonly failure?: unknown;
+  /** Answered Unavailable because the deadline came before the store had served it. */
+  readonly deadlinePassed?: true;
 }
 
 /** What a cache entry for a user on the shared defaults costs: the map entry and its record. */
@@ -57,20 +76,28 @@ export class EvaluateService {
   readonly #store: PushStore;
   readonly #options: EvaluateServiceOptions;
   readonly #clock: () => number;
+  readonly #now: () => number;
   /** Users being read from the store right now, by any evaluation of this worker. */
   readonly #loading = new Map<string, Promise<CompiledRuleset>>();
 
   constructor(store: PushStore, options: EvaluateServiceOptions) {
-    this.#store = store;
+    const { operationTimeoutMs, observer } = options;
+    this.#store = (operationTimeoutMs ?? 0) > 0 ? new BoundedStore(store, { operationTimeoutMs, observer }) : store;
     this.#options = options;
     this.#clock = options.clock ?? (() => performance.now());
+    this.#now = options.now ?? (() => Date.now());
   }
 
-  async handle(command: EvaluateCommand): Promise<EvaluateOutcome> {
+  /**
+   * With a deadline, the evaluation answers `Unavailable` if its rulesets
+   * have not all been read by then, and starts no store read after it.
+   */
+  async handle(command: EvaluateCommand, context: EvaluateContext = {}): Promise<EvaluateOutcome> {
     const { request } = command;
+    const { deadline } = context;
     const stats = { recipients: request.recipients.length, notified: 0, cacheHits: 0, loaded: 0, storeQueries: 0 };
     try {
-      const rulesets = await this.#rulesetsOf(request.recipients, request.event.sender, stats);
+      const rulesets = await beforeDeadline(this.#rulesetsOf(request.recipients, request.event.sender, stats, deadline), deadline, this.#now);
       const evaluation = startEvaluation(request);
       const rulesetFor = (recipient: EvaluationRecipient) => rulesets.get(recipient.user_id) ?? sharedDefaultRuleset();
       await this.#inSlices((shouldPause) => evaluateUntil(evaluation, rulesetFor, shouldPause));
@@ -78,6 +105,9 @@ export class EvaluateService {
       stats.notified = Object.keys(body.notify).length;
       return { reply: success(body), stats };
     } catch (error) {
+      if (error instanceof DeadlinePassedError) {
+        return { reply: failure(matrixError('Unavailable', MESSAGES.deadlinePassed)), stats, cause: error.message, deadlinePassed: true };
+      }
       if (error instanceof StoreUnavailableError) {
         return { reply: failure(matrixError('Unavailable', MESSAGES.storeUnavailable)), stats, cause: error.message };
       }
@@ -90,6 +120,7 @@ export class EvaluateService {
     recipients: readonly EvaluationRecipient[],
     sender: string,
     stats: { cacheHits: number; loaded: number; storeQueries: number },
+    deadline: number | undefined,
   ): Promise<Map<string, CompiledRuleset>> {
     const { cache, loadChunkSize } = this.#options;
     const rulesets = new Map<string, CompiledRuleset>();
@@ -115,6 +146,8 @@ export class EvaluateService {
     const loadOne = async (index: number) => {
       const read = reads[index];
       if (read === undefined) return;
+      // Chunks not read by the deadline are not read at all (their joiners are let go below).
+      checkDeadline('loadManyPushRules', deadline, this.#now, this.#options.observer);
       stats.storeQueries += 1;
       const compiled = await read.run();
       stats.loaded += compiled.size;
@@ -187,7 +220,8 @@ export class EvaluateService {
     const abandon = () => {
       if (started) return;
       forget();
-      settle?.reject(new Error('the evaluation that was to read these users stopped first'));
+      // Transient: the joiner's own evaluation answers Unavailable, and its retry reads them.
+      settle?.reject(new StoreUnavailableError('the evaluation that was to read these users stopped first'));
     };
     return { run, abandon };
   }

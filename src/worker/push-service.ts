@@ -19,6 +19,7 @@ import { mapResult, type Result } from '../result/result.js';
 import type { Command } from '../rpc/command.js';
 import { StoreUnavailableError, type LoadedPushRules, type PushStore, type RecordedWrite } from '../store/push-store.js';
 import { backoffDelay, type BackoffPolicy } from './backoff.js';
+import { beforeDeadline, BoundedStore, DeadlinePassedError, type StoreBoundsObserver } from './bounded-store.js';
 import { KeyedSerializer } from './keyed-serializer.js';
 import { failure, success, successEncoded, type Reply } from './reply.js';
 import { WeightedBudget } from './weighted-budget.js';
@@ -34,6 +35,16 @@ export interface PushServiceOptions {
    * at once (`WeightedBudget`); 0 or absent: no bound.
    */
   readonly rulesetCharsInFlight?: number;
+  /**
+   * Each store operation is given up after this long (`Unavailable`), or
+   * at the request's deadline if that comes first; absent: only the
+   * deadline bounds it. See `BoundedStore`.
+   */
+  readonly operationTimeoutMs?: number | undefined;
+  /** Store operations not started, or given up, at a deadline or a timeout: for metrics. */
+  readonly observer?: StoreBoundsObserver;
+  /** The clock deadlines are read on (`Date.now`). */
+  readonly now?: () => number;
   readonly random?: () => number;
 }
 
@@ -67,12 +78,19 @@ export interface HandleOutcome {
    * it has a `messageId`, its record; no version bump, no change event.
    */
   readonly unchanged?: true;
+  /** Answered Unavailable because the request's deadline came before the store had served it. */
+  readonly deadlinePassed?: true;
 }
 
 /** What the transport knows about a request beyond its body. */
 export interface RequestContext {
   /** The AMQP `messageId`: writes carrying one are applied at most once per user. */
   readonly messageId?: string | undefined;
+  /**
+   * `Date.now()` by which the request is answered (`stopWorkBy`): no store
+   * operation is started after it, and one under way is given up then.
+   */
+  readonly deadline?: number | undefined;
 }
 
 type RulesetWrite = (view: PushRulesEventView) => Result<Ruleset>;
@@ -89,17 +107,32 @@ export class PushService {
   readonly #perUser = new KeyedSerializer();
   /** Stored ruleset text that rule writes are processing at once, weighed by its length. */
   readonly #writesInFlight: WeightedBudget;
+  readonly #now: () => number;
 
   constructor(store: PushStore, options: PushServiceOptions) {
     this.#store = store;
     this.#options = options;
+    this.#now = options.now ?? (() => Date.now());
     this.#writesInFlight = new WeightedBudget(options.rulesetCharsInFlight ?? 0);
   }
 
+  /**
+   * With a deadline, the reply comes by the deadline: `Unavailable` if the
+   * request is still waiting then (for its turn behind the user's other
+   * writes, or for the store), and no store operation of it is started
+   * afterwards.
+   */
   async handle(command: Command, context: RequestContext = {}): Promise<HandleOutcome> {
+    const { deadline, messageId } = context;
+    const { operationTimeoutMs, observer } = this.#options;
+    const bounded = deadline !== undefined || (operationTimeoutMs ?? 0) > 0;
+    const store = bounded ? new BoundedStore(this.#store, { deadline, operationTimeoutMs, now: this.#now, observer }) : this.#store;
     try {
-      return await this.#dispatch(command, context.messageId);
+      return await beforeDeadline(this.#dispatch(store, command, messageId), deadline, this.#now);
     } catch (error) {
+      if (error instanceof DeadlinePassedError) {
+        return { reply: failure(matrixError('Unavailable', MESSAGES.deadlinePassed)), conflicts: 0, cause: error.message, deadlinePassed: true };
+      }
       if (error instanceof StoreUnavailableError) {
         return { reply: failure(matrixError('Unavailable', MESSAGES.storeUnavailable)), conflicts: 0, cause: error.message };
       }
@@ -107,41 +140,41 @@ export class PushService {
     }
   }
 
-  async #dispatch(command: Command, messageId: string | undefined): Promise<HandleOutcome> {
+  async #dispatch(store: PushStore, command: Command, messageId: string | undefined): Promise<HandleOutcome> {
     const { userId } = command;
     switch (command.op) {
       case 'get_pushrules':
-        return this.#getPushRules(userId);
+        return this.#getPushRules(store, userId);
       case 'get_pushrule':
-        return this.#read(userId, (view) => getPushRule(view, command.address));
+        return this.#read(store, userId, (view) => getPushRule(view, command.address));
       case 'get_pushrule_actions':
-        return this.#read(userId, (view) => mapResult(getPushRuleActions(view, command.address), (actions) => ({ actions })));
+        return this.#read(store, userId, (view) => mapResult(getPushRuleActions(view, command.address), (actions) => ({ actions })));
       case 'get_pushrule_enabled':
-        return this.#read(userId, (view) => mapResult(getPushRuleEnabled(view, command.address), (enabled) => ({ enabled })));
+        return this.#read(store, userId, (view) => mapResult(getPushRuleEnabled(view, command.address), (enabled) => ({ enabled })));
       case 'set_pushrule':
-        return this.#write(userId, messageId, (view) => setPushRule(view, command.request));
+        return this.#write(store, userId, messageId, (view) => setPushRule(view, command.request));
       case 'delete_pushrule':
-        return this.#write(userId, messageId, (view) => deletePushRule(view, command.address));
+        return this.#write(store, userId, messageId, (view) => deletePushRule(view, command.address));
       case 'set_pushrule_actions':
-        return this.#write(userId, messageId, (view) => setPushRuleActions(view, command.address, command.actions));
+        return this.#write(store, userId, messageId, (view) => setPushRuleActions(view, command.address, command.actions));
       case 'set_pushrule_enabled':
-        return this.#write(userId, messageId, (view) => setPushRuleEnabled(view, command.address, command.enabled));
+        return this.#write(store, userId, messageId, (view) => setPushRuleEnabled(view, command.address, command.enabled));
       case 'get_pushers': {
-        const pushers = await this.#store.listPushers(userId);
+        const pushers = await store.listPushers(userId);
         return { reply: success({ pushers: pushers.map(toWirePusher) }), conflicts: 0 };
       }
       case 'set_pusher':
-        return this.#setPusher(userId, messageId, command.action, command.deviceId);
+        return this.#setPusher(store, userId, messageId, command.action, command.deviceId);
       case 'delete_pushers':
-        return this.#deletePushers(messageId, { userId, devices: command.devices, includeEmail: command.includeEmail });
+        return this.#deletePushers(store, messageId, { userId, devices: command.devices, includeEmail: command.includeEmail });
       case 'delete_user_data':
-        return this.#deleteUserData(userId, messageId);
+        return this.#deleteUserData(store, userId, messageId);
     }
   }
 
-  async #getPushRules(userId: string): Promise<HandleOutcome> {
+  async #getPushRules(store: PushStore, userId: string): Promise<HandleOutcome> {
     return this.#withRetries(async () => {
-      const loaded = await this.#store.loadPushRules(userId);
+      const loaded = await store.loadPushRules(userId);
       const decision = getPushRules(loaded.lookup, userId);
       if (!decision.ok) return { done: failure(decision.error) };
       const { ruleset, persist } = decision.value;
@@ -150,46 +183,46 @@ export class PushService {
       if (persist === 'none') return { done: reply };
       if (persist === 'store-if-absent') {
         // Version 1 for a new user; the next version for one whose data was erased.
-        const inserted = await this.#store.insertPushRulesIfAbsent(userId, ruleset, DEFAULT_RULES_REVISION);
+        const inserted = await store.insertPushRulesIfAbsent(userId, ruleset, DEFAULT_RULES_REVISION);
         return { done: reply, change: inserted.saved ? { user_id: userId, type: 'm.push_rules', version: inserted.version } : undefined };
       }
-      return this.#save(userId, loaded.version, ruleset, reply);
+      return this.#save(store, userId, loaded.version, ruleset, reply);
     });
   }
 
-  async #read(userId: string, operation: (view: PushRulesEventView) => Result<unknown>): Promise<HandleOutcome> {
-    const loaded = await this.#store.loadPushRules(userId);
+  async #read(store: PushStore, userId: string, operation: (view: PushRulesEventView) => Result<unknown>): Promise<HandleOutcome> {
+    const loaded = await store.loadPushRules(userId);
     const result = operation(viewOf(loaded, userId));
     return { reply: result.ok ? success(result.value) : failure(result.error), conflicts: 0 };
   }
 
-  async #write(userId: string, messageId: string | undefined, operation: RulesetWrite): Promise<HandleOutcome> {
+  async #write(store: PushStore, userId: string, messageId: string | undefined, operation: RulesetWrite): Promise<HandleOutcome> {
     return this.#perUser.run(userId, async () => this.#withRetries(async () => {
       // Looked up on every attempt: after a conflict, the winner may have
       // been a redelivered copy of this very request.
-      const loaded = await this.#store.loadPushRules(userId, messageId);
+      const loaded = await store.loadPushRules(userId, messageId);
       if (loaded.recorded !== undefined) return { done: replayOf(loaded.recorded), replayed: true };
       // What a write holds until the database has answered grows with the
       // ruleset: large ones take turns (small ones weigh little).
-      return this.#writesInFlight.run(loaded.storedChars ?? 0, async () => this.#apply(userId, loaded, messageId, operation));
+      return this.#writesInFlight.run(loaded.storedChars ?? 0, async () => this.#apply(store, userId, loaded, messageId, operation));
     }));
   }
 
-  async #apply(userId: string, loaded: LoadedPushRules, messageId: string | undefined, operation: RulesetWrite): Promise<Attempt> {
+  async #apply(store: PushStore, userId: string, loaded: LoadedPushRules, messageId: string | undefined, operation: RulesetWrite): Promise<Attempt> {
     const view = viewOf(loaded, userId);
     const result = operation(view);
     if (!result.ok) return { done: failure(result.error) };
-    if (leavesRulesetUnchanged(view, result.value)) return this.#recordUnchanged(userId, loaded.version, success({}), messageId);
+    if (leavesRulesetUnchanged(view, result.value)) return this.#recordUnchanged(store, userId, loaded.version, success({}), messageId);
     // An operation only succeeds on a valid view.
     const before = view.status === 'valid' ? view.ruleset : result.value;
     const limited = checkRulesetGrowth(before, result.value, this.#options.limits);
     if (!limited.ok) return { done: failure(limited.error) };
-    return this.#save(userId, loaded.version, result.value, success({}), messageId);
+    return this.#save(store, userId, loaded.version, result.value, success({}), messageId);
   }
 
-  async #save(userId: string, version: number, ruleset: Ruleset, reply: Reply, messageId?: string): Promise<Attempt> {
+  async #save(store: PushStore, userId: string, version: number, ruleset: Ruleset, reply: Reply, messageId?: string): Promise<Attempt> {
     const record = recordOf(messageId, reply);
-    const saved = await this.#store.savePushRules(userId, version, ruleset, DEFAULT_RULES_REVISION, record);
+    const saved = await store.savePushRules(userId, version, ruleset, DEFAULT_RULES_REVISION, record);
     if (!saved.saved) return { conflict: true };
     return { done: reply, change: { user_id: userId, type: 'm.push_rules', version: saved.version } };
   }
@@ -215,9 +248,9 @@ export class PushService {
    *
    * Without a `messageId` nothing is written at all.
    */
-  async #recordUnchanged(userId: string, version: number, reply: Reply, messageId: string | undefined): Promise<Attempt> {
+  async #recordUnchanged(store: PushStore, userId: string, version: number, reply: Reply, messageId: string | undefined): Promise<Attempt> {
     const record = recordOf(messageId, reply);
-    if (record !== undefined && !(await this.#store.recordWriteAtVersion(userId, version, record))) return { conflict: true };
+    if (record !== undefined && !(await store.recordWriteAtVersion(userId, version, record))) return { conflict: true };
     return { done: reply, unchanged: true };
   }
 
@@ -255,34 +288,35 @@ export class PushService {
    * are removed either way and, as before, not announced.
    */
   async #setPusher(
+    store: PushStore,
     userId: string,
     messageId: string | undefined,
     action: RawPusherSetAction,
     deviceId: string | undefined,
   ): Promise<HandleOutcome> {
     if (messageId !== undefined) {
-      const recorded = await this.#store.findRecordedWrite(userId, messageId);
+      const recorded = await store.findRecordedWrite(userId, messageId);
       if (recorded !== undefined) return { reply: replayOf(recorded), conflicts: 0, replayed: true };
     }
     const plan = decidePusherSet(userId, action, this.#options.pusherPolicy, { deviceId });
     if (!plan.ok) return { reply: failure(plan.error), conflicts: 0 };
     let changed: boolean;
     if (plan.value.type === 'delete') {
-      changed = await this.#store.deletePusher(plan.value.key);
+      changed = await store.deletePusher(plan.value.key);
     } else {
       const { key } = plan.value;
-      const pushers = await this.#store.listPushers(userId);
+      const pushers = await store.listPushers(userId);
       const refused = this.#checkPusherCount(pushers, key);
       if (refused !== undefined) return { reply: refused, conflicts: 0 };
       // The device is the store's to keep (see upsertPusher); `enabled`,
       // when the action names it twice, depends on the stored value.
       const existing = pushers.find((p) => pusherMatches(p, key));
       const enabled = existing === undefined ? plan.value.pusher.enabled : resolveEnabled(action, existing.enabled);
-      const upserted = await this.#store.upsertPusher({ ...plan.value.pusher, enabled, user_id: userId });
-      if (plan.value.removeFromOtherUsers) await this.#store.deletePushersOfOtherUsers(key);
+      const upserted = await store.upsertPusher({ ...plan.value.pusher, enabled, user_id: userId });
+      if (plan.value.removeFromOtherUsers) await store.deletePushersOfOtherUsers(key);
       changed = upserted !== 'unchanged';
     }
-    return this.#pushersWritten(userId, messageId, success({}), changed);
+    return this.#pushersWritten(store, userId, messageId, success({}), changed);
   }
 
   /**
@@ -292,26 +326,26 @@ export class PushService {
    * a crash between the delete and its record deletes nothing more and
    * counts only what it deleted.
    */
-  async #deletePushers(messageId: string | undefined, deletion: PusherDeletion): Promise<HandleOutcome> {
+  async #deletePushers(store: PushStore, messageId: string | undefined, deletion: PusherDeletion): Promise<HandleOutcome> {
     const { userId } = deletion;
     return this.#perUser.run(userId, async () => {
       if (messageId !== undefined) {
-        const recorded = await this.#store.findRecordedWrite(userId, messageId);
+        const recorded = await store.findRecordedWrite(userId, messageId);
         if (recorded !== undefined) return { reply: replayOf(recorded), conflicts: 0, replayed: true };
       }
-      const deleted = await this.#store.deletePushers(deletion);
-      return this.#pushersWritten(userId, messageId, success({ deleted }), deleted > 0);
+      const deleted = await store.deletePushers(deletion);
+      return this.#pushersWritten(store, userId, messageId, success({ deleted }), deleted > 0);
     });
   }
 
   /** After a pusher write: the record, and a version bump with its change event when something changed. */
-  async #pushersWritten(userId: string, messageId: string | undefined, reply: Reply, changed: boolean): Promise<HandleOutcome> {
+  async #pushersWritten(store: PushStore, userId: string, messageId: string | undefined, reply: Reply, changed: boolean): Promise<HandleOutcome> {
     const record = recordOf(messageId, reply);
     if (!changed) {
-      if (record !== undefined) await this.#store.recordWrite(userId, record);
+      if (record !== undefined) await store.recordWrite(userId, record);
       return { reply, conflicts: 0, unchanged: true };
     }
-    const version = await this.#store.bumpPushersVersion(userId, record);
+    const version = await store.bumpPushersVersion(userId, record);
     return { reply, change: { user_id: userId, type: 'm.pushers', version }, conflicts: 0 };
   }
 
@@ -325,15 +359,15 @@ export class PushService {
    * `{}`. The record is written last: a crash before it leaves nothing a
    * redelivery would not finish.
    */
-  async #deleteUserData(userId: string, messageId: string | undefined): Promise<HandleOutcome> {
+  async #deleteUserData(store: PushStore, userId: string, messageId: string | undefined): Promise<HandleOutcome> {
     return this.#perUser.run(userId, async () => {
       if (messageId !== undefined) {
-        const recorded = await this.#store.findRecordedWrite(userId, messageId);
+        const recorded = await store.findRecordedWrite(userId, messageId);
         if (recorded !== undefined) return { reply: replayOf(recorded), conflicts: 0, replayed: true };
       }
-      const deletedPushers = await this.#store.deletePushers({ userId, devices: { all: true }, includeEmail: true });
+      const deletedPushers = await store.deletePushers({ userId, devices: { all: true }, includeEmail: true });
       return this.#withRetries(async () => {
-        const loaded = await this.#store.loadPushRules(userId, messageId);
+        const loaded = await store.loadPushRules(userId, messageId);
         if (loaded.recorded !== undefined) return { done: replayOf(loaded.recorded), replayed: true };
         const reply = success({});
         const record = recordOf(messageId, reply);
@@ -341,7 +375,7 @@ export class PushService {
         const pushRules = loaded.lookup.found !== false;
         const pushers = deletedPushers > 0;
         if (!pushRules && !pushers && record === undefined) return { done: reply, unchanged: true };
-        const erased = await this.#store.eraseUserData(userId, loaded.version, { pushRules, pushers, record });
+        const erased = await store.eraseUserData(userId, loaded.version, { pushRules, pushers, record });
         if (!erased.saved) return { conflict: true };
         const changes: ChangeEvent[] = [];
         if (pushRules) changes.push({ user_id: userId, type: 'm.push_rules', version: erased.version });

@@ -57,19 +57,21 @@ describe('health server', () => {
 });
 
 describe('worker metrics', () => {
-  it('counts requests by op and outcome, conflicts, retries, redeliveries, replays, unchanged writes and reconnects', async () => {
+  it('counts requests by op and outcome, conflicts, retries, redeliveries, replays, unchanged writes, deadlines passed and reconnects', async () => {
     const metrics = new WorkerMetrics(() => 0, { processMetrics: false });
-    const base = { queue: 'request', seconds: 0.002, conflicts: 0, redelivered: false, replayed: false, unchanged: false };
+    const base = { queue: 'request', seconds: 0.002, conflicts: 0, redelivered: false, replayed: false, unchanged: false, deadlinePassed: false };
     metrics.requestSettled({ ...base, op: 'set_pushrule', outcome: 'ok', conflicts: 2 });
     metrics.requestSettled({ ...base, op: 'set_pushrule', outcome: 'ok', redelivered: true, replayed: true });
     metrics.requestSettled({ ...base, op: 'set_pushrule', outcome: 'Unavailable', conflicts: 12 });
     metrics.requestSettled({ ...base, op: 'unknown', outcome: 'dead-lettered' });
     metrics.requestSettled({ ...base, op: 'set_pushrule_enabled', outcome: 'ok', unchanged: true });
     metrics.requestSettled({ ...base, op: 'get_pushrule_enabled', outcome: 'ok', queue: 'read' });
+    metrics.requestSettled({ ...base, op: 'set_pushrule', outcome: 'Unavailable', deadlinePassed: true });
     metrics.reconnected();
     const text = await metrics.registry.metrics();
     expect(text).toContain('push_worker_requests_total{op="set_pushrule",outcome="ok",queue="request"} 2');
-    expect(text).toContain('push_worker_requests_total{op="set_pushrule",outcome="Unavailable",queue="request"} 1');
+    expect(text).toContain('push_worker_requests_total{op="set_pushrule",outcome="Unavailable",queue="request"} 2');
+    expect(text).toContain('push_worker_deadline_passed_total{op="set_pushrule",queue="request"} 1');
     expect(text).toContain('push_worker_requests_total{op="unknown",outcome="dead-lettered",queue="request"} 1');
     expect(text).toContain('push_worker_requests_total{op="get_pushrule_enabled",outcome="ok",queue="read"} 1');
     expect(text).toContain('push_worker_cas_conflicts_total 14');
@@ -79,6 +81,18 @@ describe('worker metrics', () => {
     expect(text).toContain('push_worker_replayed_writes_total 1');
     expect(text).toContain('push_worker_unchanged_writes_total 1');
     expect(text).toContain('push_worker_amqp_reconnects_total 1');
-    expect(text).toContain('push_worker_request_duration_seconds_count{op="set_pushrule"} 3');
+    expect(text).toContain('push_worker_request_duration_seconds_count{op="set_pushrule"} 4');
+  });
+
+  it('counts store operations not started or given up, by operation and reason', async () => {
+    const metrics = new WorkerMetrics(() => 0, { processMetrics: false });
+    metrics.storeOperationAbandoned('loadPushRules', 'not-started');
+    metrics.storeOperationAbandoned('loadPushRules', 'not-started');
+    metrics.storeOperationAbandoned('savePushRules', 'deadline');
+    metrics.storeOperationAbandoned('listPushers', 'timeout');
+    const text = await metrics.registry.metrics();
+    expect(text).toContain('push_worker_store_operations_abandoned_total{operation="loadPushRules",reason="not-started"} 2');
+    expect(text).toContain('push_worker_store_operations_abandoned_total{operation="savePushRules",reason="deadline"} 1');
+    expect(text).toContain('push_worker_store_operations_abandoned_total{operation="listPushers",reason="timeout"} 1');
   });
 });

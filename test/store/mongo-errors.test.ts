@@ -1,4 +1,14 @@
-import { MongoError, MongoNetworkError, MongoServerError } from 'mongodb';
+import { once } from 'node:events';
+import { createRequire } from 'node:module';
+import { createServer, type AddressInfo, type Socket } from 'node:net';
+import {
+  MongoClient,
+  MongoError,
+  MongoNetworkError,
+  MongoNetworkTimeoutError,
+  MongoOperationTimeoutError,
+  MongoServerError,
+} from 'mongodb';
 import { describe, expect, it } from 'vitest';
 import { classifyMongoError, isDuplicateKey, isRetryableRead } from '../../src/store/mongo-errors.js';
 import { StoreUnavailableError } from '../../src/store/push-store.js';
@@ -27,6 +37,46 @@ describe('MongoDB error classification', () => {
   it('recognises duplicate keys', () => {
     expect(isDuplicateKey(new MongoServerError({ code: 11000, errmsg: 'E11000' }))).toBe(true);
     expect(isDuplicateKey(new MongoError('other'))).toBe(false);
+  });
+});
+
+/** The driver's pool-checkout timeout: not exported by the package, so taken from where the pool throws it. */
+const { WaitQueueTimeoutError } = createRequire(import.meta.url)('mongodb/lib/cmap/errors.js') as {
+  WaitQueueTimeoutError: new (message: string, address: string) => MongoError;
+};
+
+describe('MongoDB timeouts are Unavailable', () => {
+  it.each<[string, Error]>([
+    ['a socket silent past socketTimeoutMS', new MongoNetworkTimeoutError('connection 3 to 127.0.0.1:27017 timed out')],
+    ['a connection not made within connectTimeoutMS', new MongoNetworkTimeoutError("Socket 'connect' timed out after 2001ms (connectTimeoutMS: 2000)")],
+    ['no pooled connection within waitQueueTimeoutMS', new WaitQueueTimeoutError('Timed out while checking out a connection from connection pool', '127.0.0.1:27017')],
+    ['a client-side operation timeout (timeoutMS)', new MongoOperationTimeoutError('Timed out during connection checkout')],
+    ["the server's own maxTimeMS", new MongoServerError({ code: 50, codeName: 'MaxTimeMSExpired', errmsg: 'operation exceeded time limit' })],
+  ])('%s', (_case, error) => {
+    const classified = classifyMongoError(error);
+    expect(classified).toBeInstanceOf(StoreUnavailableError);
+    expect((classified as Error).message).toBe(`MongoDB is unavailable: ${error.message}`);
+    expect((classified as Error).cause).toBe(error);
+  });
+
+  it('the pool checkout timeout is recognised by the name the driver gives it', () => {
+    expect(new WaitQueueTimeoutError('x', 'h:1').name).toBe('MongoWaitQueueTimeoutError');
+  });
+
+  it('what the driver throws when the server accepts connections and never answers (a paused process)', async () => {
+    const sockets = new Set<Socket>();
+    const silent = createServer((socket) => sockets.add(socket)).listen(0, '127.0.0.1');
+    await once(silent, 'listening');
+    const { port } = silent.address() as AddressInfo;
+    const client = new MongoClient(`mongodb://127.0.0.1:${port}/?directConnection=true`, { serverSelectionTimeoutMS: 300, connectTimeoutMS: 200 });
+    try {
+      const error = await client.db('x').command({ ping: 1 }).then(() => undefined, (e: unknown) => e);
+      expect(classifyMongoError(error)).toBeInstanceOf(StoreUnavailableError);
+    } finally {
+      await client.close();
+      for (const socket of sockets) socket.destroy();
+      silent.close();
+    }
   });
 });
 
