@@ -7,6 +7,7 @@ const TRANSPORT_MESSAGES: Record<TransportFailure, string> = {
   timeout: 'The push rules service did not answer in time; try again.',
   'connection-lost': 'The connection to the push rules service was lost; try again.',
   unroutable: 'No push rules worker is taking requests; try again.',
+  refused: 'The push rules service did not take the request; try again.',
   closed: 'The push rules client is closed.',
   'bad-reply': 'The push rules service sent a reply that is not JSON.',
 };

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Channel, ConsumeMessage, Message, Options } from 'amqplib';
+import type { Channel, ConfirmChannel, ConsumeMessage, Message, Options } from 'amqplib';
 import type { Logger } from '../logging/logger.js';
 import type { BrokerUrls } from '../rpc/broker-addresses.js';
 import { BrokerConnection, type BrokerConnectionObserver, type BrokerLink } from '../rpc/broker-connection.js';
@@ -8,7 +8,15 @@ import type { Reply } from '../worker/reply.js';
 
 const REPLY_QUEUE = 'amq.rabbitmq.reply-to';
 
-export type TransportFailure = 'timeout' | 'connection-lost' | 'unroutable' | 'closed' | 'bad-reply';
+/**
+ * - `timeout`: no reply within the deadline (the request may have been applied);
+ * - `connection-lost`: the connection went before the reply (it may have been applied);
+ * - `refused`: the broker did not take the request (a nack: say a quorum queue
+ *   failing over to another node); it reached no worker;
+ * - `unroutable`: no queue took it (no worker has declared it);
+ * - `closed`: the client was closed; `bad-reply`: the reply is not an envelope.
+ */
+export type TransportFailure = 'timeout' | 'connection-lost' | 'refused' | 'unroutable' | 'closed' | 'bad-reply';
 
 /** A request that got no reply; the worker may or may not have applied it. */
 export class RpcTransportError extends Error {
@@ -96,7 +104,8 @@ interface Pending {
 
 interface Session {
   readonly link: BrokerLink;
-  readonly channel: Channel;
+  /** With publisher confirms: a request the broker did not take is known at once, not at its deadline. */
+  readonly channel: ConfirmChannel;
   readonly pending: Map<string, Pending>;
   /** The read queue had a consumer when last counted. */
   readQueueServed: boolean;
@@ -186,7 +195,9 @@ export class RpcClient {
         }
       }
       try {
-        session.channel.publish('', queue, content, properties);
+        session.channel.publish('', queue, content, properties, (error) => {
+          if (error !== null && error !== undefined) this.#refused(session, correlationId);
+        });
       } catch {
         // The channel is closed but its close event has not run yet: drop
         // the connection now (every pending call of it fails), so the next
@@ -197,6 +208,21 @@ export class RpcClient {
         });
       }
     });
+  }
+
+  /**
+   * The broker nacked a request: it is in no queue. The call fails at once
+   * (`refused`: nothing was delivered, send it again). The channel is
+   * dropped with its connection: on RabbitMQ 3.10 a channel that first
+   * published to a quorum queue while its leader was being re-elected keeps
+   * having that queue's publishes refused until the old leader is back,
+   * while a new channel is served as soon as the new leader is up.
+   */
+  #refused(session: Session, correlationId: string): void {
+    settle(session, correlationId, (p) => {
+      p.reject(new RpcTransportError('refused', 'the broker did not take the request (a queue failing over?); it reached no worker'));
+    });
+    session.link.lose('the broker refused a request');
   }
 
   /** Rejects pending calls with `closed` and disconnects. Idempotent. */
@@ -220,7 +246,7 @@ export class RpcClient {
 
   async #open(link: BrokerLink): Promise<Session> {
     const { connection } = link;
-    const channel = await connection.createChannel();
+    const channel = await connection.createConfirmChannel();
     const session: Session = { link, channel, pending: new Map(), readQueueServed: false };
     channel.on('error', () => undefined);
     channel.on('close', () => {

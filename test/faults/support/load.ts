@@ -65,7 +65,7 @@ async function send(options: LoadOptions, request: LoadRequest): Promise<LoadOut
       if (!(error instanceof RpcTransportError)) throw error;
       outcome = error.reason;
     }
-    const transient = outcome === 'Unavailable' || outcome === 'timeout' || outcome === 'connection-lost' || outcome === 'unroutable';
+    const transient = outcome === 'Unavailable' || outcome === 'timeout' || outcome === 'connection-lost' || outcome === 'refused' || outcome === 'unroutable';
     if (outcome !== 'ok') {
       // A failure can come back without any I/O (a closed channel): let
       // timers and socket events run before the next attempt.
