@@ -196,7 +196,13 @@ export class RpcClient {
       }
       try {
         session.channel.publish('', queue, content, properties, (error) => {
-          if (error !== null && error !== undefined) this.#refused(session, correlationId);
+          if (error === null || error === undefined) return;
+          // amqplib fails the confirms of a channel that closes this way too,
+          // just before the channel's own close listeners run: those calls
+          // are `connection-lost` (failed by then); only a nack is left here.
+          queueMicrotask(() => {
+            this.#refused(session, correlationId);
+          });
         });
       } catch {
         // The channel is closed but its close event has not run yet: drop
@@ -219,6 +225,7 @@ export class RpcClient {
    * while a new channel is served as soon as the new leader is up.
    */
   #refused(session: Session, correlationId: string): void {
+    if (!session.pending.has(correlationId)) return;
     settle(session, correlationId, (p) => {
       p.reject(new RpcTransportError('refused', 'the broker did not take the request (a queue failing over?); it reached no worker'));
     });

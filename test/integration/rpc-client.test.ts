@@ -42,6 +42,26 @@ describe('RpcClient', () => {
     await client.close();
   });
 
+  it('fails at once with refused when the broker nacks the request, and serves the next call on a fresh connection', async () => {
+    // A full queue that rejects what comes beyond its length: the broker nacks the publish.
+    const full = `full.${randomUUID()}`;
+    await h.caller.channel.assertQueue(full, { autoDelete: true, arguments: { 'x-max-length': 1, 'x-overflow': 'reject-publish' } });
+    h.caller.channel.sendToQueue(full, Buffer.from('{}'));
+    const client = new RpcClient({ url: h.names.amqp.url, queue: h.names.queue, timeoutMs: 5_000 });
+    try {
+      expect(await client.request({ op: 'get_pushers', user_id: '@x:example.org' })).toMatchObject({ ok: true });
+      const first = client.broker;
+      const started = Date.now();
+      expect(await reasonOf(client.request({ op: 'get_pushers', user_id: '@x:example.org' }, { queue: full }))).toBe('refused');
+      expect(Date.now() - started).toBeLessThan(2_000);
+      expect(await client.request({ op: 'get_pushers', user_id: '@x:example.org' })).toMatchObject({ ok: true });
+      expect(client.broker).toBe(first);
+    } finally {
+      await client.close();
+      await h.caller.channel.deleteQueue(full);
+    }
+  });
+
   it('times out at the per-call deadline, which it also sends as the request expiration', async () => {
     // A queue with no consumer: the request waits there.
     const queue = `idle.${randomUUID()}`;
