@@ -15,6 +15,10 @@
  *   --synapse-rows a,b   Synapse's rows to run (all; the others show "not measured")
  *   --cold-samples N     evaluate requests timed per cold row (6)
  *   --heap-profile       heap snapshots of the evaluate cache even when its memory target is met
+ *
+ * `--only failover` runs only the failover row (issue 16): writes over 30 s
+ * on the local three-node cluster (`scripts/services.sh cluster-up`, started
+ * if it is not up), its request queue's leader killed at second 10.
  */
 import { randomUUID } from 'node:crypto';
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
@@ -34,6 +38,7 @@ import { peakRssBytes, rssBytes, startCpuWatch } from './support/proc-stats.js';
 import { checkTargets, markdown, targetsTable, type Group, type RssPeak, type ScenarioResult } from './support/report.js';
 import { checkEvaluateTargets, evaluateMarkdown, type EvaluateResults } from './support/evaluate-report.js';
 import { runEvaluateScenarios } from './evaluate-scenarios.js';
+import { checkFailoverTargets, failoverMarkdown, runFailover, type FailoverResult } from './failover.js';
 import {
   echoCall,
   mixedCall,
@@ -86,6 +91,7 @@ const CLASSIC_IDS = [
 const EVALUATE_PARTS = ['evaluate/kernel', 'evaluate/latency', 'evaluate/isolation', 'evaluate/cold', 'evaluate/memory'];
 const runsClassic = ONLY === undefined || CLASSIC_IDS.some((scenario) => ONLY.test(scenario));
 const runsEvaluate = (part: string) => ONLY === undefined || ONLY.test(part);
+const runsFailover = ONLY === undefined || ONLY.test('failover');
 
 const AMQP_URL = process.env['AMQP_URL'] ?? 'amqp://guest:guest@127.0.0.1:5672';
 const MONGODB_URL = process.env['MONGODB_URL'] ?? 'mongodb://127.0.0.1:27017';
@@ -223,9 +229,28 @@ async function main(): Promise<void> {
       });
     }
 
-    const checks = [...(runsClassic ? checkTargets(results, peaks) : []), ...(evaluate === undefined ? [] : checkEvaluateTargets(evaluate))];
-    const evaluateSection = evaluate === undefined ? undefined : evaluateMarkdown(evaluate);
-    const table = runsClassic ? markdown(results, checks, peaks, evaluateSection) : `${evaluateSection ?? ''}\n${targetsTable(checks)}`;
+    let failover: FailoverResult | undefined;
+    if (runsFailover) {
+      console.error('failover: the local three-node cluster, 30 s of writes, the request queue\'s leader killed at 10 s');
+      failover = await runFailover({
+        mongo,
+        id,
+        workerEnv: (queue, database) => childEnv(queue, database),
+        workerArgs: PROFILE_ARGS,
+        windowMs: 30_000,
+        killAtMs: 10_000,
+        concurrency: 16,
+      });
+      console.error(`failover: gap ${failover.gapMs} ms; before ${Math.round(failover.beforePerSecond)}/s, after ${Math.round(failover.afterPerSecond)}/s; ${failover.lost} lost`);
+    }
+
+    const checks = [
+      ...(runsClassic ? checkTargets(results, peaks) : []),
+      ...(evaluate === undefined ? [] : checkEvaluateTargets(evaluate)),
+      ...(failover === undefined ? [] : checkFailoverTargets(failover)),
+    ];
+    const evaluateSection = [evaluate === undefined ? '' : evaluateMarkdown(evaluate), failover === undefined ? '' : failoverMarkdown(failover)].join('\n');
+    const table = runsClassic ? markdown(results, checks, peaks, evaluateSection) : `${evaluateSection}\n${targetsTable(checks)}`;
     console.log(table);
     const stamp = new Date().toISOString().replace(/[:.]/g, '-');
     mkdirSync(`${ROOT}bench/results`, { recursive: true });
@@ -240,6 +265,7 @@ async function main(): Promise<void> {
           workerPeakRss: peaks,
           results,
           evaluate: evaluate ?? null,
+          failover: failover ?? null,
           targets: checks,
         },
         null,

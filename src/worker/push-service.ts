@@ -201,7 +201,7 @@ export class PushService {
       // Looked up on every attempt: after a conflict, the winner may have
       // been a redelivered copy of this very request.
       const loaded = await store.loadPushRules(userId, messageId);
-      if (loaded.recorded !== undefined) return { done: replayOf(loaded.recorded), replayed: true };
+      if (loaded.recorded !== undefined) return replayAnnounced(userId, loaded.version, loaded.recorded);
       // What a write holds until the database has answered grows with the
       // ruleset: large ones take turns (small ones weigh little).
       return this.#writesInFlight.run(loaded.storedChars ?? 0, async () => this.#apply(store, userId, loaded, messageId, operation));
@@ -261,7 +261,9 @@ export class PushService {
       if (round > 0) await sleep(backoffDelay(backoff, round - 1, random));
       const outcome = await attempt();
       if ('done' in outcome) {
-        if (outcome.replayed === true) return { reply: outcome.done, conflicts: round, replayed: true };
+        if (outcome.replayed === true) {
+          return { reply: outcome.done, conflicts: round, replayed: true, ...(outcome.change === undefined ? {} : { change: outcome.change }) };
+        }
         if (outcome.unchanged === true) return { reply: outcome.done, conflicts: round, unchanged: true };
         const [change, ...moreChanges] = outcome.changes ?? (outcome.change === undefined ? [] : [outcome.change]);
         if (change === undefined) return { reply: outcome.done, conflicts: round };
@@ -417,6 +419,19 @@ export function changeEventsOf(outcome: HandleOutcome): readonly ChangeEvent[] {
 
 function recordOf(messageId: string | undefined, reply: Reply): RecordedWrite | undefined {
   return messageId === undefined ? undefined : { messageId, replyJson: JSON.stringify(reply) };
+}
+
+/**
+ * A push-rule write met its own record: answered from it, nothing written.
+ * A successful one announces the user's push rules again, at the version
+ * stored now: the first delivery may have applied the write and then died
+ * (or lost its connection) before the broker confirmed its change event,
+ * and this redelivery is what is left to announce it. A spare event costs
+ * its consumers one re-read; a missing one leaves a /sync stream asleep.
+ */
+function replayAnnounced(userId: string, version: number, recorded: RecordedWrite): Attempt {
+  const reply = replayOf(recorded);
+  return reply.ok ? { done: reply, replayed: true, change: { user_id: userId, type: 'm.push_rules', version } } : { done: reply, replayed: true };
 }
 
 /** The recorded reply; the store only ever holds what `recordOf` wrote. */

@@ -142,7 +142,7 @@ describe('PushService: a write redelivered with the same messageId is applied on
     ['delete_pushrule', { op: 'delete_pushrule', userId: ALICE, address: address('!keep:x') } satisfies Command],
     ['set_pushrule_enabled', { op: 'set_pushrule_enabled', userId: ALICE, address: address('!keep:x'), enabled: false } satisfies Command],
     ['set_pushrule_actions', { op: 'set_pushrule_actions', userId: ALICE, address: address('!keep:x'), actions: [] } satisfies Command],
-  ])('%s: the second delivery gets the recorded reply, writes nothing, announces nothing', async (_op, command) => {
+  ])('%s: the second delivery gets the recorded reply, writes nothing, and announces the push rules again at the stored version', async (_op, command) => {
     const store = await withDefaults();
     const service = new PushService(store, OPTIONS);
     await service.handle(rule('!keep:x'));
@@ -150,7 +150,8 @@ describe('PushService: a write redelivered with the same messageId is applied on
     const versionAfterFirst = (await store.loadPushRules(ALICE)).version;
     const second = await service.handle(command, { messageId: 'm-1' });
     expect(first.reply).toEqual({ ok: true, body: {} });
-    expect(second).toEqual({ reply: first.reply, conflicts: 0, replayed: true });
+    // The first delivery's event may be the one lost (a crash or a lost connection before the broker confirmed it).
+    expect(second).toEqual({ reply: first.reply, conflicts: 0, replayed: true, change: { user_id: ALICE, type: 'm.push_rules', version: versionAfterFirst } });
     expect((await store.loadPushRules(ALICE)).version).toBe(versionAfterFirst);
   });
 
@@ -172,6 +173,15 @@ describe('PushService: a write redelivered with the same messageId is applied on
     await service.handle({ op: 'set_pushrule_actions', userId: ALICE, address: address('!a:x'), actions: [] });
     await service.handle(rule('!a:x'), { messageId: 'create' });
     expect(await userRoomRules(store)).toMatchObject([{ rule_id: '!a:x', actions: [] }]);
+  });
+
+  it('a replayed refusal announces nothing', async () => {
+    const store = await withDefaults();
+    const service = new PushService(store, OPTIONS);
+    const remove: Command = { op: 'delete_pushrule', userId: ALICE, address: address('!missing:x') };
+    // Refusals are not recorded, so this is judged again: still refused, still nothing to announce.
+    expect((await service.handle(remove, { messageId: 'r' })).change).toBeUndefined();
+    expect((await service.handle(remove, { messageId: 'r' })).change).toBeUndefined();
   });
 
   it('a refused write is not recorded: its redelivery is judged again', async () => {
@@ -212,7 +222,8 @@ describe('PushService: a write redelivered with the same messageId is applied on
       },
     });
     const outcome = await new PushService(racingCopy, OPTIONS).handle(command, { messageId: 'same' });
-    expect(outcome).toEqual({ reply: { ok: true, body: {} }, conflicts: 1, replayed: true });
+    const { version } = await store.loadPushRules(ALICE);
+    expect(outcome).toEqual({ reply: { ok: true, body: {} }, conflicts: 1, replayed: true, change: { user_id: ALICE, type: 'm.push_rules', version } });
     expect((await userRoomRules(store)).map((r) => r.rule_id)).toEqual(['!dup:x']);
   });
 
