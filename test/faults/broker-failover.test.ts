@@ -1,10 +1,13 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { MongoClient, type Db } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { RpcClient } from '../../src/client/rpc-client.js';
 import { connectAmqp } from '../../src/rpc/amqp-connect.js';
 import { deleteTopology, uniqueNames, type Names } from '../integration/support/worker-harness.js';
-import { startWorkerProcess, stopWorkerProcess, workerEnvironment, type WorkerProcess } from '../integration/support/worker-processes.js';
+import { startServiceProcess, startWorkerProcess, stopWorkerProcess, workerEnvironment, type WorkerProcess } from '../integration/support/worker-processes.js';
 import { clusterUp, killNode, startNode, waitForLeader, type ClusterNode } from '../support/rabbit-cluster.js';
 import { runLoad, tally, type LoadOutcome } from './support/load.js';
 
@@ -209,6 +212,69 @@ describe('a three-node broker cluster losing a node', () => {
         `(${JSON.stringify(tally(retried.flatMap((o) => o.failedAttempts)))}); each applied once`,
     );
     await revive(run.node);
+  });
+
+  it('the node the gateway is on: it answers throughout, with 503 only while it fails over, and its metrics name the new node', async () => {
+    const tokens = join(mkdtempSync(join(tmpdir(), 'failover-gateway-')), 'tokens.json');
+    writeFileSync(tokens, JSON.stringify({ 'failover-token': '@failover-gateway:example.org' }));
+    const gateway = await startServiceProcess(
+      'src/gateway-main.ts',
+      {
+        ...process.env,
+        AMQP_URL: clusterUrls(),
+        RPC_QUEUE: names.queue,
+        RPC_READ_QUEUE: names.amqp.readQueue,
+        AUTH_KIND: 'token-file',
+        AUTH_TOKEN_FILE: tokens,
+        GATEWAY_HOST: '127.0.0.1',
+        GATEWAY_PORT: '0',
+        GATEWAY_REQUEST_TIMEOUT_MS: '3000',
+        HEALTH_HOST: '127.0.0.1',
+        HEALTH_PORT: '0',
+        LOG_LEVEL: 'info',
+      },
+      'gateway listening',
+    );
+    try {
+      const port = String(gateway.lines.find((l) => l['msg'] === 'gateway listening')?.['port']);
+      const pushRules = `http://127.0.0.1:${port}/_matrix/client/v3/pushrules/`;
+      const get = async () => (await fetch(pushRules, { headers: { authorization: 'Bearer failover-token' } })).status;
+      expect(await get()).toBe(200);
+      const node = nodeOfBroker(gateway.lines.find((l) => l['msg'] === 'connected to RabbitMQ')?.['broker']);
+      if (node === undefined) throw new Error('the gateway logged no broker');
+
+      const statuses: { at: number; status: number }[] = [];
+      const state = { running: true };
+      const poller = (async () => {
+        while (state.running) {
+          statuses.push({ at: Date.now(), status: await get() });
+          await sleep(50);
+        }
+      })();
+      await sleep(1_000);
+      const killedAt = Date.now();
+      await kill(node);
+      await sleep(6_000);
+      state.running = false;
+      await poller;
+
+      expect(new Set(statuses.map((s) => s.status))).toSatisfy((set: Set<number>) => [...set].every((status) => status === 200 || status === 503));
+      const errors = statuses.filter((s) => s.status !== 200);
+      // Errors only while failing over: none before the kill, none in the last seconds.
+      expect(errors.every((e) => e.at >= killedAt && e.at < killedAt + SERVE_AGAIN_WITHIN_MS)).toBe(true);
+      expect(statuses.slice(-10).map((s) => s.status)).toEqual(Array.from({ length: 10 }, () => 200));
+      const health = String(gateway.lines.find((l) => l['msg'] === 'health and metrics listening')?.['port']);
+      const metrics = await (await fetch(`http://127.0.0.1:${health}/metrics`)).text();
+      expect(metrics).toContain(`push_gateway_amqp_connected{broker="127.0.0.1:${node.port}"} 0`);
+      expect(metrics).toMatch(/push_gateway_amqp_connected\{broker="127\.0\.0\.1:\d+"\} 1/);
+      console.info(
+        `[fault: cluster node of the gateway killed] ${node.name} killed; ${statuses.length} GETs: ${JSON.stringify(tally(statuses.map((s) => String(s.status))))}; ` +
+          `503s from ${errors.length === 0 ? '–' : `${(errors[0]?.at ?? 0) - killedAt} ms to ${(errors.at(-1)?.at ?? 0) - killedAt} ms`} after the kill`,
+      );
+      await revive(node);
+    } finally {
+      await stopWorkerProcess(gateway, 'SIGKILL');
+    }
   });
 
   it('the node leading the request queue: a survivor leads, the workers serve on; every write applied once', async () => {
