@@ -27,7 +27,7 @@ export interface AccountDataDocument {
   push_rules?: { content_json?: string; defaults_revision?: string };
   pushers_version?: number;
   /** The newest recorded writes, oldest first, at most the configured window. */
-  recent_writes?: { message_id: string; reply_json: string }[];
+  recent_writes?: { message_id: string; reply_json: string; changed_push_rules?: true }[];
 }
 
 export interface PusherDocument {
@@ -385,7 +385,7 @@ export class MongoPushStore implements PushStore {
   /** Appends to the window and drops the oldest beyond its size, in the same update. */
   #pushRecord(record: RecordedWrite | undefined): Pick<UpdateFilter<AccountDataDocument>, '$push'> {
     if (record === undefined) return {};
-    const entry = { message_id: record.messageId, reply_json: record.replyJson };
+    const entry = { message_id: record.messageId, reply_json: record.replyJson, ...(record.changedPushRules === true ? { changed_push_rules: true as const } : {}) };
     return { $push: { recent_writes: { $each: [entry], $slice: -this.#window } } };
   }
 }
@@ -405,7 +405,9 @@ function versionFilter(userId: string, version: number): Filter<AccountDataDocum
 function findRecorded(doc: Pick<AccountDataDocument, 'recent_writes'> | null, messageId: string): RecordedWrite | undefined {
   // Newest first: an id recorded twice (see PushService) answers as last recorded.
   const entry = doc?.recent_writes?.findLast((w) => w.message_id === messageId);
-  return entry === undefined ? undefined : { messageId: entry.message_id, replyJson: entry.reply_json };
+  return entry === undefined
+    ? undefined
+    : { messageId: entry.message_id, replyJson: entry.reply_json, ...(entry.changed_push_rules === true ? { changedPushRules: true as const } : {}) };
 }
 
 async function guard<T>(operation: () => Promise<T>): Promise<T> {

@@ -37,6 +37,13 @@ export interface RecordedWrite {
   readonly messageId: string;
   /** The reply that was sent, as JSON text. */
   readonly replyJson: string;
+  /**
+   * The write changed the user's push rules (and announced it): a
+   * redelivery answered from this record announces them again, in case
+   * that event was lost. Absent for writes that changed nothing, pusher
+   * writes, and records written before this field existed.
+   */
+  readonly changedPushRules?: true;
 }
 
 export type SaveOutcome = { readonly saved: true; readonly version: number } | { readonly saved: false };

@@ -221,7 +221,7 @@ export class PushService {
   }
 
   async #save(store: PushStore, userId: string, version: number, ruleset: Ruleset, reply: Reply, messageId?: string): Promise<Attempt> {
-    const record = recordOf(messageId, reply);
+    const record = recordOf(messageId, reply, true);
     const saved = await store.savePushRules(userId, version, ruleset, DEFAULT_RULES_REVISION, record);
     if (!saved.saved) return { conflict: true };
     return { done: reply, change: { user_id: userId, type: 'm.push_rules', version: saved.version } };
@@ -417,13 +417,14 @@ export function changeEventsOf(outcome: HandleOutcome): readonly ChangeEvent[] {
   return outcome.change === undefined ? [] : [outcome.change, ...(outcome.moreChanges ?? [])];
 }
 
-function recordOf(messageId: string | undefined, reply: Reply): RecordedWrite | undefined {
-  return messageId === undefined ? undefined : { messageId, replyJson: JSON.stringify(reply) };
+function recordOf(messageId: string | undefined, reply: Reply, changedPushRules = false): RecordedWrite | undefined {
+  if (messageId === undefined) return undefined;
+  return { messageId, replyJson: JSON.stringify(reply), ...(changedPushRules ? { changedPushRules: true as const } : {}) };
 }
 
 /**
  * A push-rule write met its own record: answered from it, nothing written.
- * A successful one announces the user's push rules again, at the version
+ * One that changed the push rules announces them again, at the version
  * stored now: the first delivery may have applied the write and then died
  * (or lost its connection) before the broker confirmed its change event,
  * and this redelivery is what is left to announce it. A spare event costs
@@ -431,7 +432,7 @@ function recordOf(messageId: string | undefined, reply: Reply): RecordedWrite | 
  */
 function replayAnnounced(userId: string, version: number, recorded: RecordedWrite): Attempt {
   const reply = replayOf(recorded);
-  return reply.ok ? { done: reply, replayed: true, change: { user_id: userId, type: 'm.push_rules', version } } : { done: reply, replayed: true };
+  return recorded.changedPushRules === true ? { done: reply, replayed: true, change: { user_id: userId, type: 'm.push_rules', version } } : { done: reply, replayed: true };
 }
 
 /** The recorded reply; the store only ever holds what `recordOf` wrote. */

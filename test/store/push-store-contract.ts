@@ -309,6 +309,15 @@ export function pushStoreContract(name: string, makeFixture: (options?: FixtureO
         expect(await fixture.store.loadPushRules(user)).not.toHaveProperty('recorded');
       });
 
+      it('keeps whether the recorded write changed the push rules', async () => {
+        const changed = { ...record('c1'), changedPushRules: true as const };
+        await fixture.store.savePushRules(user, 0, aRuleset(), 'v1.19', changed);
+        expect(await fixture.store.findRecordedWrite(user, 'c1')).toEqual(changed);
+        expect((await fixture.store.loadPushRules(user, 'c1')).recorded).toEqual(changed);
+        await fixture.store.recordWrite(user, record('n1'));
+        expect(await fixture.store.findRecordedWrite(user, 'n1')).not.toHaveProperty('changedPushRules');
+      });
+
       it('records nothing when the save loses the compare-and-set', async () => {
         await fixture.store.savePushRules(user, 0, aRuleset(), 'v1.19');
         expect(await fixture.store.savePushRules(user, 0, aRuleset(), 'v1.19', record('lost'))).toEqual({ saved: false });
