@@ -7,6 +7,8 @@ import type { BackoffPolicy } from '../worker/backoff.js';
 import type { Reply } from '../worker/reply.js';
 
 const REPLY_QUEUE = 'amq.rabbitmq.reply-to';
+/** The error amqplib (2.x) gives a confirm callback for a nack; any other means the channel closed. */
+const NACKED = 'message nacked';
 
 /**
  * - `timeout`: no reply within the deadline (the request may have been applied);
@@ -109,6 +111,8 @@ interface Session {
   readonly pending: Map<string, Pending>;
   /** The read queue had a consumer when last counted. */
   readQueueServed: boolean;
+  /** Its connection was lost: nothing more is sent on it. */
+  retired: boolean;
   /** Counts the read queue's consumers; its own channel, since a missing queue closes the channel that asks. */
   probe?: Channel;
   probeTimer?: NodeJS.Timeout;
@@ -123,8 +127,11 @@ interface Session {
  * kept (on loss, the next node at once). When it goes, every pending call
  * fails at once with `connection-lost` (the reply-to pseudo-queue belongs
  * to the connection, so their replies could never arrive), and new calls
- * wait for the attempt under way; between two failed rounds over every
- * node they fail at once with `connection-lost` too.
+ * wait for the round of attempts under way, within their own deadline;
+ * between two failed rounds over every node they fail at once with
+ * `connection-lost`. A nacked request fails with `refused` and takes the
+ * connection with it (see `#refused`): the calls pending on it fail with
+ * `connection-lost`.
  */
 export class RpcClient {
   readonly #options: RpcClientOptions;
@@ -141,6 +148,7 @@ export class RpcClient {
       backoff: options.reconnect ?? DEFAULT_RECONNECT,
       setup: async (link) => this.#open(link),
       retire: (session) => {
+        session.retired = true;
         clearInterval(session.probeTimer);
         failAll(session, 'connection-lost', 'the broker connection was lost before the reply');
       },
@@ -164,14 +172,22 @@ export class RpcClient {
     // the publish's `try` was taken for a closed channel, and the connection
     // was dropped under every other caller's pending call.
     const content = serialize(body);
-    const session = await this.#connected();
     const timeoutMs = options.timeoutMs ?? this.#options.timeoutMs ?? 10_000;
+    // The deadline runs from the call, the wait for a connection included.
+    const deadline = Date.now() + timeoutMs;
+    const session = await this.#connectedWithin(timeoutMs);
+    const leftMs = Math.max(1, deadline - Date.now());
     const correlationId = randomUUID();
     return new Promise<Reply>((resolve, reject) => {
+      if (session.retired) {
+        // Lost between handing it out and now: its calls can get no reply.
+        reject(new RpcTransportError('connection-lost', 'the broker connection was lost before the request was sent'));
+        return;
+      }
       const timer = setTimeout(() => {
         session.pending.delete(correlationId);
         reject(new RpcTransportError('timeout', `no reply within ${timeoutMs} ms`));
-      }, timeoutMs);
+      }, leftMs);
       const pending: Pending = { resolve, reject, timer };
       session.pending.set(correlationId, pending);
       const properties: Options.Publish = {
@@ -179,7 +195,7 @@ export class RpcClient {
         replyTo: REPLY_QUEUE,
         correlationId,
         contentType: 'application/json',
-        expiration: String(timeoutMs),
+        expiration: String(leftMs),
         timestamp: Date.now(),
         ...(options.messageId === undefined ? {} : { messageId: options.messageId }),
         ...(this.#options.publisherUserId === undefined ? {} : { userId: this.#options.publisherUserId }),
@@ -195,15 +211,7 @@ export class RpcClient {
         }
       }
       try {
-        session.channel.publish('', queue, content, properties, (error) => {
-          if (error === null || error === undefined) return;
-          // amqplib fails the confirms of a channel that closes this way too,
-          // just before the channel's own close listeners run: those calls
-          // are `connection-lost` (failed by then); only a nack is left here.
-          queueMicrotask(() => {
-            this.#refused(session, correlationId);
-          });
-        });
+        session.channel.publish('', queue, content, properties, this.#onConfirm(session, correlationId));
       } catch {
         // The channel is closed but its close event has not run yet: drop
         // the connection now (every pending call of it fails), so the next
@@ -225,11 +233,22 @@ export class RpcClient {
    * while a new channel is served as soon as the new leader is up.
    */
   #refused(session: Session, correlationId: string): void {
-    if (!session.pending.has(correlationId)) return;
     settle(session, correlationId, (p) => {
       p.reject(new RpcTransportError('refused', 'the broker did not take the request (a queue failing over?); it reached no worker'));
     });
     session.link.lose('the broker refused a request');
+  }
+
+  /**
+   * The confirm callback of a request. amqplib calls it with "message
+   * nacked" for a nack, and with "channel closed" for every unconfirmed
+   * message of a channel that closes (those calls fail as `connection-lost`
+   * with the connection).
+   */
+  #onConfirm(session: Session, correlationId: string): (error: unknown) => void {
+    return (error) => {
+      if (error instanceof Error && error.message === NACKED) this.#refused(session, correlationId);
+    };
   }
 
   /** Rejects pending calls with `closed` and disconnects. Idempotent. */
@@ -240,6 +259,23 @@ export class RpcClient {
       failAll(session, 'closed', 'the client was closed');
       clearInterval(session.probeTimer);
     });
+  }
+
+  /** `#connected()`, or `timeout` once `ms` have passed. */
+  async #connectedWithin(ms: number): Promise<Session> {
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      return await Promise.race([
+        this.#connected(),
+        new Promise<never>((_, reject) => {
+          timer = setTimeout(() => {
+            reject(new RpcTransportError('timeout', `no broker connection within ${ms} ms`));
+          }, ms);
+        }),
+      ]);
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   async #connected(): Promise<Session> {
@@ -254,7 +290,7 @@ export class RpcClient {
   async #open(link: BrokerLink): Promise<Session> {
     const { connection } = link;
     const channel = await connection.createConfirmChannel();
-    const session: Session = { link, channel, pending: new Map(), readQueueServed: false };
+    const session: Session = { link, channel, pending: new Map(), readQueueServed: false, retired: false };
     channel.on('error', () => undefined);
     channel.on('close', () => {
       link.lose('the channel closed');
@@ -294,7 +330,7 @@ export class RpcClient {
     session.readQueueServed = false;
     this.#options.onReadFallback?.('returned');
     try {
-      session.channel.publish('', this.#options.queue, fallback.content, fallback.properties);
+      session.channel.publish('', this.#options.queue, fallback.content, fallback.properties, this.#onConfirm(session, correlationId));
       return true;
     } catch {
       return false;
@@ -309,6 +345,12 @@ export class RpcClient {
    */
   async #watchReadQueue(session: Session, readQueue: string): Promise<void> {
     const count = async () => {
+      // A session whose attempt failed, or that was lost, is never retired by
+      // the layer when it was never live: stop counting for it here.
+      if (session.link.lost) {
+        clearInterval(session.probeTimer);
+        return;
+      }
       try {
         if (session.probe === undefined) {
           const probe = await session.link.connection.createChannel();

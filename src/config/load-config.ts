@@ -39,8 +39,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Confi
 }
 
 /**
- * `amqp.url` (`AMQP_URL`) past the schema: each entry a URL with a host,
- * no node twice. The schema has already refused commas inside an entry.
+ * `amqp.url` (`AMQP_URL`) past the schema, which takes any text: each entry
+ * an amqp(s) URL with a host, no node twice; the error names the entry by
+ * its position, never its text (a password may be in it).
  */
 export function checkBrokerUrls(urls: BrokerUrls): void {
   try {

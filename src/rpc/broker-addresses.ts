@@ -30,24 +30,26 @@ export function parseBrokerAddresses(urls: BrokerUrls): BrokerAddress[] {
   return addresses;
 }
 
+/**
+ * One entry. Errors name the entry by its position and never echo it: an
+ * entry that does not parse may carry its password anywhere.
+ */
 function parseOne(entry: string, index: number): BrokerAddress {
   const position = `broker URL #${index + 1}`;
   if (entry === '') throw new RangeError(`${position} is empty (two commas in a row, or one at the end?)`);
+  if (/[,\s]/.test(entry)) throw new RangeError(`${position} contains a comma or a space: give each node as a URL of its own`);
   let parsed: URL;
   try {
     parsed = new URL(entry);
   } catch {
-    throw new RangeError(`${position} is not a URL: ${redact(entry)}`);
+    throw new RangeError(`${position} is not a URL`);
   }
   const defaultPort = DEFAULT_PORTS[parsed.protocol];
-  if (defaultPort === undefined) throw new RangeError(`${position} must start with amqp:// or amqps://: ${redact(entry)}`);
-  if (parsed.hostname === '') throw new RangeError(`${position} names no host: ${redact(entry)}`);
+  if (defaultPort === undefined || !entry.toLowerCase().startsWith(`${parsed.protocol}//`)) {
+    throw new RangeError(`${position} must start with amqp:// or amqps://`);
+  }
+  if (parsed.hostname === '') throw new RangeError(`${position} names no host`);
   return { url: entry, label: `${parsed.hostname}:${parsed.port === '' ? defaultPort : parsed.port}` };
-}
-
-/** The entry without its password, for error messages. */
-function redact(entry: string): string {
-  return entry.replace(/\/\/([^:@/]*):[^@/]*@/, '//$1:***@');
 }
 
 /**

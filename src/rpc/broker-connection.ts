@@ -9,6 +9,8 @@ import { connectAmqp, connectionName, type AmqpConnectOptions } from './amqp-con
 export interface BrokerLink {
   readonly connection: ChannelModel;
   readonly address: BrokerAddress;
+  /** This connection was lost or given up: nothing more should be started on it. */
+  readonly lost: boolean;
   /**
    * This connection can no longer serve its owner (a channel it needs
    * closed, the broker cancelled a consumer): drop it and connect again.
@@ -67,6 +69,22 @@ interface Live<S> {
 
 interface LinkState extends BrokerLink {
   lost: boolean;
+}
+
+/**
+ * Closes a connection without waiting for the broker's answer for longer
+ * than `ms`: amqplib's close waits for CloseOk with no timer of its own, and
+ * a node that went silent would hold the caller until heartbeats gave up.
+ */
+async function closeWithin(connection: ChannelModel, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([
+    connection.close().catch(() => undefined),
+    new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, ms);
+    }),
+  ]);
+  clearTimeout(timer);
 }
 
 interface Waiter<S> {
@@ -153,8 +171,9 @@ export class BrokerConnection<S> {
   }
 
   /**
-   * The live session; or, while an attempt is under way, the session it
-   * opens, rejected if the whole round fails. Between rounds (waiting out
+   * The live session; or, while attempts are under way, the session they
+   * open, rejected if the whole round fails (bound the wait by your own
+   * deadline: a round may take `attemptTimeoutMs` per node). Between rounds (waiting out
    * the backoff) it rejects at once with the last failure, so that a
    * caller with a deadline is not held for a broker that is not there.
    * Never connected yet: starts connecting.
@@ -180,7 +199,8 @@ export class BrokerConnection<S> {
   }
 
   /**
-   * Stops reconnecting, waits for an attempt under way, runs `beforeDisconnect`
+   * Stops reconnecting (an attempt under way closes its connection if it
+   * succeeds), runs `beforeDisconnect`
    * with the live session (if any; the worker cancels its consumers and lets
    * requests in flight finish there), then closes the connection.
    * Idempotent: later calls wait for the first.
@@ -191,11 +211,12 @@ export class BrokerConnection<S> {
   }
 
   async #shutDown(beforeDisconnect: ((session: S) => Promise<void> | void) | undefined): Promise<void> {
-    const wasConnecting = this.#state === 'connecting' || this.#state === 'waiting';
     this.#state = 'closed';
     this.#stop.abort();
     this.#failWaiters(new BrokerUnavailableError('the broker connection is closed'));
-    if (wasConnecting) await this.#loop?.catch(() => undefined);
+    // An attempt under way is not waited for (a node that hangs in the
+    // handshake would hold close() for attemptTimeoutMs): if it succeeds
+    // after all, `#attempts` sees the layer closed and closes it.
     const live = this.#live;
     this.#live = undefined;
     if (live !== undefined) {
@@ -206,7 +227,7 @@ export class BrokerConnection<S> {
           // Closing goes on: the connection is closed below whatever happened.
         }
       }
-      await live.link.connection.close().catch(() => undefined);
+      await closeWithin(live.link.connection, this.#options.attemptTimeoutMs);
     }
     this.#options.observer?.closed?.();
   }
@@ -230,7 +251,7 @@ export class BrokerConnection<S> {
       try {
         const live = await this.#attempt(address);
         if (this.#closed()) {
-          await live.link.connection.close().catch(() => undefined);
+          await closeWithin(live.link.connection, this.#options.attemptTimeoutMs);
           return;
         }
         this.#rotation.succeeded();
@@ -305,7 +326,8 @@ export class BrokerConnection<S> {
       return { link, session };
     } catch (error) {
       link.lost = true;
-      await connection.close().catch(() => undefined);
+      // Not awaited: the next node is tried now, not once this one has said goodbye.
+      void connection.close().catch(() => undefined);
       throw error;
     } finally {
       clearTimeout(timer);
@@ -320,17 +342,24 @@ export class BrokerConnection<S> {
     if (live?.link !== link) return;
     this.#live = undefined;
     if (this.#state === 'closed') return;
-    this.#state = 'idle';
-    this.#options.logger?.warn({ broker: link.address.label, reason }, 'lost the broker connection; reconnecting');
-    this.#options.observer?.lost?.(link.address, reason);
     let retiring: Promise<void>;
     try {
+      // First: the owner stops using the session (the client fails its
+      // pending calls) before a new one can be handed out.
       retiring = Promise.resolve(this.#options.retire?.(live.session, reason));
     } catch (error) {
       retiring = Promise.reject(error instanceof Error ? error : new Error(String(error)));
     }
-    void retiring.catch(() => undefined).then(async () => link.connection.close().catch(() => undefined));
+    void retiring.catch(() => undefined).then(async () => closeWithin(link.connection, this.#options.attemptTimeoutMs));
+    this.#state = 'idle';
+    // Then reconnecting, before the hooks: a hook that throws must not leave the layer idle.
     this.#reconnect();
+    try {
+      this.#options.logger?.warn({ broker: link.address.label, reason }, 'lost the broker connection; reconnecting');
+      this.#options.observer?.lost?.(link.address, reason);
+    } catch {
+      // An observer's failure is not the connection's.
+    }
   }
 
   #failWaiters(error: Error): void {

@@ -247,14 +247,7 @@ export class RpcWorker {
   async #shutDown(): Promise<void> {
     await this.#broker.close(async (session) => {
       clearRetries(session);
-      await Promise.all(
-        [...session.lanes.values()].map(async ({ channel, consumerTag, consumed }) => {
-          if (consumerTag === undefined) return;
-          await channel.cancel(consumerTag).catch((error: unknown) => {
-            this.#log.warn({ err: error, queue: consumed.queue }, 'could not cancel the consumer');
-          });
-        }),
-      );
+      await cancelConsumers(session, this.#log);
       await Promise.allSettled([...this.#inFlight]);
       await closeQuietly(session);
     });
@@ -342,6 +335,11 @@ export class RpcWorker {
     if (this.#over(session)) return;
     try {
       await this.#openLane(session, consumed);
+      if (this.#over(session)) {
+        // Lost or closing while it opened: nobody would cancel this consumer.
+        await session.lanes.get(consumed.role)?.channel.close().catch(() => undefined);
+        return;
+      }
       if (failures > 0) this.#log.info({ queue: consumed.queue }, 'consuming again a queue that was unavailable');
     } catch (error) {
       // Lost or closed while the queue was being opened.
@@ -373,14 +371,16 @@ export class RpcWorker {
 
   /** A lane's channel closed or its consumer was cancelled: the session goes if it needs the queue, else the queue is retried. */
   #laneEnded(session: Session, consumed: ConsumedQueue, lane: Lane | undefined, reason: string): void {
-    if (lane !== undefined && session.lanes.get(consumed.role) === lane) session.lanes.delete(consumed.role);
-    if (session.lost || this.#closing !== undefined) return;
+    // A cancelled consumer ends here twice (the cancel, then its channel's close): only the first counts.
+    const registered = lane !== undefined && session.lanes.get(consumed.role) === lane;
+    if (registered) session.lanes.delete(consumed.role);
+    if (this.#over(session)) return;
     if (consumed.required) {
       this.#lose(session, `${consumed.role} queue: ${reason}`);
       return;
     }
     // Only a lane that was consuming is retried from here; one still being opened fails its own attempt.
-    if (lane?.consumerTag === undefined) return;
+    if (!registered) return;
     if (reason === 'consumer cancelled by the broker') void lane.channel.close().catch(() => undefined);
     this.#scheduleOptionalLane(session, consumed, 1, new Error(reason));
   }
@@ -438,6 +438,10 @@ export class RpcWorker {
     session.lost = true;
     clearRetries(session);
     if (this.#closing === undefined) this.#log.warn({ reason, inFlight: session.inFlight.size }, 'lost the broker session');
+    // When the connection itself still works (a consumer was cancelled, a
+    // channel closed), its other queues must not take more requests that
+    // closing it would cut off mid-way.
+    await cancelConsumers(session);
     await Promise.allSettled([...session.inFlight]);
     await closeQuietly(session);
   }
@@ -597,18 +601,31 @@ export class RpcWorker {
   async #announce(session: Session, changes: readonly ChangeEvent[]): Promise<boolean> {
     if (changes.length === 0) return true;
     const exchange = this.#options.amqp.eventsExchange;
+    // A broker that blocks the connection (a memory or disk alarm) stops
+    // reading it, so no confirm comes and no heartbeat fails: past this
+    // wait the request goes back to the queue instead of holding a
+    // shutdown or a lost session's retirement for as long as the alarm.
+    const waitMs = this.#options.amqp.connectTimeoutMs;
     const confirmed = await Promise.all(
       changes.map(
         async (change) =>
           new Promise<boolean>((resolve) => {
+            const timer = setTimeout(() => {
+              this.#log.warn({ user: change.user_id, type: change.type, waitMs }, 'no confirm of a change event in time; the request goes back to the queue');
+              resolve(false);
+            }, waitMs);
+            const done = (ok: boolean) => {
+              clearTimeout(timer);
+              resolve(ok);
+            };
             try {
               session.confirms.publish(exchange, change.type, Buffer.from(encodeReply(change)), { contentType: JSON_CONTENT, persistent: true }, (error) => {
                 if (error !== null && error !== undefined) this.#log.warn({ err: error, user: change.user_id, type: change.type }, 'the broker did not confirm a change event');
-                resolve(error === null || error === undefined);
+                done(error === null || error === undefined);
               });
             } catch (error) {
               this.#log.error({ err: error, exchange, routingKey: change.type }, 'publish failed');
-              resolve(false);
+              done(false);
             }
           }),
       ),
@@ -663,6 +680,20 @@ async function closeQuietly(session: Session): Promise<void> {
   }
   await session.events?.close().catch(() => undefined);
   await session.confirms.close().catch(() => undefined);
+}
+
+/** Cancels every consumer of the session that still has one; a channel already gone is skipped. */
+async function cancelConsumers(session: Session, log?: Logger): Promise<void> {
+  await Promise.all(
+    [...session.lanes.values()].map(async ({ channel, consumerTag, consumed }) => {
+      if (consumerTag === undefined) return;
+      try {
+        await channel.cancel(consumerTag);
+      } catch (error) {
+        log?.warn({ err: error, queue: consumed.queue }, 'could not cancel the consumer');
+      }
+    }),
+  );
 }
 
 function clearRetries(session: Session): void {

@@ -62,7 +62,7 @@ describe('configuration', () => {
   });
 
   it('never puts a password into a broker URL error', () => {
-    expect(() => loadConfig({ AMQP_URL: 'amqp://user:s3cret@rabbit:port' })).toThrow(/user:\*\*\*@rabbit/);
+    expect(() => loadConfig({ AMQP_URL: 'amqp://user:s3cret@rabbit:port' })).toThrow('amqp.url (AMQP_URL): broker URL #1 is not a URL');
     expect(() => loadConfig({ AMQP_URL: 'amqp://user:s3cret@rabbit:port' })).not.toThrow(/s3cret/);
   });
 

@@ -39,8 +39,19 @@ describe('parseBrokerAddresses', () => {
     expect(() => parseBrokerAddresses(urls)).toThrow(message);
   });
 
-  it('names a bad entry without its password', () => {
-    expect(() => parseBrokerAddresses('amqp://user:secret@a:port')).toThrow('amqp://user:***@a:port');
+  it.each([
+    ['a bad port', 'amqp://user:s3cret@a:port'],
+    ['no scheme', 'user:s3cret@rabbit:5672'],
+    ['one slash', 'amqp:/user:s3cret@rabbit'],
+    ['a slash in the password', 'amqp://user:s3/cret@rabbit:port'],
+    ['a space', 'amqp://user:s3cret@rabbit :5672'],
+  ])('never echoes an entry it refuses (%s): its password could be anywhere in it', (_case, url) => {
+    expect(() => parseBrokerAddresses(url)).toThrow(/^broker URL #1 /);
+    expect(() => parseBrokerAddresses(url)).not.toThrow(/s3/);
+  });
+
+  it('refuses an array entry that holds two URLs', () => {
+    expect(() => parseBrokerAddresses(['amqp://a,amqp://b'])).toThrow('broker URL #1 contains a comma or a space');
   });
 
   it('firstBrokerUrl is the first entry as given', () => {
