@@ -9,7 +9,7 @@ import { connectAmqp } from '../../src/rpc/amqp-connect.js';
 import { deleteTopology, uniqueNames, type Names } from '../integration/support/worker-harness.js';
 import { startServiceProcess, startWorkerProcess, stopWorkerProcess, workerEnvironment, type WorkerProcess } from '../integration/support/worker-processes.js';
 import { clusterUp, killNode, startNode, waitForLeader, type ClusterNode } from '../support/rabbit-cluster.js';
-import { runLoad, tally, type LoadOutcome } from './support/load.js';
+import { ruleWrites, tally, type LoadOutcome } from './support/load.js';
 
 /**
  * The service on the local three-node cluster (`scripts/services.sh
@@ -109,18 +109,7 @@ async function writesAcross(tag: string, victim: () => Promise<ClusterNode>, bef
   const USERS = usersOf(tag);
   for (const user of USERS) expect((await client.request({ op: 'get_pushrules', user_id: user })).ok).toBe(true);
   const state = { running: true };
-  const load = runLoad({
-    client,
-    concurrency: 8,
-    timeoutMs: 3_000,
-    retry: true,
-    retryDelayMs: 100,
-    running: () => state.running,
-    next: (i) => {
-      const user = USERS[i % USERS.length] ?? '';
-      return { user, messageId: `${tag}-${i}`, body: { op: 'set_pushrule', user_id: user, scope: 'global', kind: 'room', rule_id: `!${tag}${i}:example.org`, rule: { actions: [] } } };
-    },
-  });
+  const load = ruleWrites(client, USERS, tag, () => state.running);
   await sleep(beforeMs);
   const node = await victim();
   const killedAt = Date.now();

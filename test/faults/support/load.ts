@@ -85,3 +85,23 @@ export function tally(values: readonly string[]): Record<string, number> {
   for (const value of values) counts[value] = (counts[value] ?? 0) + 1;
   return counts;
 }
+
+/**
+ * The fault tests' usual load: 8 callers writing a new room rule each
+ * (`!<tag><i>:example.org`) for `users` in turn, with a `messageId` per
+ * write, retried after a failure as a front would, with a 3 s deadline.
+ */
+export async function ruleWrites(client: RpcClient, users: readonly string[], tag: string, running: () => boolean): Promise<LoadOutcome[]> {
+  return runLoad({
+    client,
+    concurrency: 8,
+    timeoutMs: 3_000,
+    retry: true,
+    retryDelayMs: 100,
+    running,
+    next: (i) => {
+      const user = users[i % users.length] ?? '';
+      return { user, messageId: `${tag}-${i}`, body: { op: 'set_pushrule', user_id: user, scope: 'global', kind: 'room', rule_id: `!${tag}${i}:example.org`, rule: { actions: [] } } };
+    },
+  });
+}
