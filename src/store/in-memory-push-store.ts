@@ -5,6 +5,7 @@ import type { PusherKey, StoredPusher } from '../pushers/pusher.js';
 import {
   DEFAULT_RECORDED_WRITES_WINDOW,
   type ErasureOutcome,
+  type FoundWrite,
   type LoadedPushRules,
   type PushStore,
   type RecordedWrite,
@@ -146,9 +147,11 @@ export class InMemoryPushStore implements PushStore {
     return pushersVersion;
   }
 
-  async findRecordedWrite(userId: string, messageId: string): Promise<RecordedWrite | undefined> {
+  async findRecordedWrite(userId: string, messageId: string): Promise<FoundWrite | undefined> {
     await Promise.resolve();
-    return findRecorded(this.#doc(userId), messageId);
+    const doc = this.#doc(userId);
+    const found = findRecorded(doc, messageId);
+    return found === undefined ? undefined : { ...found, pushersVersion: doc.pushersVersion };
   }
 
   async recordWrite(userId: string, record: RecordedWrite): Promise<void> {

@@ -6,6 +6,7 @@ import { classifyMongoError, isDuplicateKey, isRetryableRead } from './mongo-err
 import {
   DEFAULT_RECORDED_WRITES_WINDOW,
   type ErasureOutcome,
+  type FoundWrite,
   type LoadedPushRules,
   type PushStore,
   type RecordedWrite,
@@ -27,7 +28,7 @@ export interface AccountDataDocument {
   push_rules?: { content_json?: string; defaults_revision?: string };
   pushers_version?: number;
   /** The newest recorded writes, oldest first, at most the configured window. */
-  recent_writes?: { message_id: string; reply_json: string; changed_push_rules?: true }[];
+  recent_writes?: { message_id: string; reply_json: string; changed_push_rules?: true; changed_pushers?: true }[];
 }
 
 export interface PusherDocument {
@@ -321,9 +322,10 @@ export class MongoPushStore implements PushStore {
     return doc?.pushers_version ?? 1;
   }
 
-  async findRecordedWrite(userId: string, messageId: string): Promise<RecordedWrite | undefined> {
-    const doc = await guard(async () => this.#findAccountData(userId, { recent_writes: 1 }));
-    return findRecorded(doc, messageId);
+  async findRecordedWrite(userId: string, messageId: string): Promise<FoundWrite | undefined> {
+    const doc = await guard(async () => this.#findAccountData(userId, { recent_writes: 1, pushers_version: 1 }));
+    const found = findRecorded(doc, messageId);
+    return found === undefined ? undefined : { ...found, pushersVersion: doc?.pushers_version ?? 0 };
   }
 
   /**
@@ -385,7 +387,12 @@ export class MongoPushStore implements PushStore {
   /** Appends to the window and drops the oldest beyond its size, in the same update. */
   #pushRecord(record: RecordedWrite | undefined): Pick<UpdateFilter<AccountDataDocument>, '$push'> {
     if (record === undefined) return {};
-    const entry = { message_id: record.messageId, reply_json: record.replyJson, ...(record.changedPushRules === true ? { changed_push_rules: true as const } : {}) };
+    const entry = {
+      message_id: record.messageId,
+      reply_json: record.replyJson,
+      ...(record.changedPushRules === true ? { changed_push_rules: true as const } : {}),
+      ...(record.changedPushers === true ? { changed_pushers: true as const } : {}),
+    };
     return { $push: { recent_writes: { $each: [entry], $slice: -this.#window } } };
   }
 }
@@ -405,9 +412,13 @@ function versionFilter(userId: string, version: number): Filter<AccountDataDocum
 function findRecorded(doc: Pick<AccountDataDocument, 'recent_writes'> | null, messageId: string): RecordedWrite | undefined {
   // Newest first: an id recorded twice (see PushService) answers as last recorded.
   const entry = doc?.recent_writes?.findLast((w) => w.message_id === messageId);
-  return entry === undefined
-    ? undefined
-    : { messageId: entry.message_id, replyJson: entry.reply_json, ...(entry.changed_push_rules === true ? { changedPushRules: true as const } : {}) };
+  if (entry === undefined) return undefined;
+  return {
+    messageId: entry.message_id,
+    replyJson: entry.reply_json,
+    ...(entry.changed_push_rules === true ? { changedPushRules: true as const } : {}),
+    ...(entry.changed_pushers === true ? { changedPushers: true as const } : {}),
+  };
 }
 
 async function guard<T>(operation: () => Promise<T>): Promise<T> {

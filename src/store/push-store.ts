@@ -44,6 +44,13 @@ export interface RecordedWrite {
    * writes, and records written before this field existed.
    */
   readonly changedPushRules?: true;
+  /** The same for the user's pushers (a pusher write that changed them). */
+  readonly changedPushers?: true;
+}
+
+/** A recorded write as `findRecordedWrite` finds it, with the user's pushers version now. */
+export interface FoundWrite extends RecordedWrite {
+  readonly pushersVersion: number;
 }
 
 export type SaveOutcome = { readonly saved: true; readonly version: number } | { readonly saved: false };
@@ -145,7 +152,7 @@ export interface PushStore {
   bumpPushersVersion(userId: string, record?: RecordedWrite): Promise<number>;
 
   /** The recorded write with this `messageId`, if it is still in the user's window. */
-  findRecordedWrite(userId: string, messageId: string): Promise<RecordedWrite | undefined>;
+  findRecordedWrite(userId: string, messageId: string): Promise<FoundWrite | undefined>;
   /** Adds a write to the user's window (for pusher writes that changed nothing else). */
   recordWrite(userId: string, record: RecordedWrite): Promise<void>;
   /**

@@ -4,6 +4,7 @@ import type { PusherKey, StoredPusher } from '../pushers/pusher.js';
 import {
   StoreUnavailableError,
   type ErasureOutcome,
+  type FoundWrite,
   type LoadedPushRules,
   type PushStore,
   type RecordedWrite,
@@ -145,7 +146,7 @@ export class BoundedStore implements PushStore {
     return this.#bounded('bumpPushersVersion', async () => this.#inner.bumpPushersVersion(userId, record));
   }
 
-  async findRecordedWrite(userId: string, messageId: string): Promise<RecordedWrite | undefined> {
+  async findRecordedWrite(userId: string, messageId: string): Promise<FoundWrite | undefined> {
     return this.#bounded('findRecordedWrite', async () => this.#inner.findRecordedWrite(userId, messageId));
   }
 

@@ -17,7 +17,7 @@ import type { PusherDeletion } from '../pushers/pusher-deletion.js';
 import { pusherMatches, toWirePusher, type PusherKey, type StoredPusher } from '../pushers/pusher.js';
 import { mapResult, type Result } from '../result/result.js';
 import type { Command } from '../rpc/command.js';
-import { StoreUnavailableError, type LoadedPushRules, type PushStore, type RecordedWrite } from '../store/push-store.js';
+import { StoreUnavailableError, type FoundWrite, type LoadedPushRules, type PushStore, type RecordedWrite } from '../store/push-store.js';
 import { backoffDelay, type BackoffPolicy } from './backoff.js';
 import { beforeDeadline, BoundedStore, DeadlinePassedError, type StoreBoundsObserver } from './bounded-store.js';
 import { KeyedSerializer } from './keyed-serializer.js';
@@ -221,7 +221,7 @@ export class PushService {
   }
 
   async #save(store: PushStore, userId: string, version: number, ruleset: Ruleset, reply: Reply, messageId?: string): Promise<Attempt> {
-    const record = recordOf(messageId, reply, true);
+    const record = recordOf(messageId, reply, { pushRules: true });
     const saved = await store.savePushRules(userId, version, ruleset, DEFAULT_RULES_REVISION, record);
     if (!saved.saved) return { conflict: true };
     return { done: reply, change: { user_id: userId, type: 'm.push_rules', version: saved.version } };
@@ -298,7 +298,7 @@ export class PushService {
   ): Promise<HandleOutcome> {
     if (messageId !== undefined) {
       const recorded = await store.findRecordedWrite(userId, messageId);
-      if (recorded !== undefined) return { reply: replayOf(recorded), conflicts: 0, replayed: true };
+      if (recorded !== undefined) return pushersReplayAnnounced(userId, recorded);
     }
     const plan = decidePusherSet(userId, action, this.#options.pusherPolicy, { deviceId });
     if (!plan.ok) return { reply: failure(plan.error), conflicts: 0 };
@@ -333,7 +333,7 @@ export class PushService {
     return this.#perUser.run(userId, async () => {
       if (messageId !== undefined) {
         const recorded = await store.findRecordedWrite(userId, messageId);
-        if (recorded !== undefined) return { reply: replayOf(recorded), conflicts: 0, replayed: true };
+        if (recorded !== undefined) return pushersReplayAnnounced(userId, recorded);
       }
       const deleted = await store.deletePushers(deletion);
       return this.#pushersWritten(store, userId, messageId, success({ deleted }), deleted > 0);
@@ -342,7 +342,7 @@ export class PushService {
 
   /** After a pusher write: the record, and a version bump with its change event when something changed. */
   async #pushersWritten(store: PushStore, userId: string, messageId: string | undefined, reply: Reply, changed: boolean): Promise<HandleOutcome> {
-    const record = recordOf(messageId, reply);
+    const record = recordOf(messageId, reply, { pushers: changed });
     if (!changed) {
       if (record !== undefined) await store.recordWrite(userId, record);
       return { reply, conflicts: 0, unchanged: true };
@@ -365,17 +365,17 @@ export class PushService {
     return this.#perUser.run(userId, async () => {
       if (messageId !== undefined) {
         const recorded = await store.findRecordedWrite(userId, messageId);
-        if (recorded !== undefined) return { reply: replayOf(recorded), conflicts: 0, replayed: true };
+        if (recorded !== undefined) return pushersReplayAnnounced(userId, recorded);
       }
       const deletedPushers = await store.deletePushers({ userId, devices: { all: true }, includeEmail: true });
       return this.#withRetries(async () => {
         const loaded = await store.loadPushRules(userId, messageId);
         if (loaded.recorded !== undefined) return { done: replayOf(loaded.recorded), replayed: true };
         const reply = success({});
-        const record = recordOf(messageId, reply);
         // A corrupt entry is erased too.
         const pushRules = loaded.lookup.found !== false;
         const pushers = deletedPushers > 0;
+        const record = recordOf(messageId, reply, { pushRules, pushers });
         if (!pushRules && !pushers && record === undefined) return { done: reply, unchanged: true };
         const erased = await store.eraseUserData(userId, loaded.version, { pushRules, pushers, record });
         if (!erased.saved) return { conflict: true };
@@ -417,9 +417,15 @@ export function changeEventsOf(outcome: HandleOutcome): readonly ChangeEvent[] {
   return outcome.change === undefined ? [] : [outcome.change, ...(outcome.moreChanges ?? [])];
 }
 
-function recordOf(messageId: string | undefined, reply: Reply, changedPushRules = false): RecordedWrite | undefined {
+/** The record of a write with a `messageId`; `changed` says what it changed (what a replay announces again). */
+function recordOf(messageId: string | undefined, reply: Reply, changed: { readonly pushRules?: boolean; readonly pushers?: boolean } = {}): RecordedWrite | undefined {
   if (messageId === undefined) return undefined;
-  return { messageId, replyJson: JSON.stringify(reply), ...(changedPushRules ? { changedPushRules: true as const } : {}) };
+  return {
+    messageId,
+    replyJson: JSON.stringify(reply),
+    ...(changed.pushRules === true ? { changedPushRules: true as const } : {}),
+    ...(changed.pushers === true ? { changedPushers: true as const } : {}),
+  };
 }
 
 /**
@@ -433,6 +439,19 @@ function recordOf(messageId: string | undefined, reply: Reply, changedPushRules 
 function replayAnnounced(userId: string, version: number, recorded: RecordedWrite): Attempt {
   const reply = replayOf(recorded);
   return recorded.changedPushRules === true ? { done: reply, replayed: true, change: { user_id: userId, type: 'm.push_rules', version } } : { done: reply, replayed: true };
+}
+
+/**
+ * A pusher write (or `delete_pushers`, `delete_user_data`) met its own
+ * record: answered from it; one that changed the user's pushers announces
+ * them again at the pushers version stored now, for the reason given at
+ * `replayAnnounced`.
+ */
+function pushersReplayAnnounced(userId: string, recorded: FoundWrite): HandleOutcome {
+  const reply = replayOf(recorded);
+  return recorded.changedPushers === true
+    ? { reply, conflicts: 0, replayed: true, change: { user_id: userId, type: 'm.pushers', version: recorded.pushersVersion } }
+    : { reply, conflicts: 0, replayed: true };
 }
 
 /** The recorded reply; the store only ever holds what `recordOf` wrote. */

@@ -162,7 +162,9 @@ describe('delete_pushers', () => {
     await run(setPusher('phone', 'PHONE'));
     const retry = await run(deletePushers({ deviceIds: ['PHONE'] }), 'logout-1');
     expect(first.reply).toEqual({ ok: true, body: { deleted: 1 } });
-    expect(retry).toEqual({ reply: first.reply, conflicts: 0, replayed: true });
+    // It changed the pushers: announced again, at their version now (the re-registration's).
+    expect(retry).toEqual({ reply: first.reply, conflicts: 0, replayed: true, change: { user_id: ALICE, type: 'm.pushers', version: expect.any(Number) as number } });
+    expect(retry.change?.version).toBeGreaterThan(first.change?.version ?? Number.POSITIVE_INFINITY);
     expect(await pushkeys()).toContain('phone');
   });
 
@@ -214,7 +216,8 @@ describe('delete_user_data', () => {
     const first = await run({ op: 'delete_user_data', userId: ALICE }, 'deactivate');
     await run(setPusher('new', 'PHONE'));
     const retry = await run({ op: 'delete_user_data', userId: ALICE }, 'deactivate');
-    expect(retry).toEqual({ reply: first.reply, conflicts: 0, replayed: true });
+    // It deleted pushers: their change is announced again at the version now.
+    expect(retry).toMatchObject({ reply: first.reply, conflicts: 0, replayed: true, change: { user_id: ALICE, type: 'm.pushers' } });
     expect(await pushkeys()).toEqual(['new']);
   });
 
