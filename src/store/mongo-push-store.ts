@@ -28,7 +28,7 @@ export interface AccountDataDocument {
   push_rules?: { content_json?: string; defaults_revision?: string };
   pushers_version?: number;
   /** The newest recorded writes, oldest first, at most the configured window. */
-  recent_writes?: { message_id: string; reply_json: string; changed_push_rules?: true; changed_pushers?: true }[];
+  recent_writes?: { message_id: string; reply_json: string; unchanged?: true }[];
 }
 
 export interface PusherDocument {
@@ -390,8 +390,7 @@ export class MongoPushStore implements PushStore {
     const entry = {
       message_id: record.messageId,
       reply_json: record.replyJson,
-      ...(record.changedPushRules === true ? { changed_push_rules: true as const } : {}),
-      ...(record.changedPushers === true ? { changed_pushers: true as const } : {}),
+      ...(record.unchanged === true ? { unchanged: true as const } : {}),
     };
     return { $push: { recent_writes: { $each: [entry], $slice: -this.#window } } };
   }
@@ -416,8 +415,7 @@ function findRecorded(doc: Pick<AccountDataDocument, 'recent_writes'> | null, me
   return {
     messageId: entry.message_id,
     replyJson: entry.reply_json,
-    ...(entry.changed_push_rules === true ? { changedPushRules: true as const } : {}),
-    ...(entry.changed_pushers === true ? { changedPushers: true as const } : {}),
+    ...(entry.unchanged === true ? { unchanged: true as const } : {}),
   };
 }
 

@@ -38,14 +38,14 @@ export interface RecordedWrite {
   /** The reply that was sent, as JSON text. */
   readonly replyJson: string;
   /**
-   * The write changed the user's push rules (and announced it): a
-   * redelivery answered from this record announces them again, in case
-   * that event was lost. Absent for writes that changed nothing, pusher
-   * writes, and records written before this field existed.
+   * The write changed nothing (it was judged a no-op and only recorded).
+   * Any other recorded write changed what its op is about, and a
+   * redelivery answered from the record announces that again, in case its
+   * first event was lost. Only no-ops carry it: the common record stays as
+   * small as it was (the record window lives in the user's document, which
+   * every write rewrites).
    */
-  readonly changedPushRules?: true;
-  /** The same for the user's pushers (a pusher write that changed them). */
-  readonly changedPushers?: true;
+  readonly unchanged?: true;
 }
 
 /** A recorded write as `findRecordedWrite` finds it, with the user's pushers version now. */

@@ -221,7 +221,7 @@ export class PushService {
   }
 
   async #save(store: PushStore, userId: string, version: number, ruleset: Ruleset, reply: Reply, messageId?: string): Promise<Attempt> {
-    const record = recordOf(messageId, reply, { pushRules: true });
+    const record = recordOf(messageId, reply);
     const saved = await store.savePushRules(userId, version, ruleset, DEFAULT_RULES_REVISION, record);
     if (!saved.saved) return { conflict: true };
     return { done: reply, change: { user_id: userId, type: 'm.push_rules', version: saved.version } };
@@ -249,7 +249,7 @@ export class PushService {
    * Without a `messageId` nothing is written at all.
    */
   async #recordUnchanged(store: PushStore, userId: string, version: number, reply: Reply, messageId: string | undefined): Promise<Attempt> {
-    const record = recordOf(messageId, reply);
+    const record = recordOf(messageId, reply, true);
     if (record !== undefined && !(await store.recordWriteAtVersion(userId, version, record))) return { conflict: true };
     return { done: reply, unchanged: true };
   }
@@ -342,7 +342,7 @@ export class PushService {
 
   /** After a pusher write: the record, and a version bump with its change event when something changed. */
   async #pushersWritten(store: PushStore, userId: string, messageId: string | undefined, reply: Reply, changed: boolean): Promise<HandleOutcome> {
-    const record = recordOf(messageId, reply, { pushers: changed });
+    const record = recordOf(messageId, reply, !changed);
     if (!changed) {
       if (record !== undefined) await store.recordWrite(userId, record);
       return { reply, conflicts: 0, unchanged: true };
@@ -375,7 +375,7 @@ export class PushService {
         // A corrupt entry is erased too.
         const pushRules = loaded.lookup.found !== false;
         const pushers = deletedPushers > 0;
-        const record = recordOf(messageId, reply, { pushRules, pushers });
+        const record = recordOf(messageId, reply, !pushRules && !pushers);
         if (!pushRules && !pushers && record === undefined) return { done: reply, unchanged: true };
         const erased = await store.eraseUserData(userId, loaded.version, { pushRules, pushers, record });
         if (!erased.saved) return { conflict: true };
@@ -417,15 +417,10 @@ export function changeEventsOf(outcome: HandleOutcome): readonly ChangeEvent[] {
   return outcome.change === undefined ? [] : [outcome.change, ...(outcome.moreChanges ?? [])];
 }
 
-/** The record of a write with a `messageId`; `changed` says what it changed (what a replay announces again). */
-function recordOf(messageId: string | undefined, reply: Reply, changed: { readonly pushRules?: boolean; readonly pushers?: boolean } = {}): RecordedWrite | undefined {
+/** The record of a write with a `messageId`; `unchanged` for a no-op (whose replay announces nothing). */
+function recordOf(messageId: string | undefined, reply: Reply, unchanged = false): RecordedWrite | undefined {
   if (messageId === undefined) return undefined;
-  return {
-    messageId,
-    replyJson: JSON.stringify(reply),
-    ...(changed.pushRules === true ? { changedPushRules: true as const } : {}),
-    ...(changed.pushers === true ? { changedPushers: true as const } : {}),
-  };
+  return { messageId, replyJson: JSON.stringify(reply), ...(unchanged ? { unchanged: true as const } : {}) };
 }
 
 /**
@@ -438,7 +433,7 @@ function recordOf(messageId: string | undefined, reply: Reply, changed: { readon
  */
 function replayAnnounced(userId: string, version: number, recorded: RecordedWrite): Attempt {
   const reply = replayOf(recorded);
-  return recorded.changedPushRules === true ? { done: reply, replayed: true, change: { user_id: userId, type: 'm.push_rules', version } } : { done: reply, replayed: true };
+  return recorded.unchanged !== true ? { done: reply, replayed: true, change: { user_id: userId, type: 'm.push_rules', version } } : { done: reply, replayed: true };
 }
 
 /**
@@ -449,7 +444,7 @@ function replayAnnounced(userId: string, version: number, recorded: RecordedWrit
  */
 function pushersReplayAnnounced(userId: string, recorded: FoundWrite): HandleOutcome {
   const reply = replayOf(recorded);
-  return recorded.changedPushers === true
+  return recorded.unchanged !== true
     ? { reply, conflicts: 0, replayed: true, change: { user_id: userId, type: 'm.pushers', version: recorded.pushersVersion } }
     : { reply, conflicts: 0, replayed: true };
 }

@@ -309,13 +309,13 @@ export function pushStoreContract(name: string, makeFixture: (options?: FixtureO
         expect(await fixture.store.loadPushRules(user)).not.toHaveProperty('recorded');
       });
 
-      it('keeps whether the recorded write changed the push rules', async () => {
-        const changed = { ...record('c1'), changedPushRules: true as const };
-        await fixture.store.savePushRules(user, 0, aRuleset(), 'v1.19', changed);
-        expect(await fixture.store.findRecordedWrite(user, 'c1')).toMatchObject(changed);
-        expect((await fixture.store.loadPushRules(user, 'c1')).recorded).toEqual(changed);
-        await fixture.store.recordWrite(user, record('n1'));
-        expect(await fixture.store.findRecordedWrite(user, 'n1')).not.toHaveProperty('changedPushRules');
+      it('keeps whether the recorded write changed nothing', async () => {
+        await fixture.store.savePushRules(user, 0, aRuleset(), 'v1.19', record('c1'));
+        expect(await fixture.store.findRecordedWrite(user, 'c1')).not.toHaveProperty('unchanged');
+        const noop = { ...record('n1'), unchanged: true as const };
+        await fixture.store.recordWrite(user, noop);
+        expect(await fixture.store.findRecordedWrite(user, 'n1')).toMatchObject(noop);
+        expect((await fixture.store.loadPushRules(user, 'n1')).recorded).toEqual(noop);
       });
 
       it('records nothing when the save loses the compare-and-set', async () => {
@@ -332,8 +332,8 @@ export function pushStoreContract(name: string, makeFixture: (options?: FixtureO
         expect(await fixture.store.findRecordedWrite(aUser(), 'p1')).toBeUndefined();
         // Found with the user's pushers version now (what a replay of a pusher change announces).
         expect((await fixture.store.findRecordedWrite(user, 'p1'))?.pushersVersion).toBe(1);
-        await fixture.store.bumpPushersVersion(user, { ...record('p3'), changedPushers: true });
-        expect(await fixture.store.findRecordedWrite(user, 'p3')).toEqual({ ...record('p3'), changedPushers: true, pushersVersion: 2 });
+        await fixture.store.bumpPushersVersion(user, record('p3'));
+        expect(await fixture.store.findRecordedWrite(user, 'p3')).toEqual({ ...record('p3'), pushersVersion: 2 });
         expect(await fixture.store.findRecordedWrite(user, 'p1')).toEqual({ ...record('p1'), pushersVersion: 2 });
         // Recording never touches the push rules or their version.
         expect(await fixture.store.loadPushRules(user)).toEqual({ version: 0, lookup: { found: false } });

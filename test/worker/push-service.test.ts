@@ -252,7 +252,7 @@ describe('PushService: a write redelivered with the same messageId is applied on
     const service = new PushService(store, OPTIONS);
     const remove: Command = { op: 'set_pusher', userId: ALICE, action: { kind: null, app_id: 'a', pushkey: 'k' } };
     await service.handle(remove, { messageId: 'gone' });
-    expect(await store.findRecordedWrite(ALICE, 'gone')).toEqual({ messageId: 'gone', replyJson: '{"ok":true,"body":{}}', pushersVersion: 0 });
+    expect(await store.findRecordedWrite(ALICE, 'gone')).toEqual({ messageId: 'gone', replyJson: '{"ok":true,"body":{}}', unchanged: true, pushersVersion: 0 });
     // Nothing changed, so its replay announces nothing.
     expect((await service.handle(remove, { messageId: 'gone' })).change).toBeUndefined();
   });
