@@ -99,6 +99,10 @@ export interface RpcWorkerOptions {
 }
 
 const JSON_CONTENT = 'application/json';
+/** The longest wait between two attempts at a queue the worker can serve without (read, evaluate). */
+const OPTIONAL_QUEUE_RETRY_MAX_MS = 10_000;
+/** A queue still unavailable is warned about again every this many attempts (with the count). */
+const OPTIONAL_QUEUE_WARN_EVERY = 30;
 const NO_OBSERVER: WorkerObserver = { requestSettled: () => undefined, reconnected: () => undefined };
 
 /** How far the handling of one request got, so that a failure neither answers nor settles it twice. */
@@ -288,7 +292,9 @@ export class RpcWorker {
     const channel = await session.link.connection.createChannel();
     let lane: Lane | undefined;
     channel.on('error', (error: Error) => {
-      this.#log.error({ err: error, queue: consumed.queue }, 'AMQP channel error');
+      // While the queue is being opened, the failure is reported by whoever waits for it (once, not per channel).
+      if (lane === undefined) this.#log.debug({ err: error, queue: consumed.queue }, 'AMQP channel error while opening a queue');
+      else this.#log.error({ err: error, queue: consumed.queue }, 'AMQP channel error');
     });
     channel.on('close', () => {
       this.#laneEnded(session, consumed, lane, 'channel closed');
@@ -354,12 +360,15 @@ export class RpcWorker {
   }
 
   #scheduleOptionalLane(session: Session, consumed: ConsumedQueue, failures: number, error: unknown): void {
-    const { reconnectBaseMs, reconnectMaxMs } = this.#options.amqp;
-    const retryInMs = Math.max(reconnectBaseMs, backoffDelay({ baseMs: reconnectBaseMs, maxMs: reconnectMaxMs }, failures, this.#options.random));
-    this.#log.warn(
-      { err: error, queue: consumed.queue, role: consumed.role, retryInMs, broker: session.link.address.label },
-      'cannot consume this queue; serving the others and trying it again',
-    );
+    const { reconnectBaseMs } = this.#options.amqp;
+    // Slower than reconnecting: what stops a queue (its node down, a
+    // declaration that disagrees) takes seconds to minutes to clear, and
+    // the worker serves meanwhile.
+    const retryInMs = Math.max(reconnectBaseMs, backoffDelay({ baseMs: reconnectBaseMs, maxMs: OPTIONAL_QUEUE_RETRY_MAX_MS }, failures, this.#options.random));
+    const fields = { err: error, queue: consumed.queue, role: consumed.role, failures, retryInMs, broker: session.link.address.label };
+    // Said at once, then now and again: not a line per attempt for as long as it lasts.
+    if (failures === 1 || failures % OPTIONAL_QUEUE_WARN_EVERY === 0) this.#log.warn(fields, 'cannot consume this queue; serving the others and trying it again');
+    else this.#log.debug(fields, 'cannot consume this queue yet');
     clearTimeout(session.retries.get(consumed.role));
     const timer = setTimeout(() => {
       session.retries.delete(consumed.role);

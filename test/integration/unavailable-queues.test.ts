@@ -58,7 +58,11 @@ describe('queues a worker does not need to serve', () => {
   it('a read queue and a dead-letter queue that cannot be declared do not stop the worker', async () => {
     expect(h.worker.consuming).toBe(true);
     expect(h.worker.consumedQueues).toEqual(['request']);
-    expect(warnings('cannot consume this queue; serving the others and trying it again')[0]).toMatchObject({ queue: READ_QUEUE, role: 'read' });
+    expect(warnings('cannot consume this queue; serving the others and trying it again')[0]).toMatchObject({ queue: READ_QUEUE, role: 'read', failures: 1 });
+    // Retried, but said once (then every 30th attempt), not a warning per attempt.
+    await sleep(1_000);
+    expect(warnings('cannot consume this queue; serving the others and trying it again')).toHaveLength(1);
+    expect(lines.filter((l) => l['msg'] === 'AMQP channel error')).toEqual([]);
     expect(warnings('cannot declare the dead-letter queue; serving without it (unanswerable requests are dropped until it is back)')[0]).toMatchObject({
       queue: DEAD_LETTER_QUEUE,
     });
