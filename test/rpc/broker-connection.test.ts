@@ -225,6 +225,37 @@ describe('BrokerConnection', () => {
     expect(first?.closed).toBe(true);
   });
 
+  it('a failed attempt does not wait for its connection to close: the next node is tried at once', async () => {
+    const broker = new FakeBroker();
+    const connection = layer(broker, {
+      setup: async (link) => {
+        await Promise.resolve();
+        if (link.address.label === 'a:5672') {
+          // A node gone silent: amqplib's close would wait for a CloseOk that never comes.
+          (link.connection as unknown as FakeConnection).close = async () => new Promise<void>(() => undefined);
+          throw new Error('declaring timed out');
+        }
+        return { node: link.address.label, link };
+      },
+    });
+    expect((await connection.start())?.node).toBe('b:5672');
+  });
+
+  it('an observer that throws on a loss does not stop the reconnecting', async () => {
+    const broker = new FakeBroker();
+    const connection = layer(broker, {
+      observer: {
+        lost: () => {
+          throw new Error('metrics broke');
+        },
+      },
+    });
+    await connection.start();
+    broker.live()?.drop();
+    await settle();
+    expect(connection.current?.node).toBe('b:5672');
+  });
+
   describe('session()', () => {
     it('waits for the attempt under way', async () => {
       const broker = new FakeBroker();
@@ -273,6 +304,27 @@ describe('BrokerConnection', () => {
       await settle();
       expect(broker.events.filter((e) => e.startsWith('attempt'))).toEqual(['attempt a']);
       await expect(connection.session()).rejects.toThrow('the broker connection is closed');
+    });
+
+    it('does not wait for an attempt that hangs; if that attempt succeeds after all, its connection is closed', async () => {
+      const broker = new FakeBroker();
+      let release: () => void = () => undefined;
+      const connection = layer(broker, {
+        setup: async (link) => {
+          await new Promise<void>((resolve) => {
+            release = resolve;
+          });
+          return { node: link.address.label, link };
+        },
+      });
+      const started = connection.start();
+      await settle();
+      await connection.close();
+      expect(await started).toBeUndefined();
+      release();
+      await settle();
+      expect(broker.connections.map((c) => c.closed)).toEqual([true]);
+      expect(connection.current).toBeUndefined();
     });
 
     it('while waiting between rounds: start() resolves undefined and nothing more is tried', async () => {

@@ -1,13 +1,12 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { MESSAGES } from '../../src/errors/error-catalogue.js';
-import type { RawPusherSetAction } from '../../src/pushers/decide-pusher-set.js';
 import { DEFAULT_RULES_REVISION } from '../../src/push-rules/server-default-rules.js';
 import type { Command } from '../../src/rpc/command.js';
 import { InMemoryPushStore } from '../../src/store/in-memory-push-store.js';
 import type { PushStore } from '../../src/store/push-store.js';
 import type { AbandonReason } from '../../src/worker/bounded-store.js';
 import { PushService, type HandleOutcome, type PushServiceOptions } from '../../src/worker/push-service.js';
-import { ALICE, aConditionalRule, aRuleset, overridesWithUserRules } from '../support/builders.js';
+import { ALICE, aConditionalRule, aPusherSetAction, aRuleset, overridesWithUserRules } from '../support/builders.js';
 import { CONTRACT_KINDS } from '../support/expect-result.js';
 import { DEFAULT_LIMITS } from '../support/default-config.js';
 import { wrapStore } from '../support/store-doubles.js';
@@ -30,15 +29,7 @@ const STORE_UNAVAILABLE = { ok: false, error: { kind: 'Unavailable', ...CONTRACT
 
 const MASTER = { scope: 'global', kind: 'override', ruleId: '.m.rule.master' } as const;
 const MY_RULE = { scope: 'global', kind: 'override', ruleId: 'my.rule' } as const;
-const pusher = (pushkey: string): RawPusherSetAction => ({
-  kind: 'http',
-  app_id: 'org.example.app',
-  pushkey,
-  app_display_name: 'App',
-  device_display_name: 'Phone',
-  lang: 'en',
-  data: { url: 'https://push.example.org/_matrix/push/v1/notify' },
-});
+const pusher = (pushkey: string) => aPusherSetAction({ pushkey });
 
 /** Every op, each on data where it goes its whole way (a rule to delete, a pusher to delete). */
 const COMMANDS: readonly (readonly [string, Command])[] = [
