@@ -64,6 +64,8 @@ export async function runFailover(options: FailoverOptions): Promise<FailoverRes
     const users = Array.from({ length: USERS }, (_, i) => `@failover${i}:bench.example.org`);
     for (const user of users) await client.request({ op: 'get_pushrules', user_id: user });
 
+    // Found before the window: asking the cluster takes seconds, and the kill is due at killAtMs.
+    const victim = await waitForLeader(queue, nodes);
     const oks: number[] = [];
     const acknowledged: { user: string; ruleId: string }[] = [];
     const retried: Record<string, number> = {};
@@ -98,7 +100,7 @@ export async function runFailover(options: FailoverOptions): Promise<FailoverRes
     };
     const load = Promise.all(Array.from({ length: options.concurrency }, caller));
     await sleep(options.killAtMs);
-    killed = await waitForLeader(queue, nodes);
+    killed = victim;
     const killedAt = Date.now() - started;
     await killNode(killed);
     await load;
