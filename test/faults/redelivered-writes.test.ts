@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { stopWorkerProcess } from '../integration/support/worker-processes.js';
 import { awaitLogLines, openFaultWorld, type FaultWorld } from './support/fault-world.js';
 
 /**
@@ -18,7 +19,10 @@ beforeAll(async () => {
   const room = { op: 'set_pushrule', user_id: USER, scope: 'global', kind: 'room', rule: { actions: ['notify'] } };
   expect(await world.client.request({ ...room, rule_id: '!doomed:example.org' })).toEqual({ ok: true, body: {} });
   // From here on, requests reach the worker that crashes after applying.
-  healthy.child.kill('SIGKILL');
+  // Stopped gracefully: a worker acknowledges a write only after the broker
+  // confirmed its change event, a moment after the reply; killed at once, it
+  // could leave the write to be redelivered to the crashing worker.
+  await stopWorkerProcess(healthy, 'SIGTERM');
 });
 afterAll(async () => {
   await world.close();
@@ -43,7 +47,8 @@ describe('a write redelivered after the worker applied it', () => {
     expect(stored.ruleIds.sort()).toEqual(expectedRules);
     const served = await awaitLogLines(world, 'request served', (l) => l['op'] === op && l['redelivered'] === true);
     expect(served).toMatchObject([{ replayed: true }]);
-    successor.child.kill('SIGKILL');
+    // Gracefully, for the same reason: the replay's ack must not be left for the next crashing worker.
+    await stopWorkerProcess(successor, 'SIGTERM');
     console.info(`[fault: redelivery] ${op}: applied by the crashing worker (version ${before.version} → ${afterCrash.version}), redelivered, answered from the record, version unchanged`);
   });
 });
