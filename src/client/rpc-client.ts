@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Channel, ConfirmChannel, ConsumeMessage, Message, Options } from 'amqplib';
 import type { Logger } from '../logging/logger.js';
 import type { BrokerUrls } from '../rpc/broker-addresses.js';
-import { BrokerConnection, type BrokerConnectionObserver, type BrokerLink } from '../rpc/broker-connection.js';
+import { BrokerConnection, closeReason, type BrokerConnectionObserver, type BrokerLink } from '../rpc/broker-connection.js';
 import type { BackoffPolicy } from '../worker/backoff.js';
 import type { Reply } from '../worker/reply.js';
 
@@ -291,9 +291,13 @@ export class RpcClient {
     const { connection } = link;
     const channel = await connection.createConfirmChannel();
     const session: Session = { link, channel, pending: new Map(), readQueueServed: false, retired: false };
-    channel.on('error', () => undefined);
+    let channelError: unknown;
+    // Kept for the reason below: the broker's close code and text say why.
+    channel.on('error', (error: unknown) => {
+      channelError = error;
+    });
     channel.on('close', () => {
-      link.lose('the channel closed');
+      link.lose(closeReason('the channel closed', channelError));
     });
     channel.on('return', (message: Message) => {
       const correlationId = String(message.properties.correlationId);

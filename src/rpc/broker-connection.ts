@@ -62,6 +62,17 @@ async function waitFor(ms: number, signal: AbortSignal): Promise<void> {
 
 type State = 'idle' | 'connecting' | 'waiting' | 'connected' | 'closed';
 
+/**
+ * `what`, and the error that caused it when there is one: "connection closed:
+ * Connection closed: 320 (CONNECTION-FORCED) with message ...". An operator
+ * reading why a session was lost needs the broker's own words.
+ */
+export function closeReason(what: string, error: unknown): string {
+  if (error === undefined || error === null) return what;
+  const message = error instanceof Error ? error.message : typeof error === 'string' ? error : JSON.stringify(error);
+  return message === '' ? what : `${what}: ${message}`;
+}
+
 interface Live<S> {
   readonly link: LinkState;
   readonly session: S;
@@ -246,8 +257,12 @@ export class BrokerConnection<S> {
 
   async #attempts(): Promise<void> {
     const { backoff, logger } = this.#options;
+    // Measured from the loss (or the first attempt) to the session being up again.
+    const since = Date.now();
     while (this.#state !== 'closed') {
       const address = this.#rotation.take();
+      const attemptStarted = Date.now();
+      if (this.#everConnected) logger?.info({ broker: address.label }, 'reconnecting to RabbitMQ');
       try {
         const live = await this.#attempt(address);
         if (this.#closed()) {
@@ -259,7 +274,8 @@ export class BrokerConnection<S> {
         this.#state = 'connected';
         const again = this.#everConnected;
         this.#everConnected = true;
-        logger?.info({ broker: address.label, nodes: this.#rotation.order.length }, again ? 'reconnected to RabbitMQ' : 'connected to RabbitMQ');
+        const timing = { attemptMs: Date.now() - attemptStarted, totalMs: Date.now() - since };
+        logger?.info({ broker: address.label, nodes: this.#rotation.order.length, ...timing }, again ? 'reconnected to RabbitMQ' : 'connected to RabbitMQ');
         this.#options.observer?.connected?.(address, again);
         const waiters = this.#waiters;
         this.#waiters = [];
@@ -270,12 +286,12 @@ export class BrokerConnection<S> {
         this.#lastError = error instanceof Error ? error : new Error(String(error));
         const rounds = this.#rotation.failed();
         if (rounds === undefined) {
-          logger?.warn({ err: this.#lastError, broker: address.label }, 'cannot reach this RabbitMQ node; trying the next one');
+          logger?.warn({ err: this.#lastError, broker: address.label, attemptMs: Date.now() - attemptStarted }, 'cannot reach this RabbitMQ node; trying the next one');
           continue;
         }
         const retryInMs = Math.max(backoff.baseMs, backoffDelay(backoff, rounds - 1, this.#options.random));
         logger?.warn(
-          { err: this.#lastError, broker: address.label, nodes: this.#rotation.order.length, round: rounds, retryInMs },
+          { err: this.#lastError, broker: address.label, nodes: this.#rotation.order.length, round: rounds, retryInMs, attemptMs: Date.now() - attemptStarted },
           'cannot reach RabbitMQ; retrying',
         );
         this.#state = 'waiting';
@@ -308,8 +324,10 @@ export class BrokerConnection<S> {
     connection.on('error', (error: Error) => {
       logger?.warn({ err: error, broker: address.label }, 'AMQP connection error');
     });
-    connection.on('close', () => {
-      this.#lose(link, 'connection closed');
+    // amqplib passes why the connection closed (the broker's close code and
+    // text, a socket error, a missed heartbeat); none when we closed it.
+    connection.on('close', (error?: unknown) => {
+      this.#lose(link, closeReason('connection closed', error));
     });
     let timer: NodeJS.Timeout | undefined;
     try {
@@ -352,10 +370,11 @@ export class BrokerConnection<S> {
     }
     void retiring.catch(() => undefined).then(async () => closeWithin(link.connection, this.#options.attemptTimeoutMs));
     this.#state = 'idle';
+    // Said before the first attempt logs its own line, so that the log reads in order.
+    this.#options.logger?.warn({ broker: link.address.label, reason }, 'lost the broker connection; reconnecting');
     // Then reconnecting, before the hooks: a hook that throws must not leave the layer idle.
     this.#reconnect();
     try {
-      this.#options.logger?.warn({ broker: link.address.label, reason }, 'lost the broker connection; reconnecting');
       this.#options.observer?.lost?.(link.address, reason);
     } catch {
       // An observer's failure is not the connection's.

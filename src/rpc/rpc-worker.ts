@@ -7,7 +7,7 @@ import { changeEventsOf, type ChangeEvent, type HandleOutcome, type PushService 
 import { encodeReply, failure, type Reply } from '../worker/reply.js';
 import { AckBatcher } from './ack-batcher.js';
 import { declareDeadLetterQueue, declareReadQueue, declareTopology } from './amqp-topology.js';
-import { BrokerConnection, type BrokerLink } from './broker-connection.js';
+import { BrokerConnection, closeReason, type BrokerLink } from './broker-connection.js';
 import { isReadOp, type Command } from './command.js';
 import { parseRequest } from './parse-request.js';
 import { requestDeadline, stopWorkBy } from './request-deadline.js';
@@ -265,11 +265,13 @@ export class RpcWorker {
     const { connection } = link;
     const confirms = await connection.createConfirmChannel();
     const session: Session = { link, lanes: new Map(), confirms, lost: false, inFlight: new Set(), retries: new Map() };
+    let confirmsError: Error | undefined;
     confirms.on('error', (error: Error) => {
+      confirmsError = error;
       this.#log.error({ err: error }, 'AMQP change-event publishing channel error');
     });
     confirms.on('close', () => {
-      this.#lose(session, 'change-event publishing channel closed');
+      this.#lose(session, closeReason('change-event publishing channel closed', confirmsError));
     });
     try {
       // The request queue first: its topology holds the exchanges the others use.
@@ -291,13 +293,15 @@ export class RpcWorker {
   async #openLane(session: Session, consumed: ConsumedQueue): Promise<void> {
     const channel = await session.link.connection.createChannel();
     let lane: Lane | undefined;
+    let channelError: Error | undefined;
     channel.on('error', (error: Error) => {
+      channelError = error;
       // While the queue is being opened, the failure is reported by whoever waits for it (once, not per channel).
       if (lane === undefined) this.#log.debug({ err: error, queue: consumed.queue }, 'AMQP channel error while opening a queue');
       else this.#log.error({ err: error, queue: consumed.queue }, 'AMQP channel error');
     });
     channel.on('close', () => {
-      this.#laneEnded(session, consumed, lane, 'channel closed');
+      this.#laneEnded(session, consumed, lane, closeReason('channel closed', channelError));
     });
     try {
       await consumed.declare(channel);
@@ -402,12 +406,14 @@ export class RpcWorker {
    */
   async #subscribe(session: Session, listener: ChangeListener): Promise<Channel> {
     const channel = await session.link.connection.createChannel();
+    let channelError: Error | undefined;
     channel.on('error', (error: Error) => {
+      channelError = error;
       this.#log.error({ err: error }, 'AMQP change-event channel error');
     });
     channel.on('close', () => {
       listener.subscriptionReset();
-      this.#lose(session, 'change-event subscription closed');
+      this.#lose(session, closeReason('change-event subscription closed', channelError));
     });
     const { queue } = await channel.assertQueue('', { exclusive: true, autoDelete: true, durable: false });
     await channel.bindQueue(queue, this.#options.amqp.eventsExchange, 'm.push_rules');

@@ -1,5 +1,6 @@
 import { EventEmitter } from 'node:events';
 import type { ChannelModel } from 'amqplib';
+import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { AmqpConnectOptions } from '../../src/rpc/amqp-connect.js';
 import { BrokerConnection, BrokerUnavailableError, type BrokerConnectionOptions, type BrokerLink } from '../../src/rpc/broker-connection.js';
@@ -18,10 +19,10 @@ class FakeConnection extends EventEmitter {
     this.emit('close');
   }
 
-  /** The broker side went away: amqplib emits `close`. */
-  drop(): void {
+  /** The broker side went away: amqplib emits `close`, with why when it knows. */
+  drop(error?: Error): void {
     this.closed = true;
-    this.emit('close');
+    this.emit('close', error);
   }
 }
 
@@ -121,6 +122,45 @@ describe('BrokerConnection', () => {
     expect(broker.events).toEqual(['attempt a', 'setup a:5672', 'retire a:5672: connection closed', 'attempt b', 'setup b:5672']);
     expect(lost).toEqual(['a:5672: connection closed']);
     expect(connection.current?.node).toBe('b:5672');
+  });
+
+  it.each([
+    ['the broker closed it', new Error('Connection closed: 320 (CONNECTION-FORCED) with message "CONNECTION_FORCED - broker forced connection closure with reason \'shutdown\'"'), 'connection closed: Connection closed: 320 (CONNECTION-FORCED) with message "CONNECTION_FORCED - broker forced connection closure with reason \'shutdown\'"'],
+    ['a heartbeat was missed', new Error('Heartbeat timeout'), 'connection closed: Heartbeat timeout'],
+    ['the socket failed', new Error('read ECONNRESET'), 'connection closed: read ECONNRESET'],
+    ['no cause was given', undefined, 'connection closed'],
+  ])('says why the connection was lost when %s', async (_case, error, reason) => {
+    const broker = new FakeBroker();
+    const lost: string[] = [];
+    const connection = layer(broker, { observer: { lost: (_address, why) => lost.push(why) } });
+    await connection.start();
+    broker.live()?.drop(error);
+    await settle();
+    expect(lost).toEqual([reason]);
+    expect(broker.events).toContain(`retire a:5672: ${reason}`);
+  });
+
+  it('logs each reconnect attempt with its target, and how long the attempt and the whole outage took', async () => {
+    const broker = new FakeBroker();
+    const lines: Record<string, unknown>[] = [];
+    const logger = pino({ level: 'info' }, { write: (line: string) => lines.push(JSON.parse(line) as Record<string, unknown>) });
+    const connection = layer(broker, { logger });
+    await connection.start();
+    broker.down.add('b');
+    broker.live()?.drop(new Error('Heartbeat timeout'));
+    await settle();
+    expect(connection.current?.node).toBe('c:5672');
+    const seen = lines.map((l) => [l['msg'], l['broker'], l['reason'] ?? null]);
+    expect(seen).toEqual([
+      ['connected to RabbitMQ', 'a:5672', null],
+      ['lost the broker connection; reconnecting', 'a:5672', 'connection closed: Heartbeat timeout'],
+      ['reconnecting to RabbitMQ', 'b:5672', null],
+      ['cannot reach this RabbitMQ node; trying the next one', 'b:5672', null],
+      ['reconnecting to RabbitMQ', 'c:5672', null],
+      ['reconnected to RabbitMQ', 'c:5672', null],
+    ]);
+    for (const line of [lines[3], lines[5]]) expect(line).toMatchObject({ attemptMs: expect.any(Number) as unknown });
+    expect(lines[5]).toMatchObject({ totalMs: expect.any(Number) as unknown });
   });
 
   it('skips a dead node within the round, still without waiting', async () => {
