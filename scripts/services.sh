@@ -3,8 +3,13 @@
 # development and tests, on a machine without Docker.
 #
 #   scripts/services.sh up      start what is not running (idempotent), wait until both answer
-#   scripts/services.sh down    stop what `up` started (and nothing else)
+#   scripts/services.sh down    stop everything this script started: what `up` started, the three-node
+#                               cluster (deleting its state) and private stand-ins left by tests
 #   scripts/services.sh status  say what answers
+#   scripts/services.sh running print which of rabbitmq, mongo, cluster, private-mongo run now, one a line
+#   scripts/services.sh stop NAME...  stop those (names as `running` prints them), whoever started them
+#   scripts/services.sh wipe    down, then delete every service's state (the stand-in's data and jars
+#                               stay only with WIPE_KEEP_JARS=1): the next `up` starts as on a new machine
 #
 # For the fault tests, which take the local services away under load:
 #   scripts/services.sh stop-rabbitmq | start-rabbitmq   stop/start the broker application (rabbitmqctl stop_app/start_app)
@@ -33,6 +38,7 @@
 #   scripts/services.sh cluster-start NODE    start a killed/stopped node, wait until it runs in the cluster again
 #   scripts/services.sh cluster-leader QUEUE  print the node that leads a quorum queue
 #   scripts/services.sh cluster-members QUEUE print a quorum queue's member nodes, one a line
+#   scripts/services.sh cluster-online QUEUE  print the members of a quorum queue that are online, one a line
 #   scripts/services.sh cluster-connection-node NAME|CLIENT_PORT   print the node a client connection is on
 #   scripts/services.sh cluster-ctl NODE ARGS...  run rabbitmqctl against a node (with the cluster's cookie;
 #                                             CLUSTER_TOOL=rabbitmq-queues or rabbitmq-diagnostics runs that tool)
@@ -141,17 +147,81 @@ mongo_up() {
 }
 
 down() {
-  if grep -qx mongo "$STARTED" && [[ -f "$MONGO_DIR/pid" ]]; then
-    log "MongoDB stand-in: stopping"
-    kill "$(cat "$MONGO_DIR/pid")" 2>/dev/null || true
-    for _ in $(seq 1 40); do answers 27017 || break; sleep 0.25; done
-    rm -f "$MONGO_DIR/pid"
-  fi
-  if grep -qx rabbitmq "$STARTED"; then
-    log "RabbitMQ: stopping"
-    PATH="$PATH:/usr/sbin" rabbitmqctl -q stop >/dev/null 2>&1 || true
-  fi
+  if grep -qx mongo "$STARTED"; then stop_service mongo; fi
+  if grep -qx rabbitmq "$STARTED"; then stop_service rabbitmq; fi
+  # Only this script starts these two, so they always go.
+  if [[ -n "$(private_mongo_pids)" ]]; then stop_service private-mongo; fi
+  if cluster_any_vm; then stop_service cluster; fi
   : >"$STARTED"
+}
+
+# The single broker's VM: Debian's rabbitmq-server runs it as the rabbitmq
+# user (the cluster's nodes run as the caller), also while its application
+# is stopped (stop-rabbitmq) and the port is closed.
+rabbitmq_vm_pids() { pgrep -u rabbitmq -x beam.smp 2>/dev/null || true; }
+
+# Stand-ins that tests run in the foreground (private-mongo), left behind
+# when the test process was killed; maybe still paused with SIGSTOP.
+private_mongo_pids() { pgrep -f "$ROOT/scripts/mongo-stand-in.java" 2>/dev/null || true; }
+
+cluster_any_vm() { [[ -n "$(cluster_vm_pids a)$(cluster_vm_pids b)$(cluster_vm_pids c)" ]]; }
+
+running() {
+  if answers 5672 || [[ -n "$(rabbitmq_vm_pids)" ]]; then echo rabbitmq; fi
+  if answers 27017 || [[ -n "$(mongo_pid || true)" ]]; then echo mongo; fi
+  if cluster_any_vm; then echo cluster; fi
+  if [[ -n "$(private_mongo_pids)" ]]; then echo private-mongo; fi
+}
+
+stop_service() {
+  local pid pids
+  case "$1" in
+    mongo)
+      pid="$(mongo_pid || true)"
+      if [[ -n "$pid" ]]; then
+        log "MongoDB stand-in: stopping"
+        kill "$pid" 2>/dev/null || true
+        for _ in $(seq 1 80); do kill -0 "$pid" 2>/dev/null || break; sleep 0.25; done
+        kill -9 "$pid" 2>/dev/null || true
+      fi
+      rm -f "$MONGO_DIR/pid"
+      sed -i '/^mongo$/d' "$STARTED"
+      ;;
+    rabbitmq)
+      log "RabbitMQ: stopping"
+      rabbitmqctl_ -q stop >/dev/null 2>&1 || true
+      for _ in $(seq 1 120); do [[ -z "$(rabbitmq_vm_pids)" ]] && break; sleep 0.25; done
+      pids="$(rabbitmq_vm_pids)"
+      # shellcheck disable=SC2086
+      if [[ -n "$pids" ]]; then log "RabbitMQ: did not stop in 30 s; killing it"; kill -9 $pids 2>/dev/null || true; fi
+      sed -i '/^rabbitmq$/d' "$STARTED"
+      ;;
+    cluster) cluster_down ;;
+    private-mongo)
+      pids="$(private_mongo_pids)"
+      if [[ -n "$pids" ]]; then
+        log "private MongoDB stand-ins: killing (pid $pids)"
+        # shellcheck disable=SC2086
+        kill -CONT $pids 2>/dev/null || true
+        # shellcheck disable=SC2086
+        kill -9 $pids 2>/dev/null || true
+      fi
+      ;;
+    *) log "stop: no service '$1' (rabbitmq, mongo, cluster, private-mongo)"; return 64 ;;
+  esac
+}
+
+wipe() {
+  local name
+  for name in $(running); do stop_service "$name"; done
+  if [[ "${WIPE_KEEP_JARS:-}" == 1 ]]; then
+    rm -rf "$MONGO_DIR/data.mv" "$MONGO_DIR/stopped-data-file" "$MONGO_DIR/server.log" "$STATE/cluster"
+  else
+    rm -rf "$STATE"
+  fi
+  # The single broker's queues and users of earlier runs.
+  if [[ -d /var/lib/rabbitmq/mnesia ]]; then rm -rf /var/lib/rabbitmq/mnesia; fi
+  log "wiped: every service stopped and its state deleted"
 }
 
 mongo_pid() {
@@ -516,6 +586,8 @@ cluster_leader() { cluster_queue_item "$1" leader "${2:-/}"; }
 
 cluster_members() { cluster_queue_item "$1" members "${2:-/}" | tr -d '[] ' | tr ',' '\n'; }
 
+cluster_online() { cluster_queue_item "$1" online "${2:-/}" | tr -d '[] ' | tr ',' '\n'; }
+
 # The node(s) a client connection is on: by its connection name (what the
 # client gave as connection_name) or by its local port number. Each node has
 # its own AMQP port, and the connection's server port tells which.
@@ -541,6 +613,9 @@ case "${1:-}" in
   up) rabbitmq_up; mongo_up ;;
   down) down ;;
   status) status ;;
+  running) running ;;
+  stop) shift; for name in "$@"; do stop_service "$name"; done ;;
+  wipe) wipe ;;
   stop-rabbitmq) rabbitmqctl_ -q stop_app >/dev/null; log "RabbitMQ: application stopped" ;;
   start-rabbitmq) start_rabbitmq_app ;;
   stop-mongo) stop_mongo ;;
@@ -556,12 +631,13 @@ case "${1:-}" in
   cluster-start) cluster_start "${2:?node (a, b or c)}" ;;
   cluster-leader) cluster_leader "${2:?queue}" "${3:-/}" ;;
   cluster-members) cluster_members "${2:?queue}" "${3:-/}" ;;
+  cluster-online) cluster_online "${2:?queue}" "${3:-/}" ;;
   cluster-connection-node) cluster_connection_node "${2:?connection name or client port}" ;;
   cluster-ctl) letter=$(cluster_letter "${2:?node (a, b or c)}"); shift 2; cluster_ctl "$letter" "$@" ;;
   *)
-    echo "usage: $0 up|down|status|stop-rabbitmq|start-rabbitmq|stop-mongo|start-mongo|add-amqp-user NAME PASSWORD|mongo-jars|private-mongo [PORT]" >&2
+    echo "usage: $0 up|down|status|running|stop NAME...|wipe|stop-rabbitmq|start-rabbitmq|stop-mongo|start-mongo|add-amqp-user NAME PASSWORD|mongo-jars|private-mongo [PORT]" >&2
     echo "       $0 cluster-up|cluster-down|cluster-status|cluster-kill NODE|cluster-start NODE|cluster-leader QUEUE [VHOST]" >&2
-    echo "       $0 cluster-members QUEUE [VHOST]|cluster-connection-node NAME|CLIENT_PORT|cluster-ctl NODE ARGS..." >&2
+    echo "       $0 cluster-members QUEUE [VHOST]|cluster-online QUEUE [VHOST]|cluster-connection-node NAME|CLIENT_PORT|cluster-ctl NODE ARGS..." >&2
     exit 64
     ;;
 esac

@@ -75,6 +75,39 @@ export async function quorumMembers(queue: string): Promise<readonly string[]> {
   return lines.sort();
 }
 
+/** The members of a quorum queue that are online now, sorted. */
+export async function quorumOnline(queue: string): Promise<readonly string[]> {
+  const lines = (await services('cluster-online', queue)).split('\n').filter((line) => line !== '');
+  return lines.sort();
+}
+
+/**
+ * Puts the cluster back as a test found it, whatever the test did to it:
+ * starts every node in `down` (a test that failed between a kill and its
+ * own restart leaves one down), waits until all three run in one cluster,
+ * then until each of `queues` (quorum queues) has all three members online
+ * and a leader among them. The next test then starts on a whole cluster,
+ * so that one failure stays one failure.
+ */
+export async function restoreCluster(nodes: readonly ClusterNode[], down: Set<ClusterNode>, queues: readonly string[], timeoutMs = 60_000): Promise<void> {
+  for (const node of [...down]) {
+    await startNode(node);
+    down.delete(node);
+  }
+  await clusterUp();
+  const all = nodes.map((n) => n.name).sort();
+  for (const queue of queues) {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const online = await quorumOnline(queue).catch(() => []);
+      if (online.length === all.length && online.every((name, i) => name === all[i])) break;
+      if (Date.now() > deadline) throw new Error(`queue ${queue}: online members ${online.join(', ') || 'none'} after ${timeoutMs} ms, not ${all.join(', ')}`);
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
+    await waitForLeader(queue, nodes, timeoutMs);
+  }
+}
+
 /** Polls until the queue's leader is one of `among`; resolves with it. */
 export async function waitForLeader(queue: string, among: readonly ClusterNode[], timeoutMs = 30_000): Promise<ClusterNode> {
   const deadline = Date.now() + timeoutMs;
