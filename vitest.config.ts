@@ -12,6 +12,10 @@ export default defineConfig({
           name: 'unit',
           include: ['test/**/*.test.ts'],
           exclude: ['test/integration/**', 'test/faults/**'],
+          // Explicit: vitest puts files of group 0 without file
+          // parallelism in a group of their own that runs after every
+          // numbered group, so with a default order the faults ran first.
+          sequence: { groupOrder: 1 },
         },
       },
       {
@@ -19,6 +23,7 @@ export default defineConfig({
           name: 'integration',
           include: ['test/integration/**/*.test.ts'],
           globalSetup: ['test/integration/global-setup.ts'],
+          sequence: { groupOrder: 1 },
           testTimeout: 60_000,
           hookTimeout: 120_000,
         },
@@ -30,7 +35,7 @@ export default defineConfig({
           name: 'faults',
           include: ['test/faults/**/*.test.ts'],
           globalSetup: ['test/faults/global-setup.ts'],
-          sequence: { groupOrder: 1 },
+          sequence: { groupOrder: 2 },
           testTimeout: 120_000,
           hookTimeout: 120_000,
         },
