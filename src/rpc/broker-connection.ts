@@ -327,7 +327,14 @@ export class BrokerConnection<S> {
     // amqplib passes why the connection closed (the broker's close code and
     // text, a socket error, a missed heartbeat); none when we closed it.
     connection.on('close', (error?: unknown) => {
-      this.#lose(link, closeReason('connection closed', error));
+      const reason = closeReason('connection closed', error);
+      if (link.lost && error !== undefined && error !== null) {
+        // amqplib closes the channels before the connection says why, so
+        // the owner may have reported the loss already ("channel closed"):
+        // this line carries the cause.
+        logger?.warn({ broker: address.label, reason }, 'the broker connection closed');
+      }
+      this.#lose(link, reason);
     });
     let timer: NodeJS.Timeout | undefined;
     try {

@@ -181,7 +181,8 @@ describe('a three-node broker cluster losing a node', () => {
     const metrics = await (await fetch(`${worker.healthUrl}/metrics`)).text();
     expect(metrics).toContain(`push_worker_amqp_connected{broker="127.0.0.1:${run.node.port}"} 0`);
     expect(metrics).toContain(`push_worker_amqp_connected{broker="127.0.0.1:${now?.port ?? 0}"} 1`);
-    const losses = worker.lines.filter((l) => l['msg'] === 'lost the broker connection; reconnecting' && since(l)).map((l) => `${String(l['broker'])}: ${String(l['reason'])}`);
+    const lossLines = new Set(['lost the broker connection; reconnecting', 'the broker connection closed']);
+    const losses = worker.lines.filter((l) => lossLines.has(String(l['msg'])) && since(l)).map((l) => `${String(l['broker'])}: ${String(l['reason'])}`);
     const retried = run.outcomes.filter((o) => o.failedAttempts.length > 0);
     console.info(
       `[fault: cluster node of a worker killed] ${run.node.name} killed; worker 0 consumed again through ${String(back?.['broker'])} after ${reconnectMs} ms ` +

@@ -163,6 +163,22 @@ describe('BrokerConnection', () => {
     expect(lines[5]).toMatchObject({ totalMs: expect.any(Number) as unknown });
   });
 
+  it('logs the cause when the connection closes after its owner already lost the session to a closed channel', async () => {
+    const broker = new FakeBroker();
+    const lines: Record<string, unknown>[] = [];
+    const logger = pino({ level: 'info' }, { write: (line: string) => lines.push(JSON.parse(line) as Record<string, unknown>) });
+    const connection = layer(broker, { logger });
+    const session = await connection.start();
+    // amqplib's order: the channels close first (the owner loses the session), then the connection with its error.
+    session?.link.lose('change-event publishing channel closed');
+    broker.connections[0]?.drop(new Error('Unexpected close'));
+    await settle();
+    expect(lines.filter((l) => String(l['msg']).includes('closed') || String(l['msg']).startsWith('lost')).map((l) => [l['msg'], l['reason']])).toEqual([
+      ['lost the broker connection; reconnecting', 'change-event publishing channel closed'],
+      ['the broker connection closed', 'connection closed: Unexpected close'],
+    ]);
+  });
+
   it('skips a dead node within the round, still without waiting', async () => {
     const broker = new FakeBroker();
     const connection = layer(broker);
