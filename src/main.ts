@@ -7,6 +7,8 @@ import { handleFatalErrors } from './lifecycle/fatal-errors.js';
 import { handleStopSignals } from './lifecycle/signal-shutdown.js';
 import { HealthServer, listenAndLog } from './observability/health-server.js';
 import { WorkerMetrics } from './observability/metrics.js';
+import { BrokerQueueProbe } from './observability/broker-queue-probe.js';
+import { QueueDepthMetrics } from './observability/queue-depth-metrics.js';
 import type { Command } from './rpc/command.js';
 import type { CompiledRuleset } from './evaluation/compiled-ruleset.js';
 import { evaluateQueue } from './rpc/evaluate-queue.js';
@@ -47,6 +49,9 @@ async function main(): Promise<void> {
     cache,
     queues: { all: ['request', 'read', 'evaluate'], consumed: () => running.worker?.consumedQueues ?? [] },
   });
+  // Its own broker connection, opened at the first scrape.
+  const depth = new BrokerQueueProbe(config.amqp);
+  new QueueDepthMetrics('push_worker', metrics.registry, { probe: depth, queues: { request: config.amqp.queue, read: config.amqp.readQueue, evaluate: config.evaluate.queue } });
   const mongo = new MongoClient(config.mongodb.url, mongoClientOptions(config.mongodb));
   const db = mongo.db(config.mongodb.database);
   const health = config.health.enabled
@@ -66,6 +71,7 @@ async function main(): Promise<void> {
     exit: (code) => process.exit(code),
     close: async () => {
       await running.worker?.close();
+      await depth.close();
       await mongo.close().catch(() => undefined);
       await health?.close();
     },
