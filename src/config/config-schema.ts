@@ -1,4 +1,4 @@
-import { Type, type Static } from '@sinclair/typebox';
+import { CloneType, Type, type Static } from '@sinclair/typebox';
 
 const Name = Type.String({ minLength: 1, maxLength: 255 });
 
@@ -8,7 +8,17 @@ const Name = Type.String({ minLength: 1, maxLength: 255 });
  * settings are loaded, and names the one that is wrong.
  */
 const BrokerUrlText = Type.String({ minLength: 1, maxLength: 16384 });
-export const BrokerUrlsSchema = Type.Union([BrokerUrlText, Type.Array(BrokerUrlText, { minItems: 1, maxItems: 64 })]);
+export const BrokerUrlsSchema = Type.Union([BrokerUrlText, Type.Array(BrokerUrlText, { minItems: 1, maxItems: 64 })], {
+  description: 'The broker: one node, or every node of a cluster (the variable comma-separated; in the file a string or an array), each a whole `amqp://` or `amqps://` URL with its own credentials and vhost.',
+});
+
+/**
+ * `description` options are documentation only (annotations, which the
+ * validator ignores): `npm run docs:config` writes them into
+ * docs/configuration.md.
+ */
+const named = (description: string) => CloneType(Name, { description });
+const queueType = (description: string) => Type.Union([Type.Literal('quorum'), Type.Literal('classic')], { description });
 
 /** The worker's whole configuration. Every field is required: defaults come from `config/default.json`. */
 export const ConfigSchema = Type.Object(
@@ -17,97 +27,165 @@ export const ConfigSchema = Type.Object(
       {
         /** One node, or every node of a cluster (`AMQP_URL` comma-separated): see `parseBrokerAddresses`. */
         url: BrokerUrlsSchema,
-        queue: Name,
-        queueType: Type.Union([Type.Literal('quorum'), Type.Literal('classic')]),
-        deliveryLimit: Type.Integer({ minimum: 1, maximum: 1000 }),
-        deadLetterExchange: Name,
-        deadLetterQueue: Name,
-        deadLetterQueueType: Type.Union([Type.Literal('quorum'), Type.Literal('classic')]),
-        prefetch: Type.Integer({ minimum: 1, maximum: 65535 }),
+        queue: named('The request queue: every op but `evaluate`.'),
+        queueType: queueType('Type of the request queue.'),
+        deliveryLimit: Type.Integer({ minimum: 1, maximum: 1000, description: 'Quorum only: deliveries of a request before it is dead-lettered.' }),
+        deadLetterExchange: named('The exchange (fanout) that unanswerable requests, and requests past the delivery limit, are dead-lettered to.'),
+        deadLetterQueue: named('The queue of the dead-letter exchange, where those requests wait for an operator.'),
+        deadLetterQueueType: queueType('Type of the dead-letter queue. It is not needed to serve: a worker that cannot declare it warns and serves.'),
+        prefetch: Type.Integer({ minimum: 1, maximum: 65535, description: 'Requests in flight per worker from the request queue.' }),
         /** Read-only ops are also served from this queue (classic by default: a read lost with a node is simply asked again). */
-        readQueue: Name,
-        readQueueType: Type.Union([Type.Literal('quorum'), Type.Literal('classic')]),
-        readPrefetch: Type.Integer({ minimum: 1, maximum: 65535 }),
-        eventsExchange: Name,
+        readQueue: named('The read queue: the read-only ops are also served from it.'),
+        readQueueType: queueType('Type of the read queue.'),
+        readPrefetch: Type.Integer({ minimum: 1, maximum: 65535, description: 'Reads in flight per worker from the read queue.' }),
+        eventsExchange: named('The topic exchange that change events are published to (routing key `m.push_rules` or `m.pushers`).'),
         /** AMQP users whose requests are served; empty: any publisher. */
-        trustedPublishers: Type.Array(Name, { uniqueItems: true }),
-        heartbeatSeconds: Type.Integer({ minimum: 0, maximum: 600 }),
-        reconnectBaseMs: Type.Integer({ minimum: 10, maximum: 60000 }),
-        reconnectMaxMs: Type.Integer({ minimum: 10, maximum: 300000 }),
+        trustedPublishers: Type.Array(Name, {
+          uniqueItems: true,
+          description: 'Broker users whose requests are served (the variable comma-separated); empty: anyone who can publish, and no homeserver ops.',
+        }),
+        heartbeatSeconds: Type.Integer({ minimum: 0, maximum: 600, description: 'Heartbeat interval asked of the broker for the connection; 0: no heartbeats.' }),
+        reconnectBaseMs: Type.Integer({
+          minimum: 10,
+          maximum: 60000,
+          description: 'Shortest jittered wait between two rounds over every node. The first attempt after a loss, and each next node of a round, are immediate.',
+        }),
+        reconnectMaxMs: Type.Integer({ minimum: 10, maximum: 300000, description: 'Longest jittered wait between two rounds over every node; not below `amqp.reconnectBaseMs`.' }),
         /** One attempt at one node (TCP, AMQP handshake, declaring and consuming): past it, the next node. */
-        connectTimeoutMs: Type.Integer({ minimum: 100, maximum: 120000 }),
+        connectTimeoutMs: Type.Integer({
+          minimum: 100,
+          maximum: 120000,
+          description:
+            'One attempt at one node (TCP, AMQP handshake, declaring and consuming); past it, the next node. Also how long a write waits for the broker to confirm its change events before the request goes back to the queue.',
+        }),
         /** Work on a request stops this long before its deadline (at most a tenth of its expiration), for the reply to reach the caller in time. */
-        replyMarginMs: Type.Integer({ minimum: 0, maximum: 10000 }),
+        replyMarginMs: Type.Integer({
+          minimum: 0,
+          maximum: 10000,
+          description:
+            'Work on a request stops this long before its deadline (at most a tenth of its `expiration`), so that its `Unavailable` reply reaches the caller before the caller gives up.',
+        }),
       },
       { additionalProperties: false },
     ),
     mongodb: Type.Object(
       {
-        url: Type.String({ pattern: '^mongodb(\\+srv)?://' }),
-        database: Name,
-        accountDataCollection: Name,
-        pushersCollection: Name,
-        serverSelectionTimeoutMs: Type.Integer({ minimum: 100, maximum: 120000 }),
+        url: Type.String({ pattern: '^mongodb(\\+srv)?://', description: 'The MongoDB connection string.' }),
+        database: named('The database of both collections.'),
+        accountDataCollection: named('One document per user: push rules, versions, recorded writes. Set in the file only.'),
+        pushersCollection: named('One document per pusher. Set in the file only.'),
+        serverSelectionTimeoutMs: Type.Integer({
+          minimum: 100,
+          maximum: 120000,
+          description:
+            'How long an operation waits for a server to send it to (an unreachable database, a replica set electing a primary) before `Unavailable`.',
+        }),
         /** The driver's `connectTimeoutMS`: a TCP connection and its handshake (and each monitoring check). */
-        connectTimeoutMs: Type.Integer({ minimum: 100, maximum: 120000 }),
+        connectTimeoutMs: Type.Integer({
+          minimum: 100,
+          maximum: 120000,
+          description: "The driver's `connectTimeoutMS`: a new connection's TCP connect and handshake, and each monitoring check of a server.",
+        }),
         /** The driver's `socketTimeoutMS`: a connection whose server is silent this long during an operation is closed. */
-        socketTimeoutMs: Type.Integer({ minimum: 100, maximum: 120000 }),
+        socketTimeoutMs: Type.Integer({
+          minimum: 100,
+          maximum: 120000,
+          description:
+            "The driver's `socketTimeoutMS`: a connection whose server stays silent this long during an operation is closed (`Unavailable`). Raise it for an operation that legitimately takes longer, such as building an index over a large collection at the first start.",
+        }),
         /** The driver's `waitQueueTimeoutMS`: how long an operation waits for a pooled connection. */
-        waitQueueTimeoutMs: Type.Integer({ minimum: 100, maximum: 120000 }),
+        waitQueueTimeoutMs: Type.Integer({
+          minimum: 100,
+          maximum: 120000,
+          description: "The driver's `waitQueueTimeoutMS`: how long an operation waits for a pooled connection before `Unavailable`.",
+        }),
         /** Each store operation is given up after this long, or at its request's deadline if that comes first. */
-        operationTimeoutMs: Type.Integer({ minimum: 100, maximum: 120000 }),
+        operationTimeoutMs: Type.Integer({
+          minimum: 100,
+          maximum: 120000,
+          description: "Each store operation is given up after this long, or at its request's deadline if that comes first (`Unavailable`).",
+        }),
         /** Characters of stored ruleset text whose parse is kept for the next read of the same text; 0: none. */
-        parsedRulesCacheChars: Type.Integer({ minimum: 0, maximum: 1024 * 1024 * 1024 }),
+        parsedRulesCacheChars: Type.Integer({
+          minimum: 0,
+          maximum: 1024 * 1024 * 1024,
+          description: 'Characters of stored ruleset text whose parse is kept for the next read of the same user at the same version; 0: off.',
+        }),
       },
       { additionalProperties: false },
     ),
     writes: Type.Object(
       {
-        maxAttempts: Type.Integer({ minimum: 1, maximum: 100 }),
-        backoffBaseMs: Type.Integer({ minimum: 0, maximum: 10000 }),
-        backoffMaxMs: Type.Integer({ minimum: 0, maximum: 60000 }),
-        recordedWritesWindow: Type.Integer({ minimum: 1, maximum: 10000 }),
+        maxAttempts: Type.Integer({ minimum: 1, maximum: 100, description: 'Compare-and-set rounds of a write before `Unavailable`.' }),
+        backoffBaseMs: Type.Integer({ minimum: 0, maximum: 10000, description: 'Shortest jittered wait between two compare-and-set rounds.' }),
+        backoffMaxMs: Type.Integer({ minimum: 0, maximum: 60000, description: 'Longest jittered wait between two compare-and-set rounds.' }),
+        recordedWritesWindow: Type.Integer({
+          minimum: 1,
+          maximum: 10000,
+          description: 'Recent `messageId`s remembered per user, each with its reply, so that a retried write is applied once.',
+        }),
         /** Characters of stored ruleset text that rule writes may be processing at once; 0: no bound. */
-        rulesetCharsInFlight: Type.Integer({ minimum: 0, maximum: 1024 * 1024 * 1024 }),
+        rulesetCharsInFlight: Type.Integer({
+          minimum: 0,
+          maximum: 1024 * 1024 * 1024,
+          description:
+            'Characters of stored ruleset text that rule writes process at once: a larger ruleset waits its turn, one over the bound runs alone; 0: no bound.',
+        }),
       },
       { additionalProperties: false },
     ),
     limits: Type.Object(
       {
-        maxRequestBytes: Type.Integer({ minimum: 1024, maximum: 4 * 1024 * 1024 }),
+        maxRequestBytes: Type.Integer({ minimum: 1024, maximum: 4 * 1024 * 1024, description: 'Largest request body, in bytes (`TooLarge`).' }),
         // A rule with a tweak object needs 4 levels. Past a few thousand,
         // recursive code (JSON.stringify of a stored value, say) runs out of
         // stack, so the ceiling stays far below that.
-        maxJsonDepth: Type.Integer({ minimum: 8, maximum: 512 }),
-        maxStringBytes: Type.Integer({ minimum: 64, maximum: 1024 * 1024 }),
-        maxActionsPerRule: Type.Integer({ minimum: 1, maximum: 10000 }),
-        maxConditionsPerRule: Type.Integer({ minimum: 1, maximum: 10000 }),
-        maxUserRules: Type.Integer({ minimum: 1, maximum: 100000 }),
+        maxJsonDepth: Type.Integer({
+          minimum: 8,
+          maximum: 512,
+          description: 'Arrays and objects nested in a request, the envelope counting as one; checked before the body is parsed (`BadJson`).',
+        }),
+        maxStringBytes: Type.Integer({ minimum: 64, maximum: 1024 * 1024, description: 'Longest string or key in a request, in bytes of UTF-8 (`InvalidParam`).' }),
+        maxActionsPerRule: Type.Integer({ minimum: 1, maximum: 10000, description: 'Actions of one rule (`InvalidParam`).' }),
+        maxConditionsPerRule: Type.Integer({ minimum: 1, maximum: 10000, description: 'Conditions of one rule (`InvalidParam`).' }),
+        maxUserRules: Type.Integer({ minimum: 1, maximum: 100000, description: "A user's own rules, all kinds together (`TooLarge`)." }),
         // MongoDB refuses documents over 16 MiB; the ruleset shares its
         // document with the recorded writes, so it stays well below.
-        maxRulesetBytes: Type.Integer({ minimum: 64 * 1024, maximum: 8 * 1024 * 1024 }),
-        maxPushersPerUser: Type.Integer({ minimum: 1, maximum: 10000 }),
+        maxRulesetBytes: Type.Integer({
+          minimum: 64 * 1024,
+          maximum: 8 * 1024 * 1024,
+          description: "A user's stored ruleset JSON, in bytes; at most 8 MiB, half MongoDB's document limit (`TooLarge`).",
+        }),
+        maxPushersPerUser: Type.Integer({ minimum: 1, maximum: 10000, description: 'Pushers of one user (`TooLarge`).' }),
       },
       { additionalProperties: false },
     ),
     /** The `evaluate` op: its own queue, limits, and the cache of compiled rulesets. */
     evaluate: Type.Object(
       {
-        queue: Name,
+        queue: named('The queue of the `evaluate` op.'),
         /** Classic by default: evaluate changes nothing, so a request lost with a broker node is just sent again. */
-        queueType: Type.Union([Type.Literal('quorum'), Type.Literal('classic')]),
-        prefetch: Type.Integer({ minimum: 1, maximum: 1000 }),
-        maxRequestBytes: Type.Integer({ minimum: 1024, maximum: 64 * 1024 * 1024 }),
-        maxEventBytes: Type.Integer({ minimum: 1024, maximum: 1024 * 1024 }),
-        maxRecipients: Type.Integer({ minimum: 1, maximum: 1000000 }),
+        queueType: queueType('Type of the evaluate queue.'),
+        prefetch: Type.Integer({ minimum: 1, maximum: 1000, description: 'Evaluations in flight per worker.' }),
+        maxRequestBytes: Type.Integer({ minimum: 1024, maximum: 64 * 1024 * 1024, description: 'Largest `evaluate` request body, in bytes (`TooLarge`).' }),
+        maxEventBytes: Type.Integer({ minimum: 1024, maximum: 1024 * 1024, description: "The event's compact JSON, in bytes of UTF-8 (`TooLarge`)." }),
+        maxRecipients: Type.Integer({ minimum: 1, maximum: 1000000, description: 'Recipients of one request (`TooLarge`).' }),
         /** Uncached recipients read from the store per query. */
-        loadChunkSize: Type.Integer({ minimum: 1, maximum: 100000 }),
+        loadChunkSize: Type.Integer({ minimum: 1, maximum: 100000, description: 'Uncached recipients read per store query.' }),
         /** Evaluation yields to other work after this much synchronous time. */
-        sliceMs: Type.Integer({ minimum: 1, maximum: 1000 }),
-        cacheMaxEntries: Type.Integer({ minimum: 0, maximum: 100000000 }),
-        cacheMaxBytes: Type.Integer({ minimum: 0, maximum: 64 * 1024 * 1024 * 1024 }),
+        sliceMs: Type.Integer({ minimum: 1, maximum: 1000, description: 'Evaluation yields to other requests after this much CPU time.' }),
+        cacheMaxEntries: Type.Integer({ minimum: 0, maximum: 100000000, description: 'Compiled rulesets kept (one per user), least recently used out first.' }),
+        cacheMaxBytes: Type.Integer({
+          minimum: 0,
+          maximum: 64 * 1024 * 1024 * 1024,
+          description: 'Estimated bytes of the compiled rulesets kept, least recently used out first.',
+        }),
         /** No cached ruleset older than this is used, change event or not. */
-        maxStalenessMs: Type.Integer({ minimum: 0, maximum: 3600000 }),
+        maxStalenessMs: Type.Integer({
+          minimum: 0,
+          maximum: 3600000,
+          description: 'A cached ruleset read longer ago than this is read again, change event or not.',
+        }),
       },
       { additionalProperties: false },
     ),
@@ -119,17 +197,24 @@ export const ConfigSchema = Type.Object(
          * (`--heap-growing-percent`): how much garbage may pile up before a
          * full collection. 0: V8's own, which lets the heap grow up to 4×.
          */
-        heapGrowingPercent: Type.Integer({ minimum: 0, maximum: 1000 }),
+        heapGrowingPercent: Type.Integer({
+          minimum: 0,
+          maximum: 1000,
+          description: "V8's `--heap-growing-percent`: garbage let pile up before a full collection, in % of the live heap; 0: V8's own, up to 300%.",
+        }),
       },
       { additionalProperties: false },
     ),
-    shutdown: Type.Object({ timeoutMs: Type.Integer({ minimum: 100, maximum: 600000 }) }, { additionalProperties: false }),
+    shutdown: Type.Object(
+      { timeoutMs: Type.Integer({ minimum: 100, maximum: 600000, description: 'After a signal, exit anyway (status 1) after this long.' }) },
+      { additionalProperties: false },
+    ),
     health: Type.Object(
       {
-        enabled: Type.Boolean(),
-        host: Type.String({ minLength: 1 }),
+        enabled: Type.Boolean({ description: 'Serve `/healthz`, `/readyz` and `/metrics` on a listener of their own.' }),
+        host: Type.String({ minLength: 1, description: 'Address of the health listener.' }),
         /** 0: any free port (logged at start). */
-        port: Type.Integer({ minimum: 0, maximum: 65535 }),
+        port: Type.Integer({ minimum: 0, maximum: 65535, description: 'Port of the health listener; 0: any free port, logged at start.' }),
       },
       { additionalProperties: false },
     ),
@@ -137,16 +222,24 @@ export const ConfigSchema = Type.Object(
     faults: Type.Object(
       {
         /** The worker process dies when it takes a request for this user ID. */
-        crashOnUserId: Type.String(),
+        crashOnUserId: Type.String({ description: 'Test only: the process kills itself on taking a request for this user ID; empty: off.' }),
         /** The worker process dies after applying a request for this user ID, before replying. */
-        crashAfterApplyOnUserId: Type.String(),
+        crashAfterApplyOnUserId: Type.String({
+          description: 'Test only: the process kills itself after applying a request for this user ID, before replying; empty: off.',
+        }),
       },
       { additionalProperties: false },
     ),
-    pushers: Type.Object({ allowInsecureGateways: Type.Boolean() }, { additionalProperties: false }),
+    pushers: Type.Object(
+      { allowInsecureGateways: Type.Boolean({ description: 'Accept `http://` push gateway URLs in HTTP pushers. Development only.' }) },
+      { additionalProperties: false },
+    ),
     log: Type.Object(
       {
-        level: Type.Union(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l))),
+        level: Type.Union(
+          ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)),
+          { description: 'The lowest level logged.' },
+        ),
       },
       { additionalProperties: false },
     ),
