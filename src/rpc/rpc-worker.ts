@@ -3,7 +3,7 @@ import type { Config } from '../config/config-schema.js';
 import { matrixError, MESSAGES, REQUEST_MESSAGES } from '../errors/error-catalogue.js';
 import type { Logger } from '../logging/logger.js';
 import { backoffDelay } from '../worker/backoff.js';
-import { changeEventsOf, type ChangeEvent, type HandleOutcome, type PushService } from '../worker/push-service.js';
+import type { ChangeEvent, HandleOutcome, PushService } from '../worker/push-service.js';
 import { encodeReply, failure, type Reply } from '../worker/reply.js';
 import { AckBatcher } from './ack-batcher.js';
 import { declareDeadLetterQueue, declareReadQueue, declareTopology } from './amqp-topology.js';
@@ -548,7 +548,8 @@ export class RpcWorker {
         ? { reply: failure(matrixError('Forbidden', MESSAGES.untrustedPublisher)), conflicts: 0 }
         : await lane.consumed.serve(message.content, context);
     // This worker's own cache learns of its own writes at once, not a round trip later.
-    for (const change of changeEventsOf(outcome)) {
+    const changes = outcome.changes ?? [];
+    for (const change of changes) {
       if (change.type === 'm.push_rules') this.#options.changes?.pushRulesChanged(change.user_id);
     }
     progress.replied = true;
@@ -559,7 +560,7 @@ export class RpcWorker {
     // only once the broker has confirmed every event (routed to every queue
     // bound, replicas included); otherwise it goes back to the queue, and
     // its redelivery announces the change again.
-    const announced = replied && (await this.#announce(session, changeEventsOf(outcome)));
+    const announced = replied && (await this.#announce(session, changes));
     progress.settled = true;
     this.#settle(lane, message, announced ? 'ack' : 'requeue');
     const seconds = (performance.now() - started) / 1000;

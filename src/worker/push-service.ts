@@ -62,9 +62,12 @@ export interface ChangeEvent {
 
 export interface HandleOutcome {
   readonly reply: Reply;
-  readonly change?: ChangeEvent;
-  /** Change events beyond `change`, when a request changed more than one type (`delete_user_data`). */
-  readonly moreChanges?: readonly ChangeEvent[];
+  /**
+   * What the request changed, to announce in this order once it is
+   * answered (two for a `delete_user_data` that erased both types); none
+   * when absent.
+   */
+  readonly changes?: readonly ChangeEvent[];
   /** Compare-and-set conflicts met while serving the request. */
   readonly conflicts: number;
   /** An unexpected failure behind a Database reply, for the log. */
@@ -184,7 +187,7 @@ export class PushService {
       if (persist === 'store-if-absent') {
         // Version 1 for a new user; the next version for one whose data was erased.
         const inserted = await store.insertPushRulesIfAbsent(userId, ruleset, DEFAULT_RULES_REVISION);
-        return { done: reply, change: inserted.saved ? { user_id: userId, type: 'm.push_rules', version: inserted.version } : undefined };
+        return { done: reply, ...(inserted.saved ? { changes: [{ user_id: userId, type: 'm.push_rules', version: inserted.version }] } : {}) };
       }
       return this.#save(store, userId, loaded.version, ruleset, reply);
     });
@@ -224,7 +227,7 @@ export class PushService {
     const record = recordOf(messageId, reply);
     const saved = await store.savePushRules(userId, version, ruleset, DEFAULT_RULES_REVISION, record);
     if (!saved.saved) return { conflict: true };
-    return { done: reply, change: { user_id: userId, type: 'm.push_rules', version: saved.version } };
+    return { done: reply, changes: [{ user_id: userId, type: 'm.push_rules', version: saved.version }] };
   }
 
   /**
@@ -261,15 +264,14 @@ export class PushService {
       if (round > 0) await sleep(backoffDelay(backoff, round - 1, random));
       const outcome = await attempt();
       if ('done' in outcome) {
-        if (outcome.replayed === true) {
-          return { reply: outcome.done, conflicts: round, replayed: true, ...(outcome.change === undefined ? {} : { change: outcome.change }) };
-        }
-        if (outcome.unchanged === true) return { reply: outcome.done, conflicts: round, unchanged: true };
-        const [change, ...moreChanges] = outcome.changes ?? (outcome.change === undefined ? [] : [outcome.change]);
-        if (change === undefined) return { reply: outcome.done, conflicts: round };
-        return moreChanges.length === 0
-          ? { reply: outcome.done, change, conflicts: round }
-          : { reply: outcome.done, change, moreChanges, conflicts: round };
+        const { done, changes, replayed, unchanged } = outcome;
+        return {
+          reply: done,
+          conflicts: round,
+          ...(changes === undefined || changes.length === 0 ? {} : { changes }),
+          ...(replayed === true ? { replayed } : {}),
+          ...(unchanged === true ? { unchanged } : {}),
+        };
       }
     }
     return { reply: failure(matrixError('Unavailable', MESSAGES.tooManyConflicts)), conflicts: maxWriteAttempts };
@@ -348,7 +350,7 @@ export class PushService {
       return { reply, conflicts: 0, unchanged: true };
     }
     const version = await store.bumpPushersVersion(userId, record);
-    return { reply, change: { user_id: userId, type: 'm.pushers', version }, conflicts: 0 };
+    return { reply, changes: [{ user_id: userId, type: 'm.pushers', version }], conflicts: 0 };
   }
 
   /**
@@ -404,18 +406,11 @@ export class PushService {
 type Attempt =
   | {
       readonly done: Reply;
-      readonly change?: ChangeEvent | undefined;
-      /** Instead of `change`, when the attempt changed more than one type. */
       readonly changes?: readonly ChangeEvent[];
       readonly replayed?: true;
       readonly unchanged?: true;
     }
   | { readonly conflict: true };
-
-/** Every change event of an outcome, to publish in this order. */
-export function changeEventsOf(outcome: HandleOutcome): readonly ChangeEvent[] {
-  return outcome.change === undefined ? [] : [outcome.change, ...(outcome.moreChanges ?? [])];
-}
 
 /** The record of a write with a `messageId`; `unchanged` for a no-op (whose replay announces nothing). */
 function recordOf(messageId: string | undefined, reply: Reply, unchanged = false): RecordedWrite | undefined {
@@ -433,7 +428,7 @@ function recordOf(messageId: string | undefined, reply: Reply, unchanged = false
  */
 function replayAnnounced(userId: string, version: number, recorded: RecordedWrite): Attempt {
   const reply = replayOf(recorded);
-  return recorded.unchanged !== true ? { done: reply, replayed: true, change: { user_id: userId, type: 'm.push_rules', version } } : { done: reply, replayed: true };
+  return recorded.unchanged !== true ? { done: reply, replayed: true, changes: [{ user_id: userId, type: 'm.push_rules', version }] } : { done: reply, replayed: true };
 }
 
 /**
@@ -445,7 +440,7 @@ function replayAnnounced(userId: string, version: number, recorded: RecordedWrit
 function pushersReplayAnnounced(userId: string, recorded: FoundWrite): HandleOutcome {
   const reply = replayOf(recorded);
   return recorded.unchanged !== true
-    ? { reply, conflicts: 0, replayed: true, change: { user_id: userId, type: 'm.pushers', version: recorded.pushersVersion } }
+    ? { reply, conflicts: 0, replayed: true, changes: [{ user_id: userId, type: 'm.pushers', version: recorded.pushersVersion }] }
     : { reply, conflicts: 0, replayed: true };
 }
 

@@ -6,7 +6,7 @@ import type { WirePusher } from '../../src/pushers/pusher.js';
 import type { Command } from '../../src/rpc/command.js';
 import { InMemoryPushStore } from '../../src/store/in-memory-push-store.js';
 import type { PushStore } from '../../src/store/push-store.js';
-import { changeEventsOf, PushService, type PushServiceOptions } from '../../src/worker/push-service.js';
+import { PushService, type PushServiceOptions } from '../../src/worker/push-service.js';
 import { ALICE } from '../support/builders.js';
 import { DEFAULT_LIMITS } from '../support/default-config.js';
 import { allInterleavings } from '../support/pusher-interleavings.js';
@@ -69,7 +69,7 @@ describe('set_pusher: the device and enabled', () => {
   it('keeps the device on an update from another device', async () => {
     const { run, pushers } = setup();
     await run(setPusher('k', 'PHONE'));
-    expect((await run(setPusher('k', 'LAPTOP', { lang: 'de' }))).change).toMatchObject({ type: 'm.pushers', version: 2 });
+    expect((await run(setPusher('k', 'LAPTOP', { lang: 'de' }))).changes?.[0]).toMatchObject({ type: 'm.pushers', version: 2 });
     expect(await pushers()).toMatchObject([{ lang: 'de', device_id: 'PHONE' }]);
   });
 
@@ -131,7 +131,7 @@ describe('delete_pushers', () => {
   ])('%s: replies how many went, announces one change', async (_case, devices, includeEmail, deleted, left) => {
     const { run, pushkeys } = await seeded();
     const outcome = await run(deletePushers(devices, includeEmail));
-    expect(outcome).toEqual({ reply: { ok: true, body: { deleted } }, change: { user_id: ALICE, type: 'm.pushers', version: 5 }, conflicts: 0 });
+    expect(outcome).toEqual({ reply: { ok: true, body: { deleted } }, changes: [{ user_id: ALICE, type: 'm.pushers', version: 5 }], conflicts: 0 });
     expect(await pushkeys()).toEqual(left);
     expect(await pushkeys(BOB)).toEqual(['bobs-phone']);
   });
@@ -152,7 +152,7 @@ describe('delete_pushers', () => {
     const { run } = await seeded();
     const outcome = await run(deletePushers({ deviceIds: ['GONE'] }));
     expect(outcome).toEqual({ reply: { ok: true, body: { deleted: 0 } }, conflicts: 0, unchanged: true });
-    expect((await run(deletePushers({ deviceIds: ['PHONE'] }))).change).toMatchObject({ version: 5 });
+    expect((await run(deletePushers({ deviceIds: ['PHONE'] }))).changes?.[0]).toMatchObject({ version: 5 });
   });
 
   it('a retry with the same messageId replies the same and deletes nothing more', async () => {
@@ -163,8 +163,8 @@ describe('delete_pushers', () => {
     const retry = await run(deletePushers({ deviceIds: ['PHONE'] }), 'logout-1');
     expect(first.reply).toEqual({ ok: true, body: { deleted: 1 } });
     // It changed the pushers: announced again, at their version now (the re-registration's).
-    expect(retry).toEqual({ reply: first.reply, conflicts: 0, replayed: true, change: { user_id: ALICE, type: 'm.pushers', version: expect.any(Number) as number } });
-    expect(retry.change?.version).toBeGreaterThan(first.change?.version ?? Number.POSITIVE_INFINITY);
+    expect(retry).toEqual({ reply: first.reply, conflicts: 0, replayed: true, changes: [{ user_id: ALICE, type: 'm.pushers', version: expect.any(Number) as number }] });
+    expect(retry.changes?.[0]?.version).toBeGreaterThan(first.changes?.[0]?.version ?? Number.POSITIVE_INFINITY);
     expect(await pushkeys()).toContain('phone');
   });
 
@@ -191,7 +191,7 @@ describe('delete_user_data', () => {
     const { run, pushkeys } = await withData();
     const outcome = await run({ op: 'delete_user_data', userId: ALICE }, 'deactivate');
     expect(outcome.reply).toEqual({ ok: true, body: {} });
-    expect(changeEventsOf(outcome)).toEqual([
+    expect(outcome.changes).toEqual([
       { user_id: ALICE, type: 'm.push_rules', version: 3 },
       { user_id: ALICE, type: 'm.pushers', version: 3 },
     ]);
@@ -207,8 +207,8 @@ describe('delete_user_data', () => {
     const read = await run({ op: 'get_pushrules', userId: ALICE });
     expect(read.reply).toEqual({ ok: true, body: { global: serverDefaultRuleset(ALICE) } });
     // Stored again as a new user's defaults are, at the next version (not 1).
-    expect(read.change).toEqual({ user_id: ALICE, type: 'm.push_rules', version: 4 });
-    expect((await run(setPusher('k', 'PHONE'))).change).toEqual({ user_id: ALICE, type: 'm.pushers', version: 4 });
+    expect(read.changes?.[0]).toEqual({ user_id: ALICE, type: 'm.push_rules', version: 4 });
+    expect((await run(setPusher('k', 'PHONE'))).changes?.[0]).toEqual({ user_id: ALICE, type: 'm.pushers', version: 4 });
   });
 
   it('a retry with the same messageId replays {} and erases nothing made since', async () => {
@@ -217,7 +217,7 @@ describe('delete_user_data', () => {
     await run(setPusher('new', 'PHONE'));
     const retry = await run({ op: 'delete_user_data', userId: ALICE }, 'deactivate');
     // It deleted pushers: their change is announced again at the version now.
-    expect(retry).toMatchObject({ reply: first.reply, conflicts: 0, replayed: true, change: { user_id: ALICE, type: 'm.pushers' } });
+    expect(retry).toMatchObject({ reply: first.reply, conflicts: 0, replayed: true, changes: [{ user_id: ALICE, type: 'm.pushers' }] });
     expect(await pushkeys()).toEqual(['new']);
   });
 
@@ -232,10 +232,10 @@ describe('delete_user_data', () => {
   it('only pushers, or only rules: announces what changed', async () => {
     const rulesOnly = setup();
     await rulesOnly.run({ op: 'get_pushrules', userId: ALICE });
-    expect(changeEventsOf(await rulesOnly.run({ op: 'delete_user_data', userId: ALICE }))).toEqual([{ user_id: ALICE, type: 'm.push_rules', version: 2 }]);
+    expect((await rulesOnly.run({ op: 'delete_user_data', userId: ALICE })).changes).toEqual([{ user_id: ALICE, type: 'm.push_rules', version: 2 }]);
     const pushersOnly = setup();
     await pushersOnly.run(setPusher('k'));
-    expect(changeEventsOf(await pushersOnly.run({ op: 'delete_user_data', userId: ALICE }))).toEqual([{ user_id: ALICE, type: 'm.pushers', version: 2 }]);
+    expect((await pushersOnly.run({ op: 'delete_user_data', userId: ALICE })).changes).toEqual([{ user_id: ALICE, type: 'm.pushers', version: 2 }]);
   });
 
   it('erases a corrupt push-rules entry too', async () => {
@@ -260,7 +260,7 @@ describe('delete_user_data', () => {
       },
     });
     const outcome = await new PushService(racing, OPTIONS).handle({ op: 'delete_user_data', userId: ALICE });
-    expect(outcome).toMatchObject({ reply: { ok: true }, conflicts: 1, change: { type: 'm.push_rules', version: 3 } });
+    expect(outcome).toMatchObject({ reply: { ok: true }, conflicts: 1, changes: [{ type: 'm.push_rules', version: 3 }] });
     expect((await store.loadPushRules(ALICE)).lookup).toEqual({ found: false });
   });
 });
@@ -272,7 +272,7 @@ describe('a pusher the push gateway rejected', () => {
     await run(setPusher('shared', 'BOBS-PHONE', { append: true }, BOB));
     await run(setPusher('other', 'PHONE'));
     const removal: Command = { op: 'set_pusher', userId: ALICE, action: { kind: null, app_id: 'org.example.app', pushkey: 'shared' } };
-    expect((await run(removal, 'rejected-1')).change).toMatchObject({ type: 'm.pushers' });
+    expect((await run(removal, 'rejected-1')).changes?.[0]).toMatchObject({ type: 'm.pushers' });
     expect(await pushkeys()).toEqual(['other']);
     expect(await pushkeys(BOB)).toEqual(['shared']);
   });

@@ -117,7 +117,7 @@ async function aliceWithRuleAndPusher(): Promise<InMemoryPushStore> {
   await store.savePushRules(ALICE, 0, serverDefaultRuleset(ALICE), 'v1.19');
   const service = new PushService(store, OPTIONS);
   for (const command of [setRule(['notify']), { op: 'set_pusher', userId: ALICE, action: pusherAction() } satisfies Command]) {
-    expect((await service.handle(command)).change).toBeDefined();
+    expect((await service.handle(command)).changes).toHaveLength(1);
   }
   return store;
 }
@@ -149,7 +149,7 @@ describe('PushService: a write that changes nothing', () => {
     const outcome = await new PushService(store, OPTIONS).handle(change);
     expect(outcome.reply).toEqual({ ok: true, body: {} });
     expect(outcome.unchanged).toBeUndefined();
-    expect(outcome.change).toMatchObject(op === 'set_pusher' ? { type: 'm.pushers', version: 2 } : { type: 'm.push_rules', version: 3 });
+    expect(outcome.changes?.[0]).toMatchObject(op === 'set_pusher' ? { type: 'm.pushers', version: 2 } : { type: 'm.push_rules', version: 3 });
     expect(writes).toEqual(op === 'set_pusher' ? ['upsertPusher', 'bumpPushersVersion'] : ['savePushRules']);
   });
 
@@ -197,7 +197,7 @@ describe('PushService: a write that changes nothing', () => {
     const enable: Command = { op: 'set_pushrule_enabled', userId: ALICE, address: address(), enabled: true };
     const outcome = await new PushService(racing, OPTIONS).handle(enable, { messageId: 'late' });
     // Ordered after the other writer, it is a change now.
-    expect(outcome).toMatchObject({ reply: { ok: true, body: {} }, conflicts: 1, change: { type: 'm.push_rules', version: 4 } });
+    expect(outcome).toMatchObject({ reply: { ok: true, body: {} }, conflicts: 1, changes: [{ type: 'm.push_rules', version: 4 }] });
     expect((await roomRules(inner))[0]).toMatchObject({ enabled: true });
     expect(await inner.findRecordedWrite(ALICE, 'late')).toBeDefined();
   });
@@ -210,7 +210,7 @@ describe('PushService: a write that changes nothing', () => {
     expect((await roomRules(inner)).map((r) => r.rule_id).slice(0, 2)).toEqual([OTHER_ROOM, ROOM]);
     expect(await service.handle(setRule(['notify'], { after: OTHER_ROOM }))).toMatchObject({ unchanged: true });
     expect(await service.handle(setRule(['notify'], { before: ROOM }, OTHER_ROOM))).toMatchObject({ unchanged: true });
-    expect((await service.handle(setRule(['notify'], { before: OTHER_ROOM }))).change).toBeDefined();
+    expect((await service.handle(setRule(['notify'], { before: OTHER_ROOM }))).changes).toHaveLength(1);
     expect((await roomRules(inner)).map((r) => r.rule_id).slice(0, 2)).toEqual([ROOM, OTHER_ROOM]);
   });
 
@@ -228,7 +228,7 @@ describe('PushService: a write that changes nothing', () => {
     const content = loaded.lookup.found === true ? loaded.lookup.event : undefined;
     inner.putRawPushRules(ALICE, { contentJson: JSON.stringify((content as { content: unknown }).content), defaultsRevision: 'v1.4' });
     const outcome = await new PushService(inner, OPTIONS).handle(OPS[2]?.same ?? setRule(['notify']));
-    expect(outcome.change).toMatchObject({ type: 'm.push_rules' });
+    expect(outcome.changes?.[0]).toMatchObject({ type: 'm.push_rules' });
     expect((await inner.loadPushRules(ALICE)).lookup).toMatchObject({ defaultsRevision: 'v1.19' });
   });
 

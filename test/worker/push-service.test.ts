@@ -50,7 +50,7 @@ describe('PushService: compare-and-set retries', () => {
   it('re-reads and re-applies after a conflict, and reports the conflicts', async () => {
     const store = await withDefaults();
     const outcome = await new PushService(racing(store, 2), OPTIONS).handle(setEnabled);
-    expect(outcome).toMatchObject({ reply: { ok: true, body: {} }, conflicts: 2, change: { type: 'm.push_rules', version: 4 } });
+    expect(outcome).toMatchObject({ reply: { ok: true, body: {} }, conflicts: 2, changes: [{ type: 'm.push_rules', version: 4 }] });
     const loaded = await store.loadPushRules(ALICE);
     const stored = loaded.lookup.found === true ? (loaded.lookup.event as { content: { global: { override: { enabled: boolean }[] } } }) : undefined;
     expect(stored?.content.global.override[0]?.enabled).toBe(true);
@@ -101,7 +101,7 @@ describe('PushService: change events', () => {
 
   it('a read announces nothing', async () => {
     const outcome = await new PushService(await withDefaults(), OPTIONS).handle({ op: 'get_pushrules', userId: ALICE });
-    expect(outcome.change).toBeUndefined();
+    expect(outcome.changes).toBeUndefined();
   });
 });
 
@@ -151,7 +151,7 @@ describe('PushService: a write redelivered with the same messageId is applied on
     const second = await service.handle(command, { messageId: 'm-1' });
     expect(first.reply).toEqual({ ok: true, body: {} });
     // The first delivery's event may be the one lost (a crash or a lost connection before the broker confirmed it).
-    expect(second).toEqual({ reply: first.reply, conflicts: 0, replayed: true, change: { user_id: ALICE, type: 'm.push_rules', version: versionAfterFirst } });
+    expect(second).toEqual({ reply: first.reply, conflicts: 0, replayed: true, changes: [{ user_id: ALICE, type: 'm.push_rules', version: versionAfterFirst }] });
     expect((await store.loadPushRules(ALICE)).version).toBe(versionAfterFirst);
   });
 
@@ -180,8 +180,8 @@ describe('PushService: a write redelivered with the same messageId is applied on
     const service = new PushService(store, OPTIONS);
     const remove: Command = { op: 'delete_pushrule', userId: ALICE, address: address('!missing:x') };
     // Refusals are not recorded, so this is judged again: still refused, still nothing to announce.
-    expect((await service.handle(remove, { messageId: 'r' })).change).toBeUndefined();
-    expect((await service.handle(remove, { messageId: 'r' })).change).toBeUndefined();
+    expect((await service.handle(remove, { messageId: 'r' })).changes).toBeUndefined();
+    expect((await service.handle(remove, { messageId: 'r' })).changes).toBeUndefined();
   });
 
   it('a refused write is not recorded: its redelivery is judged again', async () => {
@@ -223,7 +223,7 @@ describe('PushService: a write redelivered with the same messageId is applied on
     });
     const outcome = await new PushService(racingCopy, OPTIONS).handle(command, { messageId: 'same' });
     const { version } = await store.loadPushRules(ALICE);
-    expect(outcome).toEqual({ reply: { ok: true, body: {} }, conflicts: 1, replayed: true, change: { user_id: ALICE, type: 'm.push_rules', version } });
+    expect(outcome).toEqual({ reply: { ok: true, body: {} }, conflicts: 1, replayed: true, changes: [{ user_id: ALICE, type: 'm.push_rules', version }] });
     expect((await userRoomRules(store)).map((r) => r.rule_id)).toEqual(['!dup:x']);
   });
 
@@ -239,11 +239,11 @@ describe('PushService: a write redelivered with the same messageId is applied on
       },
     });
     const first = await service.handle(setPusher('en'), { messageId: 'p1' });
-    expect(first.change).toMatchObject({ type: 'm.pushers', version: 1 });
+    expect(first.changes?.[0]).toMatchObject({ type: 'm.pushers', version: 1 });
     await service.handle(setPusher('de'), { messageId: 'p2' });
     const replay = await service.handle(setPusher('en'), { messageId: 'p1' });
     // Its first event may have been lost with a worker or a broker node: a spare one costs a re-read.
-    expect(replay).toEqual({ reply: { ok: true, body: {} }, conflicts: 0, replayed: true, change: { user_id: ALICE, type: 'm.pushers', version: 2 } });
+    expect(replay).toEqual({ reply: { ok: true, body: {} }, conflicts: 0, replayed: true, changes: [{ user_id: ALICE, type: 'm.pushers', version: 2 }] });
     expect((await store.listPushers(ALICE)).map((p) => p.lang)).toEqual(['de']);
   });
 
@@ -254,7 +254,7 @@ describe('PushService: a write redelivered with the same messageId is applied on
     await service.handle(remove, { messageId: 'gone' });
     expect(await store.findRecordedWrite(ALICE, 'gone')).toEqual({ messageId: 'gone', replyJson: '{"ok":true,"body":{}}', unchanged: true, pushersVersion: 0 });
     // Nothing changed, so its replay announces nothing.
-    expect((await service.handle(remove, { messageId: 'gone' })).change).toBeUndefined();
+    expect((await service.handle(remove, { messageId: 'gone' })).changes).toBeUndefined();
   });
 });
 
