@@ -51,7 +51,7 @@ async function main(): Promise<void> {
   });
   // Its own broker connection, opened at the first scrape.
   const depth = new BrokerQueueProbe(config.amqp);
-  new QueueDepthMetrics('push_worker', metrics.registry, { probe: depth, queues: { request: config.amqp.queue, read: config.amqp.readQueue, evaluate: config.evaluate.queue } });
+  new QueueDepthMetrics('push_worker', metrics.registry, { probe: depth, queues: { request: config.amqp.queue, read: config.amqp.readQueue, evaluate: config.evaluate.queue, 'dead-letter': config.amqp.deadLetterQueue } });
   const mongo = new MongoClient(config.mongodb.url, mongoClientOptions(config.mongodb));
   const db = mongo.db(config.mongodb.database);
   const health = config.health.enabled

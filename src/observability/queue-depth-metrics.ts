@@ -13,7 +13,7 @@ export interface QueueProbe {
 }
 
 export interface QueueDepthOptions {
-  /** The queues to count, by the label metrics give them (`request`, `read`, `evaluate`) → their names. */
+  /** The queues to count, by the label metrics give them (`request`, `read`, `evaluate`, `dead-letter`) → their names. */
   readonly queues: Readonly<Record<string, string>>;
   readonly probe: QueueProbe;
   /** The longest a scrape waits for the counts (default 2 000 ms). */
@@ -56,8 +56,8 @@ export class QueueDepthMetrics {
           }
         },
       });
-    gauge(`${prefix}_queue_messages_ready`, 'Messages ready in each queue (request, read, evaluate), as the broker counts them when scraped.', (c) => c.messageCount);
-    gauge(`${prefix}_queue_consumers`, 'Consumers of each queue (request, read, evaluate) across the pool, as the broker counts them when scraped.', (c) => c.consumerCount);
+    gauge(`${prefix}_queue_messages_ready`, 'Messages ready in each queue (request, read, evaluate, dead-letter), as the broker counts them when scraped.', (c) => c.messageCount);
+    gauge(`${prefix}_queue_consumers`, 'Consumers of each queue (request, read, evaluate, dead-letter) across the pool, as the broker counts them when scraped.', (c) => c.consumerCount);
   }
 
   async #count(): Promise<ReadonlyMap<string, QueueCounts>> {
