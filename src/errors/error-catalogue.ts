@@ -12,7 +12,10 @@ export const ERROR_KINDS = {
   Unrecognized: { errcode: 'M_UNRECOGNIZED', status: 400 },
   Forbidden: { errcode: 'M_FORBIDDEN', status: 403 },
   TooLarge: { errcode: 'M_TOO_LARGE', status: 413 },
+  /** The store failed or holds what cannot be read: a storage problem, not a bug. */
   Database: { errcode: 'M_UNKNOWN', status: 500 },
+  /** A bug: something failed that nothing expected (logged with its cause). */
+  Internal: { errcode: 'M_UNKNOWN', status: 500 },
   Unavailable: { errcode: 'M_UNKNOWN', status: 503 },
 } as const satisfies Record<string, { errcode: `M_${string}`; status: number }>;
 

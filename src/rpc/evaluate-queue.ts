@@ -1,7 +1,7 @@
 import type { Channel } from 'amqplib';
 import type { Config } from '../config/config-schema.js';
-import { matrixError, MESSAGES } from '../errors/error-catalogue.js';
 import type { EvaluateService, EvaluateStats } from '../worker/evaluate-service.js';
+import { failureOutcome } from '../worker/failure-reply.js';
 import { failure } from '../worker/reply.js';
 import { parseEvaluateRequest, type EvaluateLimits } from './evaluate-request.js';
 import type { ConsumedQueue } from './rpc-worker.js';
@@ -64,7 +64,7 @@ export function evaluateQueue(options: EvaluateQueueOptions): ConsumedQueue {
         };
       } catch (error) {
         // Parsing and the service answer every refusal; this is a bug, and the caller still gets an answer.
-        return { reply: failure(matrixError('Database', MESSAGES.internalError)), conflicts: 0, failure: error, op: 'evaluate' };
+        return { ...failureOutcome(error), conflicts: 0, op: 'evaluate' };
       }
     },
   };

@@ -4,6 +4,7 @@ import { matrixError, MESSAGES, REQUEST_MESSAGES } from '../errors/error-catalog
 import type { Logger } from '../logging/logger.js';
 import { backoffDelay } from '../worker/backoff.js';
 import type { ChangeEvent, HandleOutcome, PushService } from '../worker/push-service.js';
+import { failureOutcome } from '../worker/failure-reply.js';
 import { encodeReply, failure, type Reply } from '../worker/reply.js';
 import { AckBatcher } from './ack-batcher.js';
 import { declareDeadLetterQueue, declareReadQueue, declareTopology } from './amqp-topology.js';
@@ -485,7 +486,7 @@ export class RpcWorker {
         this.#log.error({ err: error, ...progress }, 'request failed unexpectedly');
         const { replyTo, correlationId } = message.properties as { replyTo?: unknown; correlationId?: unknown };
         if (!progress.replied && typeof replyTo === 'string' && replyTo !== '' && typeof correlationId === 'string' && correlationId !== '') {
-          const reply = failure(matrixError('Database', MESSAGES.internalError));
+          const { reply } = failureOutcome(error);
           this.#publish(lane.channel, '', replyTo, reply, { correlationId, contentType: JSON_CONTENT });
         }
         if (!progress.settled) this.#settle(lane, message, 'ack');
@@ -594,12 +595,7 @@ export class RpcWorker {
     } catch (error) {
       // Parsing and the service turn every refusal into a result; this is a
       // bug, logged with its cause, and the caller still gets an answer.
-      return {
-        reply: failure(matrixError('Database', MESSAGES.internalError)),
-        conflicts: 0,
-        failure: error,
-        ...(command === undefined ? {} : { op: command.op }),
-      };
+      return { ...failureOutcome(error), conflicts: 0, ...(command === undefined ? {} : { op: command.op }) };
     }
   }
 

@@ -1,5 +1,5 @@
 import { MongoError, MongoNetworkError, MongoNetworkTimeoutError, MongoOperationTimeoutError, MongoServerSelectionError } from 'mongodb';
-import { StoreUnavailableError } from './push-store.js';
+import { StoreFailedError, StoreUnavailableError } from './push-store.js';
 
 /** Server error codes that mean "not now", not "never" (shutdown, failover). */
 const TRANSIENT_CODES = new Set([6, 7, 89, 91, 189, 262, 9001, 10107, 11600, 11602, 13435, 13436]);
@@ -57,17 +57,21 @@ export function isRetryableRead(error: unknown): boolean {
   return /not master|node is recovering/i.test(error.message);
 }
 
+/** A duplicate key, as the driver throws it or as `classifyMongoError` wrapped it. */
 export function isDuplicateKey(error: unknown): boolean {
-  return error instanceof MongoError && error.code === DUPLICATE_KEY;
+  const driverError = error instanceof StoreFailedError ? error.cause : error;
+  return driverError instanceof MongoError && driverError.code === DUPLICATE_KEY;
 }
 
 /**
  * Turns driver errors that a later attempt may not meet (no reachable
  * server, a dropped connection, a primary stepping down, a timeout) into
- * `StoreUnavailableError`; everything else is returned unchanged.
+ * `StoreUnavailableError`, and every other error of the driver or the
+ * server into `StoreFailedError`; anything else (a bug of ours) is
+ * returned unchanged.
  */
 export function classifyMongoError(error: unknown): unknown {
-  if (error instanceof StoreUnavailableError) return error;
+  if (error instanceof StoreUnavailableError || error instanceof StoreFailedError) return error;
   const transient =
     isSocketError(error) ||
     isTimeout(error) ||
@@ -80,6 +84,7 @@ export function classifyMongoError(error: unknown): unknown {
         error.name === 'MongoNotConnectedError' ||
         error.name === 'MongoTopologyClosedError' ||
         error.name === 'MongoPoolClearedError'));
-  if (!transient) return error;
-  return new StoreUnavailableError(`MongoDB is unavailable: ${(error as Error).message}`, { cause: error });
+  if (transient) return new StoreUnavailableError(`MongoDB is unavailable: ${(error as Error).message}`, { cause: error });
+  if (error instanceof MongoError) return new StoreFailedError(`MongoDB failed: ${error.message}`, { cause: error });
+  return error;
 }

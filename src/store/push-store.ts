@@ -168,6 +168,19 @@ export interface PushStore {
 /** How many recorded writes each user keeps unless configured otherwise. */
 export const DEFAULT_RECORDED_WRITES_WINDOW = 100;
 
+/**
+ * The store failed an operation for good (a server error that another
+ * attempt would meet again): a storage problem, answered `Database`.
+ * Anything else a store throws that is neither this nor
+ * `StoreUnavailableError` is a bug, answered `Internal`.
+ */
+export class StoreFailedError extends Error {
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = 'StoreFailedError';
+  }
+}
+
 /** A transient storage failure: nothing was decided, the request may be retried. */
 export class StoreUnavailableError extends Error {
   constructor(message: string, options?: ErrorOptions) {

@@ -1,5 +1,4 @@
 import { setImmediate as nextTurn } from 'node:timers/promises';
-import { matrixError, MESSAGES } from '../errors/error-catalogue.js';
 import { compileUserRuleset, sharedDefaultRuleset } from '../evaluation/compile-ruleset.js';
 import type { CompiledRuleset } from '../evaluation/compiled-ruleset.js';
 import { evaluateUntil, evaluationReply, startEvaluation } from '../evaluation/evaluate-request.js';
@@ -7,9 +6,10 @@ import type { EvaluationRecipient } from '../evaluation/evaluation-input.js';
 import { getPushRules } from '../push-rules/get-push-rules.js';
 import type { EvaluateCommand } from '../rpc/evaluate-request.js';
 import { StoreUnavailableError, type LoadedPushRules, type PushStore } from '../store/push-store.js';
-import { beforeDeadline, BoundedStore, checkDeadline, DeadlinePassedError, type StoreBoundsObserver } from './bounded-store.js';
+import { beforeDeadline, BoundedStore, checkDeadline, type StoreBoundsObserver } from './bounded-store.js';
+import { failureOutcome } from './failure-reply.js';
 import type { RulesetCache } from './ruleset-cache.js';
-import { failure, success, type Reply } from './reply.js';
+import { success, type Reply } from './reply.js';
 
 export interface EvaluateServiceOptions {
   readonly cache: RulesetCache<CompiledRuleset>;
@@ -105,13 +105,7 @@ export class EvaluateService {
       stats.notified = Object.keys(body.notify).length;
       return { reply: success(body), stats };
     } catch (error) {
-      if (error instanceof DeadlinePassedError) {
-        return { reply: failure(matrixError('Unavailable', MESSAGES.deadlinePassed)), stats, cause: error.message, deadlinePassed: true };
-      }
-      if (error instanceof StoreUnavailableError) {
-        return { reply: failure(matrixError('Unavailable', MESSAGES.storeUnavailable)), stats, cause: error.message };
-      }
-      return { reply: failure(matrixError('Database', MESSAGES.storageFailure)), stats, failure: error };
+      return { ...failureOutcome(error), stats };
     }
   }
 

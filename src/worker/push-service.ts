@@ -17,9 +17,10 @@ import type { PusherDeletion } from '../pushers/pusher-deletion.js';
 import { pusherMatches, toWirePusher, type PusherKey, type StoredPusher } from '../pushers/pusher.js';
 import { mapResult, type Result } from '../result/result.js';
 import type { Command } from '../rpc/command.js';
-import { StoreUnavailableError, type FoundWrite, type LoadedPushRules, type PushStore, type RecordedWrite } from '../store/push-store.js';
+import type { FoundWrite, LoadedPushRules, PushStore, RecordedWrite } from '../store/push-store.js';
 import { backoffDelay, type BackoffPolicy } from './backoff.js';
-import { beforeDeadline, BoundedStore, DeadlinePassedError, type StoreBoundsObserver } from './bounded-store.js';
+import { beforeDeadline, BoundedStore, type StoreBoundsObserver } from './bounded-store.js';
+import { failureOutcome } from './failure-reply.js';
 import { KeyedSerializer } from './keyed-serializer.js';
 import { failure, success, successEncoded, type Reply } from './reply.js';
 import { WeightedBudget } from './weighted-budget.js';
@@ -133,13 +134,7 @@ export class PushService {
     try {
       return await beforeDeadline(this.#dispatch(store, command, messageId), deadline, this.#now);
     } catch (error) {
-      if (error instanceof DeadlinePassedError) {
-        return { reply: failure(matrixError('Unavailable', MESSAGES.deadlinePassed)), conflicts: 0, cause: error.message, deadlinePassed: true };
-      }
-      if (error instanceof StoreUnavailableError) {
-        return { reply: failure(matrixError('Unavailable', MESSAGES.storeUnavailable)), conflicts: 0, cause: error.message };
-      }
-      return { reply: failure(matrixError('Database', MESSAGES.storageFailure)), conflicts: 0, failure: error };
+      return { ...failureOutcome(error), conflicts: 0 };
     }
   }
 

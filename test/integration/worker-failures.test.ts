@@ -58,7 +58,7 @@ async function expectStillServing(): Promise<void> {
 describe('a worker that fails unexpectedly while serving', () => {
   it('answers a throw before the service with an internal error, logs it, and serves the next request', async () => {
     const reply = await h.call('get_pushers', BOOM_USER);
-    expect(reply).toEqual({ ok: false, error: { kind: 'Database', ...CONTRACT_KINDS.Database, error: 'Internal error.' } });
+    expect(reply).toEqual({ ok: false, error: { kind: 'Internal', ...CONTRACT_KINDS.Internal, error: 'Internal error.' } });
     expect(logged).toContainEqual(expect.objectContaining({ level: 50, msg: 'request failed unexpectedly', err: expect.objectContaining({ message: 'hook exploded' }) as unknown }));
     await expectStillServing();
     // Answered and acknowledged once: the broker did not hand it out again.

@@ -11,7 +11,7 @@ import {
 } from 'mongodb';
 import { describe, expect, it } from 'vitest';
 import { classifyMongoError, isDuplicateKey, isRetryableRead } from '../../src/store/mongo-errors.js';
-import { StoreUnavailableError } from '../../src/store/push-store.js';
+import { StoreFailedError, StoreUnavailableError } from '../../src/store/push-store.js';
 
 describe('MongoDB error classification', () => {
   it.each<[string, Error]>([
@@ -29,14 +29,25 @@ describe('MongoDB error classification', () => {
   it.each([
     ['a duplicate key', new MongoServerError({ code: 11000, errmsg: 'E11000' })],
     ['a validation failure', new MongoServerError({ code: 121, errmsg: 'invalid' })],
-    ['a plain error', new Error('bug')],
-  ])('%s is not', (_case, error) => {
-    expect(classifyMongoError(error)).toBe(error);
+    ['a driver error of no known kind', new MongoError('something else')],
+  ])('%s is a storage failure for good (StoreFailedError, answered Database)', (_case, error) => {
+    const classified = classifyMongoError(error);
+    expect(classified).toBeInstanceOf(StoreFailedError);
+    expect((classified as Error).message).toBe(`MongoDB failed: ${error.message}`);
+    expect((classified as Error).cause).toBe(error);
   });
 
-  it('recognises duplicate keys', () => {
-    expect(isDuplicateKey(new MongoServerError({ code: 11000, errmsg: 'E11000' }))).toBe(true);
+  it("leaves an error that is not the driver's as it is (a bug, answered Internal)", () => {
+    const bug = new TypeError('x is undefined');
+    expect(classifyMongoError(bug)).toBe(bug);
+  });
+
+  it('recognises duplicate keys, thrown by the driver or wrapped', () => {
+    const duplicate = new MongoServerError({ code: 11000, errmsg: 'E11000' });
+    expect(isDuplicateKey(duplicate)).toBe(true);
+    expect(isDuplicateKey(classifyMongoError(duplicate))).toBe(true);
     expect(isDuplicateKey(new MongoError('other'))).toBe(false);
+    expect(isDuplicateKey(classifyMongoError(new MongoServerError({ code: 121, errmsg: 'invalid' })))).toBe(false);
   });
 });
 

@@ -14,6 +14,7 @@ export const CONTRACT_KINDS = {
   Forbidden: { errcode: 'M_FORBIDDEN', status: 403 },
   TooLarge: { errcode: 'M_TOO_LARGE', status: 413 },
   Database: { errcode: 'M_UNKNOWN', status: 500 },
+  Internal: { errcode: 'M_UNKNOWN', status: 500 },
   Unavailable: { errcode: 'M_UNKNOWN', status: 503 },
 } as const;
 

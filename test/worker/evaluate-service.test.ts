@@ -5,7 +5,7 @@ import type { EvaluateRequest } from '../../src/evaluation/evaluate-request.js';
 import { serverDefaultRuleset } from '../../src/push-rules/server-default-rules.js';
 import { DEFAULT_RULES_REVISION } from '../../src/push-rules/server-default-rules.js';
 import { InMemoryPushStore } from '../../src/store/in-memory-push-store.js';
-import { StoreUnavailableError, type PushStore } from '../../src/store/push-store.js';
+import { StoreFailedError, StoreUnavailableError, type PushStore } from '../../src/store/push-store.js';
 import { EvaluateService, type EvaluateServiceOptions } from '../../src/worker/evaluate-service.js';
 import { RulesetCache } from '../../src/worker/ruleset-cache.js';
 import { aBody, aRoom, SENDER } from '../support/evaluation-builders.js';
@@ -159,11 +159,13 @@ describe('EvaluateService', () => {
     expect(outcome.cause).toBe('server selection timed out');
   });
 
-  it('answers Database for an unexpected store failure, with the failure for the log', async () => {
-    const boom = new Error('boom');
+  it.each([
+    ['a storage failure for good', new StoreFailedError('MongoDB failed: boom'), 'Database'],
+    ['a bug', new TypeError('boom'), 'Internal'],
+  ])('answers %s with %s (500), with the failure for the log', async (_case, boom, kind) => {
     const store = wrapStore(new InMemoryPushStore(), { loadManyPushRules: async () => Promise.reject(boom) });
     const outcome = await aService(store).service.handle({ op: 'evaluate', request: aRequest() });
-    expect(outcome.reply).toMatchObject({ ok: false, error: { kind: 'Database', status: 500 } });
+    expect(outcome.reply).toMatchObject({ ok: false, error: { kind, status: 500 } });
     expect(outcome.failure).toBe(boom);
   });
 

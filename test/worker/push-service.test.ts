@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Command } from '../../src/rpc/command.js';
 import { InMemoryPushStore } from '../../src/store/in-memory-push-store.js';
-import { StoreUnavailableError, type PushStore } from '../../src/store/push-store.js';
+import { StoreFailedError, StoreUnavailableError, type PushStore } from '../../src/store/push-store.js';
 import { PushService, type PushServiceOptions } from '../../src/worker/push-service.js';
 import { serverDefaultRuleset } from '../../src/push-rules/server-default-rules.js';
 import { ALICE } from '../support/builders.js';
@@ -78,14 +78,21 @@ describe('PushService: storage failures are replies', () => {
     });
   });
 
-  it('any other failure → Database (500), with the cause kept for the log', async () => {
-    const cause = new Error('disk on fire');
+  it('a storage failure for good → Database (500), with the cause kept for the log', async () => {
+    const cause = new StoreFailedError('MongoDB failed: disk on fire');
     const outcome = await new PushService(failing(cause), OPTIONS).handle(setEnabled);
     expect(outcome.reply).toEqual({
       ok: false,
       error: { kind: 'Database', ...CONTRACT_KINDS.Database, error: 'The push rules store failed.' },
     });
     expect(outcome.failure).toBe(cause);
+  });
+
+  it('anything else (a bug) → Internal (500), with the cause kept for the log', async () => {
+    const bug = new TypeError('cannot read properties of undefined');
+    const outcome = await new PushService(failing(bug), OPTIONS).handle(setEnabled);
+    expect(outcome.reply).toEqual({ ok: false, error: { kind: 'Internal', ...CONTRACT_KINDS.Internal, error: 'Internal error.' } });
+    expect(outcome.failure).toBe(bug);
   });
 });
 
