@@ -159,7 +159,7 @@ describe('EvaluateService', () => {
     expect(outcome.cause).toBe('server selection timed out');
   });
 
-  it.each([
+  it.each<[string, Error, string]>([
     ['a storage failure for good', new StoreFailedError('MongoDB failed: boom'), 'Database'],
     ['a bug', new TypeError('boom'), 'Internal'],
   ])('answers %s with %s (500), with the failure for the log', async (_case, boom, kind) => {
