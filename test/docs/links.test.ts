@@ -1,0 +1,122 @@
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { dirname, join, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+
+/**
+ * Every relative link in the README, docs/ and bench/README.md leads to a
+ * file that exists, and every `#anchor` into a markdown file to one of its
+ * headings. External (http, https, mailto) links are not checked.
+ */
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+
+function markdownUnder(folder: string): string[] {
+  return readdirSync(join(ROOT, folder), { withFileTypes: true }).flatMap((entry) => {
+    const path = join(folder, entry.name);
+    if (entry.isDirectory()) return markdownUnder(path);
+    return entry.name.endsWith('.md') ? [path] : [];
+  });
+}
+
+const PAGES = ['README.md', ...markdownUnder('docs'), 'bench/README.md'];
+
+/** The lines of a page outside fenced code blocks, with their numbers. */
+function proseLines(text: string): { readonly line: string; readonly number: number }[] {
+  const lines: { line: string; number: number }[] = [];
+  let fence: string | undefined;
+  text.split('\n').forEach((line, index) => {
+    const marker = /^\s*(`{3,}|~{3,})/.exec(line)?.[1];
+    if (marker !== undefined) {
+      if (fence === undefined) fence = marker;
+      else if (marker.startsWith(fence)) fence = undefined;
+      return;
+    }
+    if (fence === undefined) lines.push({ line, number: index + 1 });
+  });
+  return lines;
+}
+
+/** GitHub's anchor for a heading: its text lowercased, punctuation but hyphens dropped, spaces as hyphens. */
+export function slug(heading: string): string {
+  const text = heading
+    .replace(/!?\[([^\]]*)\]\([^)]*\)/g, '$1') // links and images: their text
+    .replace(/<[^>]+>/g, '') // inline HTML
+    .replace(/[`*]/g, ''); // code spans and emphasis
+  return text
+    .trim()
+    .toLowerCase()
+    .replace(/[^\p{L}\p{M}\p{N}\p{Pc} -]/gu, '')
+    .replace(/ /g, '-');
+}
+
+/** Every anchor a page offers: its headings' slugs (a repeated one as `slug-1`, `slug-2`, …) and HTML ids. */
+function anchorsOf(text: string): Set<string> {
+  const anchors = new Set<string>();
+  const seen = new Map<string, number>();
+  for (const { line } of proseLines(text)) {
+    const heading = /^#{1,6}\s+(.*?)\s*#*\s*$/.exec(line)?.[1];
+    if (heading !== undefined) {
+      const base = slug(heading);
+      const count = seen.get(base) ?? 0;
+      anchors.add(count === 0 ? base : `${base}-${count}`);
+      seen.set(base, count + 1);
+    }
+    for (const match of line.matchAll(/<a\s+(?:name|id)="([^"]+)"/g)) anchors.add(match[1] ?? '');
+  }
+  return anchors;
+}
+
+interface Link {
+  readonly page: string;
+  readonly number: number;
+  readonly target: string;
+}
+
+/** Inline links and reference definitions outside code, with their line numbers. */
+function linksOf(page: string): Link[] {
+  const links: Link[] = [];
+  for (const { line, number } of proseLines(readFileSync(join(ROOT, page), 'utf8'))) {
+    const prose = line.replace(/(`+)[^`]*?\1/g, ''); // code spans are not links
+    for (const match of prose.matchAll(/\]\(\s*<?([^)\s>]+)>?(?:\s+"[^"]*")?\s*\)/g)) links.push({ page, number, target: match[1] ?? '' });
+    const definition = /^\s{0,3}\[[^\]]+\]:\s*<?(\S+?)>?(?:\s+.*)?$/.exec(prose)?.[1];
+    if (definition !== undefined) links.push({ page, number, target: definition });
+  }
+  return links;
+}
+
+/** Why a link is dead, or undefined when it resolves. */
+function problemOf(link: Link): string | undefined {
+  if (/^[a-z][a-z0-9+.-]*:/i.test(link.target)) return undefined; // http:, https:, mailto:
+  const hash = link.target.indexOf('#');
+  const path = decodeURIComponent(hash < 0 ? link.target : link.target.slice(0, hash));
+  const anchor = hash < 0 ? undefined : decodeURIComponent(link.target.slice(hash + 1));
+  const file = path === '' ? join(ROOT, link.page) : join(ROOT, dirname(link.page), path);
+  if (!existsSync(file)) return `no file ${relative(ROOT, file)}`;
+  if (anchor === undefined || !file.endsWith('.md') || statSync(file).isDirectory()) return undefined;
+  return anchorsOf(readFileSync(file, 'utf8')).has(anchor) ? undefined : `no heading #${anchor} in ${relative(ROOT, file)}`;
+}
+
+describe('links in the documentation', () => {
+  it('finds the pages', () => {
+    expect(PAGES).toEqual(expect.arrayContaining(['README.md', 'docs/rpc-contract.md', 'docs/behaviour.md', 'bench/README.md']));
+  });
+
+  it.each(PAGES)('%s: every relative link and anchor resolves', (page) => {
+    const dead = linksOf(page).flatMap((link) => {
+      const problem = problemOf(link);
+      return problem === undefined ? [] : [`${page}:${link.number}: (${link.target}) ${problem}`];
+    });
+    expect(dead).toEqual([]);
+  });
+});
+
+describe('slug', () => {
+  it('follows GitHub: lowercase, punctuation dropped, spaces as hyphens', () => {
+    expect(slug('Who is notified of an event: `evaluate`')).toBe('who-is-notified-of-an-event-evaluate');
+    expect(slug('The evaluate part (issue 14)')).toBe('the-evaluate-part-issue-14');
+    expect(slug('Pushers follow devices and accounts: wiring your homeserver')).toBe('pushers-follow-devices-and-accounts-wiring-your-homeserver');
+    expect(slug('What a replica-set election looks like to a caller')).toBe('what-a-replica-set-election-looks-like-to-a-caller');
+    expect(slug('`account_data`: one document per user')).toBe('account_data-one-document-per-user');
+    expect(slug('Deleting, actions, enabled')).toBe('deleting-actions-enabled');
+  });
+});
