@@ -41,6 +41,8 @@ const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const WORKER_JOB = 'matrix-push-worker';
 const GATEWAY_JOB = 'matrix-push-gateway';
 const RATE_INTERVAL = '30s';
+/** How long a worker or gateway of its own may take to be ready. */
+const STARTUP_MS = 60_000;
 
 interface Row {
   readonly source: string;
@@ -98,7 +100,7 @@ async function main(): Promise<number> {
   );
   const server = spawn(
     prometheus,
-    [`--config.file=${join(dir, 'prometheus.yml')}`, `--storage.tsdb.path=${join(dir, 'data')}`, `--web.listen-address=127.0.0.1:${port}`, '--log.level=warn'],
+    [`--config.file=${join(dir, 'prometheus.yml')}`, `--storage.tsdb.path=${join(dir, 'data')}`, `--web.listen-address=127.0.0.1:${port}`, '--log.level=error'],
     { stdio: ['ignore', 'inherit', 'inherit'] },
   );
   cleanups.push(async () => stop(server));
@@ -259,6 +261,9 @@ async function startProcess(entry: string, env: NodeJS.ProcessEnv, ready: string
     child.once('exit', (code) => {
       reject(new Error(`${entry} exited with ${String(code)} before it was ready: ${stderr}`));
     });
+    setTimeout(() => {
+      reject(new Error(`${entry} was not ready within ${STARTUP_MS / 1000} s (are the broker and the database up?) ${stderr}`));
+    }, STARTUP_MS).unref();
   });
 }
 
@@ -367,9 +372,11 @@ async function cleanUp(): Promise<void> {
   }
 }
 
-process.once('SIGINT', () => {
-  void cleanUp().then(() => process.exit(130));
-});
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => {
+    void cleanUp().then(() => process.exit(130));
+  });
+}
 
 main().then(
   async (code) => {
