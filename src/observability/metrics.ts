@@ -1,7 +1,7 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { EvaluateObserver } from '../rpc/evaluate-queue.js';
 import { BrokerMetrics } from './broker-metrics.js';
-import type { RequestReport, WorkerObserver } from '../rpc/rpc-worker.js';
+import type { RequestReport, WorkerObserver } from '../rpc/worker-observer.js';
 import type { AbandonReason, StoreBoundsObserver } from '../worker/bounded-store.js';
 import type { EvaluateStats } from '../worker/evaluate-service.js';
 import type { RulesetCache } from '../worker/ruleset-cache.js';

@@ -4,7 +4,7 @@ import type { EvaluateService, EvaluateStats } from '../worker/evaluate-service.
 import { failureOutcome } from '../worker/failure-reply.js';
 import { failure } from '../worker/reply.js';
 import { parseEvaluateRequest, type EvaluateLimits } from './evaluate-request.js';
-import type { ConsumedQueue } from './rpc-worker.js';
+import type { ConsumedQueue } from './consumed-queue.js';
 
 /** Narrow hook for the metrics of each evaluation; tests pass object literals. */
 export interface EvaluateObserver {

@@ -1,0 +1,10 @@
+/**
+ * Where the change events of every worker are delivered to this one: the
+ * push rules of `userId` changed. `subscriptionReset` when the
+ * subscription ended (so events may have been missed), and again when a
+ * new one starts.
+ */
+export interface ChangeListener {
+  pushRulesChanged(userId: string): void;
+  subscriptionReset(): void;
+}
