@@ -8,7 +8,7 @@ import { RpcClient } from '../../src/client/rpc-client.js';
 import { connectAmqp } from '../../src/rpc/amqp-connect.js';
 import { deleteTopology, uniqueNames, type Names } from '../integration/support/worker-harness.js';
 import { startServiceProcess, startWorkerProcess, stopWorkerProcess, workerEnvironment, type WorkerProcess } from '../integration/support/worker-processes.js';
-import { clusterUp, killNode, restoreCluster, startNode, waitForLeader, type ClusterNode } from '../support/rabbit-cluster.js';
+import { CLUSTER_HOOK_TIMEOUT_MS, clusterUp, killNode, restoreCluster, startNode, waitForLeader, type ClusterNode } from '../support/rabbit-cluster.js';
 import { ruleWrites, tally, type LoadOutcome } from './support/load.js';
 
 /**
@@ -78,14 +78,14 @@ beforeAll(async () => {
     timeoutMs: 3_000,
     publisherUserId: 'guest',
   });
-});
+}, CLUSTER_HOOK_TIMEOUT_MS);
 
 // Whatever a test did to the cluster is undone before the next one starts,
 // passed or failed: a node left down would make the next kill take the
 // quorum away, and one failure would fail every test after it.
 afterEach(async () => {
   await restoreCluster(nodes, down, [names.queue]);
-});
+}, CLUSTER_HOOK_TIMEOUT_MS);
 
 afterAll(async () => {
   await client.close();

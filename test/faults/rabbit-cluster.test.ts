@@ -3,6 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectAmqp } from '../../src/rpc/amqp-connect.js';
 import {
+  CLUSTER_HOOK_TIMEOUT_MS,
   clusterUp,
   killNode,
   nodeNamed,
@@ -46,13 +47,13 @@ async function connectTo(node: ClusterNode, role: string): Promise<{ connection:
 
 beforeAll(async () => {
   nodes = await clusterUp();
-});
+}, CLUSTER_HOOK_TIMEOUT_MS);
 
 afterAll(async () => {
   await Promise.all(connections.map(async (c) => c.close().catch(() => undefined)));
   // The cluster stays up for the tests after this one: all three nodes.
   if (killed !== undefined) await startNode(killed);
-});
+}, CLUSTER_HOOK_TIMEOUT_MS);
 
 describe('three-node RabbitMQ cluster', () => {
   it('a quorum queue keeps taking and giving messages when its leader is killed', async () => {

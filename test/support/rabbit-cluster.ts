@@ -15,6 +15,16 @@ const SCRIPT = new URL('../../scripts/services.sh', import.meta.url).pathname;
 /** From nothing the cluster takes ~25 s on two cores; a node ~5-10 s. Room for a loaded machine. */
 const SCRIPT_TIMEOUT_MS = 240_000;
 
+/**
+ * The timeout of a hook that brings the cluster up (`clusterUp`, one run
+ * of the script) or back (`restoreCluster`: a node started, the cluster
+ * checked, the queues' members awaited): derived from the script's own
+ * bound, not from how long it takes on a quiet machine. Since `npm test`
+ * stops the cluster it started, each run forms it from nothing, which
+ * with both cores busy took over the 120 s default.
+ */
+export const CLUSTER_HOOK_TIMEOUT_MS = 2 * SCRIPT_TIMEOUT_MS + 60_000;
+
 export type NodeLetter = 'a' | 'b' | 'c';
 
 export interface ClusterNode {
