@@ -6,7 +6,10 @@
 #   - RabbitMQ and the MongoDB stand-in, when neither ran before the run
 #     (each is judged on its own: one you had running stays);
 #   - the three-node cluster the fault tests start, likewise;
-#   - private MongoDB stand-ins a killed test process left behind.
+#   - private MongoDB stand-ins a killed test process left behind;
+#   - worker and gateway processes the tests started and did not stop (a
+#     test that failed or timed out, an interrupted run): every process
+#     that inherited this run's MATRIX_PUSH_TEST_RUN.
 #
 # KEEP_SERVICES=1 leaves everything running, for quicker runs one after the
 # other (`scripts/services.sh down` stops it all later).
@@ -15,10 +18,28 @@ cd "$(dirname "$0")/.."
 
 SERVICES=scripts/services.sh
 before="$("$SERVICES" running | paste -sd ' ' -)"
+# Every process the run starts inherits it: how its leftovers are found.
+export MATRIX_PUSH_TEST_RUN="$$.$(date +%s%N)"
+
+# PIDs of processes (other than this script) that carry this run's mark.
+leftovers() {
+  local proc pid
+  for proc in /proc/[0-9]*; do
+    pid=${proc#/proc/}
+    [[ $pid == "$$" ]] && continue
+    if tr '\0' '\n' 2>/dev/null <"$proc/environ" | grep -qx "MATRIX_PUSH_TEST_RUN=$MATRIX_PUSH_TEST_RUN"; then echo "$pid"; fi
+  done
+}
 
 cleanup() {
-  local status=$? name started=()
+  local status=$? name started=() pids
   trap - EXIT INT TERM
+  pids="$(leftovers | paste -sd ' ' -)"
+  if [[ -n "$pids" ]]; then
+    printf 'tests: killing processes the run left behind (pid %s)\n' "$pids" >&2
+    # shellcheck disable=SC2086
+    kill -9 $pids 2>/dev/null || true
+  fi
   if [[ "${KEEP_SERVICES:-}" == 1 ]]; then
     printf 'services: left running (KEEP_SERVICES=1): %s\n' "$("$SERVICES" running | paste -sd ' ' -)" >&2
     exit "$status"

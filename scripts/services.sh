@@ -48,6 +48,10 @@
 # 127.0.0.1. A node stopped with `cluster-ctl NODE stop_app` is started again with
 # `cluster-ctl NODE start_app`: cluster-up and cluster-start start nodes whose VM is gone.
 set -euo pipefail
+# A service outlives the test run that started it only on purpose
+# (KEEP_SERVICES=1); scripts/run-tests.sh kills what carries its run's mark,
+# so the services started here do not carry it, and are stopped in order.
+unset MATRIX_PUSH_TEST_RUN
 
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 STATE="$ROOT/.services"
