@@ -1,15 +1,13 @@
 import { PushRulesClient } from './client/push-rules-client.js';
-import { ConfigError } from './config/load-config.js';
 import type { Authenticator } from './gateway/authenticator.js';
 import { loadGatewayConfig, type GatewayConfig } from './gateway/gateway-config.js';
 import { GatewayMetrics } from './gateway/gateway-metrics.js';
 import { buildGatewayServer } from './gateway/gateway-server.js';
 import { HomeserverAuthenticator } from './gateway/homeserver-authenticator.js';
 import { TokenFileAuthenticator } from './gateway/token-file-authenticator.js';
-import { handleFatalErrors } from './lifecycle/fatal-errors.js';
-import { handleStopSignals } from './lifecycle/signal-shutdown.js';
-import { createLogger } from './logging/logger.js';
-import { HealthServer, listenAndLog } from './observability/health-server.js';
+import { runProcess, type ServiceProcess } from './lifecycle/run-process.js';
+import type { Logger } from './logging/logger.js';
+import { HealthServer } from './observability/health-server.js';
 
 /**
  * `npm run gateway`: the HTTP front. Serves the push-rule and pusher
@@ -20,10 +18,15 @@ import { HealthServer, listenAndLog } from './observability/health-server.js';
  * flight, close the broker connection, exit 0; a second signal or
  * `shutdown.timeoutMs` exits 1 at once.
  */
-async function main(): Promise<void> {
-  const config = readConfig();
-  const log = createLogger(config.log.level, 'matrix-push-gateway');
-  handleFatalErrors(log);
+runProcess({
+  name: 'matrix-push-gateway',
+  loadConfig: () => loadGatewayConfig(),
+  logLevel: (config) => config.log.level,
+  shutdownTimeoutMs: (config) => config.shutdown.timeoutMs,
+  create: createGatewayProcess,
+});
+
+function createGatewayProcess(config: Readonly<GatewayConfig>, log: Logger): ServiceProcess {
   const metrics = new GatewayMetrics();
   const client = new PushRulesClient({
     url: config.amqp.url,
@@ -57,13 +60,10 @@ async function main(): Promise<void> {
         metrics: async () => ({ contentType: metrics.registry.contentType, body: await metrics.registry.metrics() }),
       })
     : undefined;
-
-  handleStopSignals({
-    abort: new AbortController(),
-    timeoutMs: config.shutdown.timeoutMs,
+  return {
+    health,
+    healthHost: config.health.host,
     inFlight: () => metrics.inFlight,
-    log,
-    exit: (code) => process.exit(code),
     close: async () => {
       state.listening = false;
       // Stops accepting and waits for the requests in flight to be answered.
@@ -71,34 +71,20 @@ async function main(): Promise<void> {
       await client.close();
       await health?.close();
     },
-  });
-
-  await listenAndLog(health, config.health.host, log);
-  await app.listen({ host: config.http.host, port: config.http.port });
-  state.listening = true;
-  const address = app.server.address();
-  const port = typeof address === 'object' && address !== null ? address.port : config.http.port;
-  log.info({ host: config.http.host, port, queue: config.amqp.queue, auth: config.auth.kind, maxInFlight: config.http.maxInFlight, rateLimit: config.rateLimit }, 'gateway listening');
+    start: async () => {
+      await app.listen({ host: config.http.host, port: config.http.port });
+      state.listening = true;
+      const address = app.server.address();
+      const port = typeof address === 'object' && address !== null ? address.port : config.http.port;
+      log.info(
+        { host: config.http.host, port, queue: config.amqp.queue, auth: config.auth.kind, maxInFlight: config.http.maxInFlight, rateLimit: config.rateLimit },
+        'gateway listening',
+      );
+    },
+  };
 }
 
 function authenticatorOf(auth: GatewayConfig['auth']): Authenticator {
   if (auth.kind === 'token-file') return TokenFileAuthenticator.fromFile(auth.tokenFile);
   return new HomeserverAuthenticator(auth);
 }
-
-function readConfig(): Readonly<GatewayConfig> {
-  try {
-    return loadGatewayConfig();
-  } catch (error) {
-    if (error instanceof ConfigError) {
-      process.stderr.write(`matrix-push-gateway: ${error.message}\n`);
-      process.exit(2);
-    }
-    throw error;
-  }
-}
-
-main().catch((error: unknown) => {
-  process.stderr.write(`matrix-push-gateway: failed to start: ${error instanceof Error ? error.message : String(error)}\n`);
-  process.exit(1);
-});

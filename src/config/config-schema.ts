@@ -218,18 +218,6 @@ export const ConfigSchema = Type.Object(
       },
       { additionalProperties: false },
     ),
-    /** Test-only fault injection; every setting here is off by default. Never set in production. */
-    faults: Type.Object(
-      {
-        /** The worker process dies when it takes a request for this user ID. */
-        crashOnUserId: Type.String({ description: 'Test only: the process kills itself on taking a request for this user ID; empty: off.' }),
-        /** The worker process dies after applying a request for this user ID, before replying. */
-        crashAfterApplyOnUserId: Type.String({
-          description: 'Test only: the process kills itself after applying a request for this user ID, before replying; empty: off.',
-        }),
-      },
-      { additionalProperties: false },
-    ),
     pushers: Type.Object(
       { allowInsecureGateways: Type.Boolean({ description: 'Accept `http://` push gateway URLs in HTTP pushers. Development only.' }) },
       { additionalProperties: false },
@@ -311,8 +299,6 @@ export const ENVIRONMENT: readonly { readonly name: string; readonly path: reado
   { name: 'HEALTH_ENABLED', path: ['health', 'enabled'], kind: 'boolean' },
   { name: 'HEALTH_HOST', path: ['health', 'host'], kind: 'string' },
   { name: 'HEALTH_PORT', path: ['health', 'port'], kind: 'integer' },
-  { name: 'FAULT_CRASH_ON_USER_ID', path: ['faults', 'crashOnUserId'], kind: 'string' },
-  { name: 'FAULT_CRASH_AFTER_APPLY_ON_USER_ID', path: ['faults', 'crashAfterApplyOnUserId'], kind: 'string' },
   { name: 'ALLOW_INSECURE_PUSH_GATEWAYS', path: ['pushers', 'allowInsecureGateways'], kind: 'boolean' },
   { name: 'LOG_LEVEL', path: ['log', 'level'], kind: 'string' },
 ];

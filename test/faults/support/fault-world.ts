@@ -2,7 +2,10 @@ import { MongoClient, type Db } from 'mongodb';
 import { inject } from 'vitest';
 import { RpcClient } from '../../../src/client/rpc-client.js';
 import { deleteTopology, uniqueNames, type Names } from '../../integration/support/worker-harness.js';
-import { startWorkerProcess, stopWorkerProcess, workerEnvironment, type WorkerProcess } from '../../integration/support/worker-processes.js';
+import { startServiceProcess, startWorkerProcess, stopWorkerProcess, workerEnvironment, type WorkerProcess } from '../../integration/support/worker-processes.js';
+
+/** The worker with crash hooks (FAULT_CRASH_ON_USER_ID, FAULT_CRASH_AFTER_APPLY_ON_USER_ID), relative to the repository. */
+const CRASHING_WORKER = 'test/faults/support/crashing-worker-main.ts';
 
 /** Worker processes on a queue and database of the test's own, a client, and the database to inspect. */
 export interface FaultWorld {
@@ -22,7 +25,10 @@ export async function openFaultWorld(workerCount: number, extraEnv: Record<strin
   const db = mongo.db(names.database);
   const workers: WorkerProcess[] = [];
   const startWorker = async (env: Record<string, string> = {}) => {
-    const worker = await startWorkerProcess(workerEnvironment(names, { ...extraEnv, ...env }));
+    const environment = workerEnvironment(names, { ...extraEnv, ...env });
+    // Crash hooks are the test entry point's: the production one knows nothing of them.
+    const crashing = Object.keys(environment).some((name) => name.startsWith('FAULT_CRASH_'));
+    const worker = crashing ? await startServiceProcess(CRASHING_WORKER, environment, 'worker started') : await startWorkerProcess(environment);
     workers.push(worker);
     return worker;
   };

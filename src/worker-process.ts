@@ -1,0 +1,154 @@
+import { setFlagsFromString } from 'node:v8';
+import { MongoClient } from 'mongodb';
+import type { Config } from './config/config-schema.js';
+import type { CompiledRuleset } from './evaluation/compiled-ruleset.js';
+import type { ServiceProcess } from './lifecycle/run-process.js';
+import type { Logger } from './logging/logger.js';
+import { BrokerQueueProbe } from './observability/broker-queue-probe.js';
+import { HealthServer } from './observability/health-server.js';
+import { WorkerMetrics } from './observability/metrics.js';
+import { QueueDepthMetrics } from './observability/queue-depth-metrics.js';
+import type { Command } from './rpc/command.js';
+import { evaluateQueue } from './rpc/evaluate-queue.js';
+import { RpcWorker } from './rpc/rpc-worker.js';
+import { mongoClientOptions } from './store/mongo-client-options.js';
+import { MongoPushStore } from './store/mongo-push-store.js';
+import { EvaluateService } from './worker/evaluate-service.js';
+import { PushService } from './worker/push-service.js';
+import { retryUntilDone } from './worker/retry-until-done.js';
+import { RulesetCache } from './worker/ruleset-cache.js';
+
+/** Run around serving each parsed request of the request and read queues; only the fault tests' entry point sets them. */
+export interface ServeHooks {
+  readonly beforeServe?: (command: Command) => void;
+  readonly afterServe?: (command: Command) => void;
+}
+
+/**
+ * One worker process, wired from its configuration: the store, the
+ * services, the queues, metrics and health. `npm start` runs it through
+ * `runProcess` (src/main.ts).
+ */
+export function createWorkerProcess(config: Readonly<Config>, log: Logger, stop: AbortController, hooks: ServeHooks = {}): ServiceProcess {
+  // Read by V8 at every full collection, so it applies from here on.
+  if (config.runtime.heapGrowingPercent > 0) setFlagsFromString(`--heap-growing-percent=${config.runtime.heapGrowingPercent}`);
+  // A function, not the property: signals flip it between awaits.
+  const stopped = () => stop.signal.aborted;
+  // Created once the database answers; signals and probes may come sooner.
+  const running: { worker?: RpcWorker } = {};
+
+  // Compiled rulesets for `evaluate`, kept current by the change events.
+  const cache = new RulesetCache<CompiledRuleset>({
+    maxEntries: config.evaluate.cacheMaxEntries,
+    maxBytes: config.evaluate.cacheMaxBytes,
+    maxStalenessMs: config.evaluate.maxStalenessMs,
+  });
+  const metrics = new WorkerMetrics(() => running.worker?.inFlight ?? 0, {
+    cache,
+    queues: { all: ['request', 'read', 'evaluate'], consumed: () => running.worker?.consumedQueues ?? [] },
+  });
+  // Its own broker connection, opened at the first scrape.
+  const depth = new BrokerQueueProbe(config.amqp);
+  new QueueDepthMetrics('push_worker', metrics.registry, {
+    probe: depth,
+    queues: { request: config.amqp.queue, read: config.amqp.readQueue, evaluate: config.evaluate.queue, 'dead-letter': config.amqp.deadLetterQueue },
+  });
+  const mongo = new MongoClient(config.mongodb.url, mongoClientOptions(config.mongodb));
+  const db = mongo.db(config.mongodb.database);
+  const health = config.health.enabled
+    ? new HealthServer({
+        host: config.health.host,
+        port: config.health.port,
+        probes: { consuming: () => running.worker?.consuming ?? false, database: async () => ping(db) },
+        metrics: async () => ({ contentType: metrics.registry.contentType, body: await metrics.registry.metrics() }),
+      })
+    : undefined;
+
+  const start = async (): Promise<void> => {
+    const store = new MongoPushStore(db, {
+      ...config.mongodb,
+      recordedWritesWindow: config.writes.recordedWritesWindow,
+      parsedCacheChars: config.mongodb.parsedRulesCacheChars,
+    });
+    // Until the database first answers there is nothing to serve, so wait
+    // for it here. Connect explicitly on each attempt: after a failed first
+    // connection the driver's topology stays closed ("Topology is closed")
+    // and its auto-connect never tries again. Once connected, the driver
+    // reconnects by itself.
+    await retryUntilDone(
+      async () => {
+        await mongo.connect();
+        await store.ensureIndexes();
+      },
+      {
+        policy: { baseMs: config.amqp.reconnectBaseMs, maxMs: config.amqp.reconnectMaxMs },
+        signal: stop.signal,
+        onFailure: (error, attempt, retryInMs) => {
+          log.warn({ err: error, attempt, retryInMs }, 'cannot reach MongoDB; retrying');
+        },
+      },
+    );
+    if (stopped()) return;
+
+    const service = new PushService(store, {
+      maxWriteAttempts: config.writes.maxAttempts,
+      backoff: { baseMs: config.writes.backoffBaseMs, maxMs: config.writes.backoffMaxMs },
+      pusherPolicy: { allowInsecureGateways: config.pushers.allowInsecureGateways },
+      limits: config.limits,
+      rulesetCharsInFlight: config.writes.rulesetCharsInFlight,
+      operationTimeoutMs: config.mongodb.operationTimeoutMs,
+      observer: metrics,
+    });
+    const evaluations = new EvaluateService(store, {
+      cache,
+      loadChunkSize: config.evaluate.loadChunkSize,
+      sliceMs: config.evaluate.sliceMs,
+      operationTimeoutMs: config.mongodb.operationTimeoutMs,
+      observer: metrics,
+      onUndecodable: (userId) => {
+        log.warn({ userId }, 'stored push rules cannot be decoded: evaluated as the server defaults');
+      },
+    });
+    const worker = new RpcWorker(service, {
+      amqp: config.amqp,
+      queues: [evaluateQueue({ amqp: config.amqp, evaluate: config.evaluate, maxJsonDepth: config.limits.maxJsonDepth, service: evaluations, observer: metrics })],
+      changes: {
+        pushRulesChanged: (userId) => {
+          cache.invalidate(userId);
+        },
+        subscriptionReset: () => {
+          cache.clear();
+        },
+      },
+      limits: config.limits,
+      logger: log,
+      observer: metrics,
+      ...hooks,
+    });
+    running.worker = worker;
+    await worker.start();
+    if (!stopped()) log.info({ database: config.mongodb.database }, 'worker started');
+  };
+
+  return {
+    health,
+    healthHost: config.health.host,
+    inFlight: () => running.worker?.inFlight ?? 0,
+    close: async () => {
+      await running.worker?.close();
+      await depth.close();
+      await mongo.close().catch(() => undefined);
+      await health?.close();
+    },
+    start,
+  };
+}
+
+async function ping(db: ReturnType<MongoClient['db']>): Promise<boolean> {
+  try {
+    await db.command({ ping: 1 });
+    return true;
+  } catch {
+    return false;
+  }
+}
