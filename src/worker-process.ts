@@ -8,15 +8,15 @@ import { BrokerQueueProbe } from './observability/broker-queue-probe.js';
 import { HealthServer } from './observability/health-server.js';
 import { WorkerMetrics } from './observability/metrics.js';
 import { QueueDepthMetrics } from './observability/queue-depth-metrics.js';
-import type { Command } from './rpc/command.js';
-import { evaluateQueue } from './rpc/evaluate-queue.js';
-import { RpcWorker } from './rpc/rpc-worker.js';
+import type { Command } from './service/command.js';
+import { evaluateQueue } from './consumer/evaluate-queue.js';
+import { RpcWorker } from './consumer/rpc-worker.js';
 import { mongoClientOptions } from './store/mongo-client-options.js';
 import { MongoPushStore } from './store/mongo-push-store.js';
-import { EvaluateService } from './worker/evaluate-service.js';
-import { PushService } from './worker/push-service.js';
-import { retryUntilDone } from './worker/retry-until-done.js';
-import { RulesetCache } from './worker/ruleset-cache.js';
+import { EvaluateService } from './service/evaluate-service.js';
+import { PushService } from './service/push-service.js';
+import { retryUntilDone } from './retry/retry-until-done.js';
+import { RulesetCache } from './service/ruleset-cache.js';
 
 /** Run around serving each parsed request of the request and read queues; only the fault tests' entry point sets them. */
 export interface ServeHooks {

@@ -4,10 +4,10 @@ import type { RuleAddress } from '../push-rules/rule-address.js';
 import type { EvaluateReply } from '../evaluation/evaluate-request.js';
 import type { EvaluationEvent, EvaluationRecipient, EvaluationRoom } from '../evaluation/evaluation-input.js';
 import type { PusherSetAction, WirePusher } from '../pushers/pusher.js';
-import type { Reply } from '../worker/reply.js';
+import type { Reply } from '../contract/reply.js';
 import type { Logger } from '../logging/logger.js';
-import type { BrokerUrls } from '../rpc/broker-addresses.js';
-import type { BrokerConnectionObserver } from '../rpc/broker-connection.js';
+import type { BrokerUrls } from '../amqp/broker-addresses.js';
+import type { BrokerConnectionObserver } from '../amqp/broker-connection.js';
 import { PushRulesError } from './push-rules-error.js';
 import { RpcClient, RpcRequestError, RpcTransportError, type ReadFallback, type RequestOptions } from './rpc-client.js';
 

@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import type { Channel, ConfirmChannel, ConsumeMessage, Message, Options } from 'amqplib';
 import type { Logger } from '../logging/logger.js';
-import type { BrokerUrls } from '../rpc/broker-addresses.js';
-import { BrokerConnection, closeReason, type BrokerConnectionObserver, type BrokerLink } from '../rpc/broker-connection.js';
-import type { BackoffPolicy } from '../worker/backoff.js';
-import type { Reply } from '../worker/reply.js';
+import type { BrokerUrls } from '../amqp/broker-addresses.js';
+import { BrokerConnection, closeReason, type BrokerConnectionObserver, type BrokerLink } from '../amqp/broker-connection.js';
+import type { BackoffPolicy } from '../retry/backoff.js';
+import type { Reply } from '../contract/reply.js';
 
 const REPLY_QUEUE = 'amq.rabbitmq.reply-to';
 /** The error amqplib (2.x) gives a confirm callback for a nack; any other means the channel closed. */

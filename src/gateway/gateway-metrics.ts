@@ -1,6 +1,6 @@
 import type { ReadFallback } from '../client/rpc-client.js';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
-import type { BrokerConnectionObserver } from '../rpc/broker-connection.js';
+import type { BrokerConnectionObserver } from '../amqp/broker-connection.js';
 import { BrokerMetrics } from '../observability/broker-metrics.js';
 import type { GatewayObserver } from './gateway-server.js';
 

@@ -1,7 +1,7 @@
 import type { Channel, ChannelModel } from 'amqplib';
 import type { Config } from '../config/config-schema.js';
-import type { AmqpConnectOptions } from '../rpc/amqp-connect.js';
-import { BrokerConnection, type BrokerLink } from '../rpc/broker-connection.js';
+import type { AmqpConnectOptions } from '../amqp/amqp-connect.js';
+import { BrokerConnection, type BrokerLink } from '../amqp/broker-connection.js';
 import type { QueueCounts, QueueProbe } from './queue-depth-metrics.js';
 
 export type BrokerQueueProbeSettings = Pick<Config['amqp'], 'url' | 'heartbeatSeconds' | 'connectTimeoutMs' | 'reconnectBaseMs' | 'reconnectMaxMs'>;

@@ -1,10 +1,10 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
-import type { EvaluateObserver } from '../rpc/evaluate-queue.js';
+import type { EvaluateObserver } from '../consumer/evaluate-queue.js';
 import { BrokerMetrics } from './broker-metrics.js';
-import type { RequestReport, WorkerObserver } from '../rpc/worker-observer.js';
-import type { AbandonReason, StoreBoundsObserver } from '../worker/bounded-store.js';
-import type { EvaluateStats } from '../worker/evaluate-service.js';
-import type { RulesetCache } from '../worker/ruleset-cache.js';
+import type { RequestReport, WorkerObserver } from '../consumer/worker-observer.js';
+import type { AbandonReason, StoreBoundsObserver } from '../service/bounded-store.js';
+import type { EvaluateStats } from '../service/evaluate-service.js';
+import type { RulesetCache } from '../service/ruleset-cache.js';
 
 /**
  * The worker's Prometheus metrics, on a registry of its own (not the

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { PushRulesClient, PushRulesError, type RpcTransport } from '../../src/client/push-rules-client.js';
 import { RpcClient, RpcRequestError, RpcTransportError, type RequestOptions, type TransportFailure } from '../../src/client/rpc-client.js';
 import type { JsonValue } from '../../src/matrix/json.js';
-import type { Reply } from '../../src/worker/reply.js';
+import type { Reply } from '../../src/contract/reply.js';
 import { aPusherSetAction } from '../support/builders.js';
 
 interface Sent {

@@ -5,7 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { MongoClient, type Db } from 'mongodb';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
 import { RpcClient } from '../../src/client/rpc-client.js';
-import { connectAmqp } from '../../src/rpc/amqp-connect.js';
+import { connectAmqp } from '../../src/amqp/amqp-connect.js';
 import { deleteTopology, uniqueNames, type Names } from '../integration/support/worker-harness.js';
 import { startServiceProcess, startWorkerProcess, stopWorkerProcess, workerEnvironment, type WorkerProcess } from '../integration/support/worker-processes.js';
 import { CLUSTER_HOOK_TIMEOUT_MS, clusterUp, killNode, restoreCluster, startNode, waitForLeader, type ClusterNode } from '../support/rabbit-cluster.js';

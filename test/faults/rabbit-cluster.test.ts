@@ -1,7 +1,7 @@
 import type { ChannelModel, ConfirmChannel, ConsumeMessage } from 'amqplib';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { connectAmqp } from '../../src/rpc/amqp-connect.js';
+import { connectAmqp } from '../../src/amqp/amqp-connect.js';
 import {
   CLUSTER_HOOK_TIMEOUT_MS,
   clusterUp,

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
 import type { ChannelModel } from 'amqplib';
-import { connectAmqp } from '../../src/rpc/amqp-connect.js';
+import { connectAmqp } from '../../src/amqp/amqp-connect.js';
 
 /** The heartbeat the connection tuned to: what amqplib sent in tune-ok and the broker enforces. */
 function negotiated(model: ChannelModel): number {

@@ -1,7 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { pino } from 'pino';
-import type { Command } from '../../src/rpc/command.js';
-import type { RequestReport } from '../../src/rpc/worker-observer.js';
+import type { Command } from '../../src/service/command.js';
+import type { RequestReport } from '../../src/consumer/worker-observer.js';
 import { CONTRACT_KINDS } from '../support/expect-result.js';
 import { startHarness, type Harness } from './support/worker-harness.js';
 

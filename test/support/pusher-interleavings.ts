@@ -1,6 +1,6 @@
-import type { Command } from '../../src/rpc/command.js';
+import type { Command } from '../../src/service/command.js';
 import type { PushStore } from '../../src/store/push-store.js';
-import { PushService, type PushServiceOptions } from '../../src/worker/push-service.js';
+import { PushService, type PushServiceOptions } from '../../src/service/push-service.js';
 import { wrapStore } from './store-doubles.js';
 
 /**

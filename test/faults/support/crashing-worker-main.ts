@@ -1,7 +1,7 @@
 import { loadConfig } from '../../../src/config/load-config.js';
 import { runProcess } from '../../../src/lifecycle/run-process.js';
 import type { Logger } from '../../../src/logging/logger.js';
-import type { Command } from '../../../src/rpc/command.js';
+import type { Command } from '../../../src/service/command.js';
 import { createWorkerProcess, type ServeHooks } from '../../../src/worker-process.js';
 
 /**

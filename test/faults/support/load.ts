@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { RpcTransportError, type RpcClient } from '../../../src/client/rpc-client.js';
-import type { Reply } from '../../../src/worker/reply.js';
+import type { Reply } from '../../../src/contract/reply.js';
 
 export interface LoadRequest {
   readonly body: Record<string, unknown>;

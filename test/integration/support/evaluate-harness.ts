@@ -4,13 +4,13 @@ import { inject } from 'vitest';
 import type { Config } from '../../../src/config/config-schema.js';
 import type { CompiledRuleset } from '../../../src/evaluation/compiled-ruleset.js';
 import { createLogger } from '../../../src/logging/logger.js';
-import { evaluateQueue } from '../../../src/rpc/evaluate-queue.js';
-import { RpcWorker } from '../../../src/rpc/rpc-worker.js';
+import { evaluateQueue } from '../../../src/consumer/evaluate-queue.js';
+import { RpcWorker } from '../../../src/consumer/rpc-worker.js';
 import { MongoPushStore } from '../../../src/store/mongo-push-store.js';
 import type { PushStore } from '../../../src/store/push-store.js';
-import { EvaluateService } from '../../../src/worker/evaluate-service.js';
-import { PushService } from '../../../src/worker/push-service.js';
-import { RulesetCache } from '../../../src/worker/ruleset-cache.js';
+import { EvaluateService } from '../../../src/service/evaluate-service.js';
+import { PushService } from '../../../src/service/push-service.js';
+import { RulesetCache } from '../../../src/service/ruleset-cache.js';
 import { DEFAULT_CONFIG } from '../../support/default-config.js';
 import { deleteTopology, TEST_LIMITS, uniqueNames, type Names } from './worker-harness.js';
 

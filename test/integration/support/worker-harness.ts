@@ -4,9 +4,9 @@ import { MongoClient, type Db } from 'mongodb';
 import { inject } from 'vitest';
 import type { Config } from '../../../src/config/config-schema.js';
 import { createLogger } from '../../../src/logging/logger.js';
-import { RpcWorker, type RpcWorkerOptions } from '../../../src/rpc/rpc-worker.js';
+import { RpcWorker, type RpcWorkerOptions } from '../../../src/consumer/rpc-worker.js';
 import { MongoPushStore } from '../../../src/store/mongo-push-store.js';
-import { PushService } from '../../../src/worker/push-service.js';
+import { PushService } from '../../../src/service/push-service.js';
 import { DEFAULT_CONFIG } from '../../support/default-config.js';
 import { RpcCaller, type ContractReply } from './rpc-caller.js';
 

@@ -1,0 +1,256 @@
+import { setImmediate as nextTurn } from 'node:timers/promises';
+import { compileUserRuleset, sharedDefaultRuleset } from '../evaluation/compile-ruleset.js';
+import type { CompiledRuleset } from '../evaluation/compiled-ruleset.js';
+import { evaluateUntil, evaluationReply, startEvaluation } from '../evaluation/evaluate-request.js';
+import type { EvaluationRecipient } from '../evaluation/evaluation-input.js';
+import { getPushRules } from '../push-rules/get-push-rules.js';
+import type { EvaluateCommand } from '../consumer/evaluate-request.js';
+import { StoreUnavailableError, type LoadedPushRules, type PushStore } from '../store/push-store.js';
+import { beforeDeadline, BoundedStore, checkDeadline, type StoreBoundsObserver } from './bounded-store.js';
+import { failureOutcome } from './failure-reply.js';
+import type { RulesetCache } from './ruleset-cache.js';
+import { success, type Reply } from '../contract/reply.js';
+
+export interface EvaluateServiceOptions {
+  readonly cache: RulesetCache<CompiledRuleset>;
+  /** Uncached recipients read per store query. */
+  readonly loadChunkSize: number;
+  /** Store queries of one request under way at once. */
+  readonly loadConcurrency?: number;
+  /** Synchronous work (compiling, evaluating) between two yields to the event loop. */
+  readonly sliceMs: number;
+  /** A stored ruleset that cannot be decoded: evaluated as the defaults, reported here for the log. */
+  readonly onUndecodable?: (userId: string) => void;
+  /**
+   * Each store read is given up after this long. A read is shared by the
+   * evaluations that join it, so it is not bounded by any one request's
+   * deadline; each evaluation waits for its reads until its own.
+   */
+  readonly operationTimeoutMs?: number | undefined;
+  readonly observer?: StoreBoundsObserver;
+  /** What slices are timed with (`performance.now`). */
+  readonly clock?: () => number;
+  /** What deadlines are read on (`Date.now`). */
+  readonly now?: () => number;
+}
+
+/** What the transport knows about an evaluation beyond its body. */
+export interface EvaluateContext {
+  /** `Date.now()` by which it is answered: no store read is started for it after this. */
+  readonly deadline?: number | undefined;
+}
+
+/** What one evaluation did, for metrics and the log. */
+export interface EvaluateStats {
+  readonly recipients: number;
+  readonly notified: number;
+  readonly cacheHits: number;
+  /** Recipients read from the store. */
+  readonly loaded: number;
+  readonly storeQueries: number;
+}
+
+export interface EvaluateOutcome {
+  readonly reply: Reply;
+  readonly stats: EvaluateStats;
+  /** Why the store was unavailable, for the log. */
+  readonly cause?: string;
+  /** An unexpected failure behind a Database reply, for the log. */
+  readonly failure?: unknown;
+  /** Answered Unavailable because the deadline came before the store had served it. */
+  readonly deadlinePassed?: true;
+}
+
+/** What a cache entry for a user on the shared defaults costs: the map entry and its record. */
+const SHARED_ENTRY_BYTES = 160;
+const DEFAULT_LOAD_CONCURRENCY = 4;
+
+/**
+ * Runs `evaluate`: finds every recipient's compiled rules (the worker's
+ * cache first, then the store in bulk, one query per chunk of recipients)
+ * and evaluates the event for them in slices, yielding to the event loop
+ * between slices so that a large fan-out never holds up the requests of
+ * the other queue. Never throws: every outcome is a reply.
+ */
+export class EvaluateService {
+  readonly #store: PushStore;
+  readonly #options: EvaluateServiceOptions;
+  readonly #clock: () => number;
+  readonly #now: () => number;
+  /** Users being read from the store right now, by any evaluation of this worker. */
+  readonly #loading = new Map<string, Promise<CompiledRuleset>>();
+
+  constructor(store: PushStore, options: EvaluateServiceOptions) {
+    const { operationTimeoutMs, observer } = options;
+    this.#store = (operationTimeoutMs ?? 0) > 0 ? new BoundedStore(store, { operationTimeoutMs, observer }) : store;
+    this.#options = options;
+    this.#clock = options.clock ?? (() => performance.now());
+    this.#now = options.now ?? (() => Date.now());
+  }
+
+  /**
+   * With a deadline, the evaluation answers `Unavailable` if its rulesets
+   * have not all been read by then, and starts no store read after it.
+   */
+  async handle(command: EvaluateCommand, context: EvaluateContext = {}): Promise<EvaluateOutcome> {
+    const { request } = command;
+    const { deadline } = context;
+    const stats = { recipients: request.recipients.length, notified: 0, cacheHits: 0, loaded: 0, storeQueries: 0 };
+    try {
+      const rulesets = await beforeDeadline(this.#rulesetsOf(request.recipients, request.event.sender, stats, deadline), deadline, this.#now);
+      const evaluation = startEvaluation(request);
+      const rulesetFor = (recipient: EvaluationRecipient) => rulesets.get(recipient.user_id) ?? sharedDefaultRuleset();
+      await this.#inSlices((shouldPause) => evaluateUntil(evaluation, rulesetFor, shouldPause));
+      const body = evaluationReply(evaluation);
+      stats.notified = Object.keys(body.notify).length;
+      return { reply: success(body), stats };
+    } catch (error) {
+      return { ...failureOutcome(error), stats };
+    }
+  }
+
+  /** Every recipient's compiled rules but the sender's (the sender is never evaluated). */
+  async #rulesetsOf(
+    recipients: readonly EvaluationRecipient[],
+    sender: string,
+    stats: { cacheHits: number; loaded: number; storeQueries: number },
+    deadline: number | undefined,
+  ): Promise<Map<string, CompiledRuleset>> {
+    const { cache, loadChunkSize } = this.#options;
+    const rulesets = new Map<string, CompiledRuleset>();
+    const missing: string[] = [];
+    // Users another evaluation is reading right now: wait for that read, do not read them again.
+    const joined: Promise<void>[] = [];
+    for (const { user_id: userId } of recipients) {
+      if (userId === sender) continue;
+      const cached = cache.get(userId);
+      if (cached !== undefined) {
+        rulesets.set(userId, cached);
+        continue;
+      }
+      const inFlight = this.#loading.get(userId);
+      if (inFlight === undefined) missing.push(userId);
+      else joined.push(inFlight.then((compiled) => void rulesets.set(userId, compiled)));
+    }
+    stats.cacheHits = rulesets.size;
+    const chunks: string[][] = [];
+    for (let start = 0; start < missing.length; start += loadChunkSize) chunks.push(missing.slice(start, start + loadChunkSize));
+    // Registered before the first await, so that evaluations arriving meanwhile join these reads.
+    const reads = chunks.map((chunk) => this.#startLoad(chunk));
+    const loadOne = async (index: number) => {
+      const read = reads[index];
+      if (read === undefined) return;
+      // Chunks not read by the deadline are not read at all (their joiners are let go below).
+      checkDeadline('loadManyPushRules', deadline, this.#now, this.#options.observer);
+      stats.storeQueries += 1;
+      const compiled = await read.run();
+      stats.loaded += compiled.size;
+      for (const [userId, ruleset] of compiled) rulesets.set(userId, ruleset);
+    };
+    try {
+      await inBatches(
+        chunks.map((_, index) => index),
+        this.#options.loadConcurrency ?? DEFAULT_LOAD_CONCURRENCY,
+        loadOne,
+      );
+    } finally {
+      // A read that never ran (an earlier one failed) must not keep its users waiting.
+      for (const read of reads) read.abandon();
+    }
+    await Promise.all(joined);
+    return rulesets;
+  }
+
+  /**
+   * One store read of `chunk`, compiled and cached, that other evaluations
+   * can join while it is under way (`#loading`). `run` performs it once;
+   * `abandon` settles the joiners of a read that will not run.
+   */
+  #startLoad(chunk: readonly string[]): { run: () => Promise<Map<string, CompiledRuleset>>; abandon: () => void } {
+    const { cache } = this.#options;
+    let settle: { resolve: (value: Map<string, CompiledRuleset>) => void; reject: (error: unknown) => void } | undefined;
+    const done = new Promise<Map<string, CompiledRuleset>>((resolve, reject) => {
+      settle = { resolve, reject };
+    });
+    // Joiners that see a failure fail their own evaluation the same way.
+    done.catch(() => undefined);
+    for (const userId of chunk) {
+      const forUser = done.then((compiled) => compiled.get(userId) ?? sharedDefaultRuleset());
+      // Nobody may join; a failure is then reported by the evaluation that ran the read.
+      forUser.catch(() => undefined);
+      this.#loading.set(userId, forUser);
+    }
+    const forget = () => {
+      for (const userId of chunk) this.#loading.delete(userId);
+    };
+    let started = false;
+    const run = async () => {
+      started = true;
+      try {
+        const ticket = cache.ticket();
+        const loaded = await this.#store.loadManyPushRules(chunk);
+        const compiled = new Map<string, CompiledRuleset>();
+        let next = 0;
+        await this.#inSlices((shouldPause) => {
+          while (next < chunk.length) {
+            const userId = chunk[next] ?? '';
+            next += 1;
+            const ruleset = this.#compile(userId, loaded.get(userId));
+            compiled.set(userId, ruleset);
+            cache.set(userId, ruleset, ruleset.shared ? SHARED_ENTRY_BYTES : SHARED_ENTRY_BYTES + ruleset.estimatedBytes, ticket);
+            if (shouldPause()) return false;
+          }
+          return true;
+        });
+        settle?.resolve(compiled);
+        return compiled;
+      } catch (error) {
+        settle?.reject(error);
+        throw error;
+      } finally {
+        forget();
+      }
+    };
+    const abandon = () => {
+      if (started) return;
+      forget();
+      // Transient: the joiner's own evaluation answers Unavailable, and its retry reads them.
+      settle?.reject(new StoreUnavailableError('the evaluation that was to read these users stopped first'));
+    };
+    return { run, abandon };
+  }
+
+  /** The user's rules as `get_pushrules` would answer them now, compiled. */
+  #compile(userId: string, loaded: LoadedPushRules | undefined): CompiledRuleset {
+    if (loaded === undefined) return sharedDefaultRuleset();
+    const decision = getPushRules(loaded.lookup, userId);
+    if (!decision.ok) {
+      this.#options.onUndecodable?.(userId);
+      return sharedDefaultRuleset();
+    }
+    return compileUserRuleset(decision.value.ruleset, userId);
+  }
+
+  /** Runs `step` until it says it is done, yielding to the event loop whenever it paused at the slice's end. */
+  async #inSlices(step: (shouldPause: () => boolean) => boolean): Promise<void> {
+    for (;;) {
+      const sliceEnd = this.#clock() + this.#options.sliceMs;
+      if (step(() => this.#clock() >= sliceEnd)) return;
+      await nextTurn();
+    }
+  }
+}
+
+/** Runs `work` on every item, at most `concurrency` at once. */
+async function inBatches<T>(items: readonly T[], concurrency: number, work: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  const lanes = Array.from({ length: Math.min(concurrency, items.length) }, async () => {
+    while (next < items.length) {
+      const item = items[next] as T;
+      next += 1;
+      await work(item);
+    }
+  });
+  await Promise.all(lanes);
+}
+

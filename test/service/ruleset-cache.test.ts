@@ -1,0 +1,112 @@
+import { describe, expect, it } from 'vitest';
+import { RulesetCache, type RulesetCacheOptions } from '../../src/service/ruleset-cache.js';
+
+function aCache(overrides: Partial<RulesetCacheOptions> = {}) {
+  const clock = { now: 1_000 };
+  const cache = new RulesetCache<string>({ maxEntries: 100, maxBytes: 10_000, maxStalenessMs: 1_000, now: () => clock.now, ...overrides });
+  /** Caches `value` for `user` as a load that started now. */
+  const load = (user: string, value = `rules of ${user}`, bytes = 10) => cache.set(user, value, bytes, cache.ticket());
+  return { cache, clock, load };
+}
+
+describe('RulesetCache', () => {
+  it('serves what was loaded, and counts hits and misses', () => {
+    const { cache, load } = aCache();
+    expect(cache.get('@a:x')).toBeUndefined();
+    load('@a:x');
+    expect(cache.get('@a:x')).toBe('rules of @a:x');
+    expect(cache.stats).toMatchObject({ hits: 1, misses: 1 });
+  });
+
+  it.each([
+    [999, 'rules of @a:x'],
+    [1_000, 'rules of @a:x'],
+    [1_001, undefined],
+  ])('data read %i ms ago is served: %s (maxStalenessMs 1000)', (age, expected) => {
+    const { cache, clock, load } = aCache();
+    load('@a:x');
+    clock.now += age;
+    expect(cache.get('@a:x')).toBe(expected);
+    expect(cache.stats.staleRefreshes).toBe(expected === undefined ? 1 : 0);
+  });
+
+  it('measures age from when the load started, not from when it finished', () => {
+    const { cache, clock } = aCache();
+    const ticket = cache.ticket();
+    clock.now += 800;
+    cache.set('@a:x', 'slow load', 10, ticket);
+    clock.now += 300;
+    expect(cache.get('@a:x')).toBeUndefined();
+  });
+
+  it('drops a user on invalidation and leaves the others', () => {
+    const { cache, load } = aCache();
+    load('@a:x');
+    load('@b:x');
+    cache.invalidate('@a:x');
+    expect(cache.get('@a:x')).toBeUndefined();
+    expect(cache.get('@b:x')).toBe('rules of @b:x');
+    expect(cache.stats.invalidations).toBe(1);
+  });
+
+  it('refuses a load that started before an invalidation of its user (it may hold the old rules)', () => {
+    const { cache } = aCache();
+    const racing = cache.ticket();
+    cache.invalidate('@a:x');
+    expect(cache.set('@a:x', 'old rules', 10, racing)).toBe(false);
+    expect(cache.get('@a:x')).toBeUndefined();
+    expect(cache.set('@b:x', 'other user', 10, racing)).toBe(true);
+    expect(cache.set('@a:x', 'new rules', 10, cache.ticket())).toBe(true);
+    expect(cache.get('@a:x')).toBe('new rules');
+  });
+
+  it('drops everything on clear, and refuses loads that started before it', () => {
+    const { cache, load } = aCache();
+    load('@a:x');
+    load('@b:x');
+    const racing = cache.ticket();
+    cache.clear();
+    expect([cache.get('@a:x'), cache.get('@b:x'), cache.size, cache.bytes]).toEqual([undefined, undefined, 0, 0]);
+    expect(cache.set('@c:x', 'old', 10, racing)).toBe(false);
+    expect(cache.set('@c:x', 'new', 10, cache.ticket())).toBe(true);
+  });
+
+  it('evicts the least recently used beyond maxEntries', () => {
+    const { cache, load } = aCache({ maxEntries: 2 });
+    load('@a:x');
+    load('@b:x');
+    cache.get('@a:x');
+    load('@c:x');
+    expect([cache.get('@a:x'), cache.get('@b:x'), cache.get('@c:x')]).toEqual(['rules of @a:x', undefined, 'rules of @c:x']);
+    expect(cache.stats.evictions).toBe(1);
+  });
+
+  it('evicts the least recently used beyond maxBytes, and never keeps one larger than the whole budget', () => {
+    const { cache, load } = aCache({ maxBytes: 100 });
+    load('@a:x', 'a', 40);
+    load('@b:x', 'b', 40);
+    load('@c:x', 'c', 40);
+    expect([cache.size, cache.bytes]).toEqual([2, 80]);
+    expect(cache.get('@a:x')).toBeUndefined();
+    expect(load('@huge:x', 'h', 101)).toBe(false);
+    expect(cache.bytes).toBe(80);
+  });
+
+  it('replacing an entry counts its bytes once', () => {
+    const { cache, load } = aCache();
+    load('@a:x', 'one', 30);
+    load('@a:x', 'two', 50);
+    expect([cache.size, cache.bytes, cache.get('@a:x')]).toEqual([1, 50, 'two']);
+  });
+
+  it('forgets old invalidations once no load that old could be served', () => {
+    const { cache, clock } = aCache();
+    const old = cache.ticket();
+    cache.invalidate('@a:x');
+    clock.now += 5_000;
+    cache.invalidate('@b:x');
+    // The record of @a:x is gone, but what the old load read is too old to serve anyway.
+    cache.set('@a:x', 'old rules', 10, old);
+    expect(cache.get('@a:x')).toBeUndefined();
+  });
+});
