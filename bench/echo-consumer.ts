@@ -9,8 +9,8 @@
  */
 import amqp from 'amqplib';
 import { loadConfig } from '../src/config/load-config.js';
-import { declareTopology } from '../src/rpc/amqp-topology.js';
-import { firstBrokerUrl } from '../src/rpc/broker-addresses.js';
+import { declareTopology } from '../src/consumer/amqp-topology.js';
+import { firstBrokerUrl } from '../src/amqp/broker-addresses.js';
 
 const REPLY = Buffer.from('{"ok":true,"body":{}}');
 
