@@ -3,7 +3,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/', 'node_modules/', 'coverage/', 'bench/results/', '.services/'] },
+  { ignores: ['dist/', 'node_modules/', 'coverage/', 'bench/results/', '.services/', '.test-runs/'] },
   js.configs.recommended,
   ...tseslint.configs.strictTypeChecked,
   {
@@ -24,7 +24,12 @@ export default tseslint.config(
     },
   },
   {
-    files: ['**/*.js'],
+    files: ['**/*.js', '**/*.cjs'],
     ...tseslint.configs.disableTypeChecked,
+  },
+  {
+    // The dependency-cruiser configuration is CommonJS, as the tool loads it.
+    files: ['**/*.cjs'],
+    languageOptions: { sourceType: 'commonjs', globals: { module: 'writable' } },
   },
 );

@@ -2,7 +2,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { ChannelModel } from 'amqplib';
 import type { Logger } from '../logging/logger.js';
 import { backoffDelay, type BackoffPolicy } from '../retry/backoff.js';
-import { AddressRotation, parseBrokerAddresses, type BrokerAddress, type BrokerUrls } from './broker-addresses.js';
+import { parseBrokerAddresses, type BrokerAddress, type BrokerUrls } from '../config/broker-urls.js';
+import { AddressRotation } from './broker-addresses.js';
 import { connectAmqp, connectionName, type AmqpConnectOptions } from './amqp-connect.js';
 
 /** One open connection, as the owner's `setup` sees it. */

@@ -6,7 +6,7 @@ import type { EvaluationEvent, EvaluationRecipient, EvaluationRoom } from '../ev
 import type { PusherSetAction, WirePusher } from '../pushers/pusher.js';
 import type { Reply } from '../contract/reply.js';
 import type { Logger } from '../logging/logger.js';
-import type { BrokerUrls } from '../amqp/broker-addresses.js';
+import type { BrokerUrls } from '../config/broker-urls.js';
 import type { BrokerConnectionObserver } from '../amqp/broker-connection.js';
 import { PushRulesError } from './push-rules-error.js';
 import { RpcClient, RpcRequestError, RpcTransportError, type ReadFallback, type RequestOptions } from './rpc-client.js';

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Channel, ConfirmChannel, ConsumeMessage, Message, Options } from 'amqplib';
 import type { Logger } from '../logging/logger.js';
-import type { BrokerUrls } from '../amqp/broker-addresses.js';
+import type { BrokerUrls } from '../config/broker-urls.js';
 import { BrokerConnection, closeReason, type BrokerConnectionObserver, type BrokerLink } from '../amqp/broker-connection.js';
 import type { BackoffPolicy } from '../retry/backoff.js';
 import type { Reply } from '../contract/reply.js';

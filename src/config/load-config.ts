@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { Ajv, type ValidateFunction } from 'ajv';
-import { parseBrokerAddresses, type BrokerUrls } from '../amqp/broker-addresses.js';
+import { parseBrokerAddresses, type BrokerUrls } from './broker-urls.js';
 import { ConfigSchema, ENVIRONMENT, type Config, type EnvironmentKind } from './config-schema.js';
 
 export class ConfigError extends Error {

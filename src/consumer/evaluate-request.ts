@@ -5,7 +5,7 @@ import { isJsonObject, type JsonObject } from '../matrix/json.js';
 import { nestsDeeperThan } from '../matrix/json-depth.js';
 import { isValidUserId } from '../matrix/user-id.js';
 import { fail, ok, type Result } from '../result/result.js';
-import type { EvaluateRequest } from '../evaluation/evaluate-request.js';
+import type { EvaluateCommand } from '../service/command.js';
 import { describeSchemaError } from './parse-request.js';
 
 /**
@@ -52,11 +52,6 @@ export interface EvaluateLimits {
  * wire names, which is what the evaluator reads (a fan-out of 20,000
  * recipients is not copied into other objects first).
  */
-export interface EvaluateCommand {
-  readonly op: 'evaluate';
-  readonly request: EvaluateRequest;
-}
-
 /**
  * Turns the body of a message on the evaluate queue into a command, or the
  * contract's error for it. Unlike the user's requests, keys such as

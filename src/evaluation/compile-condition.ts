@@ -1,7 +1,7 @@
 import { isCanonicalInteger, isJsonObject, type JsonValue } from '../matrix/json.js';
 import type { PushCondition, ScalarJsonValue } from '../push-rules/push-rule.js';
 import { foldCase } from './case-fold.js';
-import type { ConditionTest } from './compiled-ruleset.js';
+import type { ConditionTest } from './compiled-rule.js';
 import type { FoldedText } from './folded-text.js';
 import { containsLiteralAtWordBoundaries, globMatcher, GlobMatcher } from './glob-matcher.js';
 import { CONDITION_BYTES, stringBytes } from './heap-estimate.js';

@@ -1,5 +1,5 @@
 import { isAsciiWordUnit } from './case-fold.js';
-import type { CompiledRule } from './compiled-ruleset.js';
+import type { CompiledRule } from './compiled-rule.js';
 import type { FoldedText } from './folded-text.js';
 import type { GlobMatcher } from './glob-matcher.js';
 import { ARRAY_BYTES, MAP_ENTRY_BYTES, POINTER_BYTES, stringBytes } from './heap-estimate.js';

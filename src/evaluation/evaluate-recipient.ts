@@ -1,11 +1,5 @@
-import {
-  NOT_NOTIFIED,
-  type CompiledRule,
-  type CompiledRuleset,
-  type ConditionTest,
-  type RecipientOutcome,
-  type RecipientPlan,
-} from './compiled-ruleset.js';
+import { NOT_NOTIFIED, type CompiledRule, type ConditionTest, type RecipientOutcome } from './compiled-rule.js';
+import type { CompiledRuleset, RecipientPlan } from './compiled-ruleset.js';
 import type { EvaluationRecipient } from './evaluation-input.js';
 import type { PreparedEvent } from './prepared-event.js';
 

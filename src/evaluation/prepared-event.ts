@@ -1,4 +1,3 @@
-import type { CompiledRuleset, RecipientPlan } from './compiled-ruleset.js';
 import type { EvaluationEvent, EvaluationRoom } from './evaluation-input.js';
 import { FoldedText } from './folded-text.js';
 
@@ -12,9 +11,11 @@ export class PreparedEvent {
   private texts: Map<string, FoldedText> | undefined;
   // Nearly every request involves one shared ruleset (the defaults): its
   // plan has a slot of its own, and a map is made only for a second one.
-  private planRuleset: CompiledRuleset | undefined;
-  private firstPlan: RecipientPlan | undefined;
-  private plans: Map<CompiledRuleset, RecipientPlan> | undefined;
+  // Keyed by the ruleset object; what a plan is, is the caller's business
+  // (evaluate-recipient.ts), so that this file depends on no ruleset type.
+  private planKey: object | undefined;
+  private firstPlan: unknown;
+  private plans: Map<object, unknown> | undefined;
 
   constructor(
     readonly event: EvaluationEvent,
@@ -44,20 +45,20 @@ export class PreparedEvent {
   /**
    * The part of a shared ruleset's evaluation that is the same for every
    * recipient of this event, built on first use (see `evaluate-recipient.ts`).
+   * One `build` per key: the plan stored for a key is what `build` made.
    */
-  plan(ruleset: CompiledRuleset, build: (event: PreparedEvent, ruleset: CompiledRuleset) => RecipientPlan): RecipientPlan {
-    if (ruleset === this.planRuleset && this.firstPlan !== undefined) return this.firstPlan;
-    if (this.planRuleset === undefined) {
-      this.planRuleset = ruleset;
-      this.firstPlan = build(this, ruleset);
-      return this.firstPlan;
+  plan<K extends object, P>(key: K, build: (event: PreparedEvent, key: K) => P): P {
+    if (key === this.planKey && this.firstPlan !== undefined) return this.firstPlan as P;
+    if (this.planKey === undefined) {
+      this.planKey = key;
+      const first = build(this, key);
+      this.firstPlan = first;
+      return first;
     }
     this.plans ??= new Map();
-    let plan = this.plans.get(ruleset);
-    if (plan === undefined) {
-      plan = build(this, ruleset);
-      this.plans.set(ruleset, plan);
-    }
+    if (this.plans.has(key)) return this.plans.get(key) as P;
+    const plan = build(this, key);
+    this.plans.set(key, plan);
     return plan;
   }
 }

@@ -3,6 +3,7 @@ import type { RuleAddress } from '../push-rules/rule-address.js';
 import type { SetPushRuleRequest } from '../push-rules/set-push-rule.js';
 import type { RawPusherSetAction } from '../pushers/decide-pusher-set.js';
 import type { DeviceSelector } from '../pushers/pusher-deletion.js';
+import type { EvaluateRequest } from '../evaluation/evaluate-request.js';
 
 /**
  * A request that passed the schema and every syntax check: what the worker
@@ -52,4 +53,10 @@ export const READ_OPS = ['get_pushrules', 'get_pushrule', 'get_pushrule_actions'
 
 export function isReadOp(op: CommandOp): boolean {
   return (READ_OPS as readonly CommandOp[]).includes(op);
+}
+
+/** An `evaluate` request that passed its checks: what `EvaluateService` runs. */
+export interface EvaluateCommand {
+  readonly op: 'evaluate';
+  readonly request: EvaluateRequest;
 }

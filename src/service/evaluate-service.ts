@@ -4,7 +4,7 @@ import type { CompiledRuleset } from '../evaluation/compiled-ruleset.js';
 import { evaluateUntil, evaluationReply, startEvaluation } from '../evaluation/evaluate-request.js';
 import type { EvaluationRecipient } from '../evaluation/evaluation-input.js';
 import { getPushRules } from '../push-rules/get-push-rules.js';
-import type { EvaluateCommand } from '../consumer/evaluate-request.js';
+import type { EvaluateCommand } from './command.js';
 import { StoreUnavailableError, type LoadedPushRules, type PushStore } from '../store/push-store.js';
 import { beforeDeadline, BoundedStore, checkDeadline, type StoreBoundsObserver } from './bounded-store.js';
 import { failureOutcome } from './failure-reply.js';

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { AddressRotation, firstBrokerUrl, parseBrokerAddresses, type BrokerAddress } from '../../src/amqp/broker-addresses.js';
+import { AddressRotation, firstBrokerUrl } from '../../src/amqp/broker-addresses.js';
+import { parseBrokerAddresses, type BrokerAddress } from '../../src/config/broker-urls.js';
 
 /** `random` that returns these values in turn (then the last one again). */
 function randomOf(...values: number[]): () => number {

@@ -2,7 +2,7 @@ import type { JsonObject } from '../../src/matrix/json.js';
 import type { ConditionalPushRule, PushCondition, Ruleset } from '../../src/push-rules/push-rule.js';
 import { compileRuleset } from '../../src/evaluation/compile-ruleset.js';
 import { evaluateRecipient } from '../../src/evaluation/evaluate-recipient.js';
-import type { RecipientOutcome } from '../../src/evaluation/compiled-ruleset.js';
+import type { RecipientOutcome } from '../../src/evaluation/compiled-rule.js';
 import type { EvaluationEvent, EvaluationRecipient, EvaluationRoom } from '../../src/evaluation/evaluation-input.js';
 import { prepareEvent } from '../../src/evaluation/prepared-event.js';
 

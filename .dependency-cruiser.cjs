@@ -1,0 +1,74 @@
+/**
+ * The layers of src/ (docs/architecture.md): a folder may import only the
+ * folders listed for it, all of them below it, so every arrow points down
+ * and no folder can reach back up. No cycle either, not even of types.
+ * `npm run check:deps` (and CI) fails on any rule below.
+ */
+
+/** Each folder of src/ and the folders it may import (besides itself). */
+const LAYERS = {
+  // The bottom: nothing of ours.
+  errors: [],
+  logging: [],
+  retry: [],
+  config: [],
+  result: ['errors'],
+  matrix: ['errors', 'result'],
+  // The domain: pure, no I/O.
+  'push-rules': ['errors', 'result', 'matrix'],
+  pushers: ['errors', 'result', 'matrix'],
+  evaluation: ['push-rules', 'errors', 'result', 'matrix'],
+  // What both ends of the wire agree on.
+  contract: ['push-rules', 'pushers', 'evaluation', 'errors', 'result', 'matrix'],
+  // Adapters and services.
+  store: ['push-rules', 'pushers', 'config', 'errors', 'result', 'matrix'],
+  amqp: ['retry', 'config', 'logging'],
+  service: ['store', 'contract', 'retry', 'push-rules', 'pushers', 'evaluation', 'errors', 'result', 'matrix'],
+  consumer: ['service', 'contract', 'amqp', 'store', 'retry', 'config', 'logging', 'push-rules', 'pushers', 'evaluation', 'errors', 'result', 'matrix'],
+  client: ['contract', 'amqp', 'retry', 'config', 'logging', 'push-rules', 'pushers', 'evaluation', 'errors', 'result', 'matrix'],
+  observability: ['consumer', 'service', 'amqp', 'retry', 'config', 'logging'],
+  gateway: ['client', 'contract', 'amqp', 'observability', 'config', 'logging', 'push-rules', 'pushers', 'errors', 'result', 'matrix'],
+  lifecycle: ['observability', 'config', 'logging'],
+};
+
+const folders = Object.keys(LAYERS);
+
+module.exports = {
+  forbidden: [
+    {
+      name: 'no-circular',
+      severity: 'error',
+      comment: 'A cycle, even of types, ties its files into one unit that can only be understood and changed together.',
+      from: { path: '^src/' },
+      to: { circular: true },
+    },
+    {
+      name: 'no-unknown-folder',
+      severity: 'error',
+      comment: 'Every folder of src/ has its place in the layers: add a new one to LAYERS (and to docs/architecture.md).',
+      from: { path: '^src/[^/]+/', pathNot: `^src/(${folders.join('|')})/` },
+      to: {},
+    },
+    {
+      name: 'no-entry-point-import',
+      severity: 'error',
+      comment: 'The files at the top of src/ (entry points and the worker process) compose everything; nothing imports them.',
+      from: { path: '^src/[^/]+/' },
+      to: { path: '^src/[^/]+\\.ts$' },
+    },
+    ...folders.map((folder) => ({
+      name: `layer-${folder}`,
+      severity: 'error',
+      comment: `src/${folder}/ may import only ${LAYERS[folder].length === 0 ? 'nothing of ours' : LAYERS[folder].map((f) => `src/${f}/`).join(', ')}.`,
+      from: { path: `^src/${folder}/` },
+      to: { path: '^src/', pathNot: `^src/(${[folder, ...LAYERS[folder]].join('|')})/` },
+    })),
+  ],
+  options: {
+    doNotFollow: { path: 'node_modules' },
+    // Type-only imports count: a cycle of types is still a cycle.
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: 'tsconfig.json' },
+    includeOnly: '^src/',
+  },
+};
