@@ -1,10 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import type { PushAction, PushRule, RuleBody, Ruleset } from '../push-rules/push-rule.js';
-import type { RuleAddress } from '../push-rules/rule-address.js';
-import type { EvaluateReply } from '../evaluation/evaluate-request.js';
-import type { EvaluationEvent, EvaluationRecipient, EvaluationRoom } from '../evaluation/evaluation-input.js';
-import type { PusherSetAction, WirePusher } from '../pushers/pusher.js';
+import type { EmptyBody, EvaluateReplyBody, EvaluateRequestBody, ReadOp, ReplyOf, WriteOp } from '../contract/ops.js';
+import { DEFAULT_QUEUES } from '../contract/queue-names.js';
 import type { Reply } from '../contract/reply.js';
+import type { RequestOf } from '../contract/request-schemas.js';
+import type { EvaluationEvent, EvaluationRecipient, EvaluationRoom } from '../evaluation/evaluation-input.js';
+import type { PushAction, RuleBody, RuleKind } from '../push-rules/push-rule.js';
+import type { RuleAddress } from '../push-rules/rule-address.js';
+import type { PusherSetAction } from '../pushers/pusher.js';
 import type { Logger } from '../logging/logger.js';
 import type { BrokerUrls } from '../config/broker-urls.js';
 import type { BrokerConnectionObserver } from '../amqp/broker-connection.js';
@@ -16,6 +18,7 @@ export { PushRulesError } from './push-rules-error.js';
 export type { RuleAddress } from '../push-rules/rule-address.js';
 export type { PusherSetAction, WirePusher } from '../pushers/pusher.js';
 export type { EvaluateReply } from '../evaluation/evaluate-request.js';
+export type { EmptyBody } from '../contract/ops.js';
 export type { EvaluationEvent, EvaluationRecipient, EvaluationRoom } from '../evaluation/evaluation-input.js';
 
 /** The part of `RpcClient` this client needs; tests fake it with an object literal. */
@@ -98,12 +101,16 @@ export interface DeletePushersOptions extends WriteOptions {
   readonly includeEmail?: boolean;
 }
 
-/** A write's success body: Matrix answers `{}`. */
-export type EmptyBody = Record<string, never>;
+export const DEFAULT_QUEUE = DEFAULT_QUEUES.request;
+export const DEFAULT_READ_QUEUE = DEFAULT_QUEUES.read;
+export const DEFAULT_EVALUATE_QUEUE = DEFAULT_QUEUES.evaluate;
 
-export const DEFAULT_QUEUE = 'matrix.push.rpc';
-export const DEFAULT_READ_QUEUE = 'matrix.push.read';
-export const DEFAULT_EVALUATE_QUEUE = 'matrix.push.evaluate';
+/** A request body without its `op`, which the call names. */
+type BodyOf<O extends ReadOp | WriteOp> = Omit<RequestOf<O>, 'op'>;
+
+/** `T` with its arrays writable, as the schemas' types have them (the client never writes to them). */
+type Mutable<T> = { -readonly [K in keyof T]: Writable<T[K]> };
+type Writable<V> = V extends readonly (infer E)[] ? E[] : V;
 
 export interface EvaluateOptions extends CallOptions {
   /** Also name every recipient's matched rule (`rule_ids`). */
@@ -138,22 +145,27 @@ export class PushRulesClient {
       });
   }
 
-  async getPushRules(userId: string, options: CallOptions = {}): Promise<{ readonly global: Ruleset }> {
-    return this.#read({ op: 'get_pushrules', user_id: userId }, options);
+  async getPushRules(userId: string, options: CallOptions = {}): Promise<ReplyOf<'get_pushrules'>> {
+    return this.#read('get_pushrules', { user_id: userId }, options);
   }
 
-  async getPushRule(userId: string, address: RuleAddress, options: CallOptions = {}): Promise<PushRule> {
-    return this.#read({ op: 'get_pushrule', user_id: userId, ...wireAddress(address) }, options);
+  async getPushRule(userId: string, address: RuleAddress, options: CallOptions = {}): Promise<ReplyOf<'get_pushrule'>> {
+    return this.#read('get_pushrule', { user_id: userId, ...wireAddress(address) }, options);
   }
 
   async setPushRule(userId: string, address: RuleAddress, rule: RuleBody, options: SetPushRuleOptions = {}): Promise<EmptyBody> {
     const { before, after } = options;
     return this.#write(
+      'set_pushrule',
       {
-        op: 'set_pushrule',
         user_id: userId,
         ...wireAddress(address),
-        rule,
+        // Forwarded as given, like the rule: a kind that is not one of the
+        // five, or a rule that is not one, is the workers' to refuse
+        // (BadJson), so that a front's caller gets the contract's answer for
+        // whatever its request held. The casts only drop `readonly`.
+        kind: address.kind as RuleKind,
+        rule: rule as Mutable<RuleBody>,
         ...(before === undefined ? {} : { before }),
         ...(after === undefined ? {} : { after }),
       },
@@ -162,42 +174,33 @@ export class PushRulesClient {
   }
 
   async deletePushRule(userId: string, address: RuleAddress, options: WriteOptions = {}): Promise<EmptyBody> {
-    return this.#write({ op: 'delete_pushrule', user_id: userId, ...wireAddress(address) }, options);
+    return this.#write('delete_pushrule', { user_id: userId, ...wireAddress(address) }, options);
   }
 
-  async getPushRuleActions(
-    userId: string,
-    address: RuleAddress,
-    options: CallOptions = {},
-  ): Promise<{ readonly actions: readonly PushAction[] }> {
-    return this.#read({ op: 'get_pushrule_actions', user_id: userId, ...wireAddress(address) }, options);
+  async getPushRuleActions(userId: string, address: RuleAddress, options: CallOptions = {}): Promise<ReplyOf<'get_pushrule_actions'>> {
+    return this.#read('get_pushrule_actions', { user_id: userId, ...wireAddress(address) }, options);
   }
 
-  async setPushRuleActions(
-    userId: string,
-    address: RuleAddress,
-    actions: readonly PushAction[],
-    options: WriteOptions = {},
-  ): Promise<EmptyBody> {
-    return this.#write({ op: 'set_pushrule_actions', user_id: userId, ...wireAddress(address), actions }, options);
+  async setPushRuleActions(userId: string, address: RuleAddress, actions: readonly PushAction[], options: WriteOptions = {}): Promise<EmptyBody> {
+    return this.#write('set_pushrule_actions', { user_id: userId, ...wireAddress(address), actions: actions as PushAction[] }, options);
   }
 
-  async getPushRuleEnabled(userId: string, address: RuleAddress, options: CallOptions = {}): Promise<{ readonly enabled: boolean }> {
-    return this.#read({ op: 'get_pushrule_enabled', user_id: userId, ...wireAddress(address) }, options);
+  async getPushRuleEnabled(userId: string, address: RuleAddress, options: CallOptions = {}): Promise<ReplyOf<'get_pushrule_enabled'>> {
+    return this.#read('get_pushrule_enabled', { user_id: userId, ...wireAddress(address) }, options);
   }
 
   async setPushRuleEnabled(userId: string, address: RuleAddress, enabled: boolean, options: WriteOptions = {}): Promise<EmptyBody> {
-    return this.#write({ op: 'set_pushrule_enabled', user_id: userId, ...wireAddress(address), enabled }, options);
+    return this.#write('set_pushrule_enabled', { user_id: userId, ...wireAddress(address), enabled }, options);
   }
 
-  async getPushers(userId: string, options: CallOptions = {}): Promise<{ readonly pushers: readonly WirePusher[] }> {
-    return this.#read({ op: 'get_pushers', user_id: userId }, options);
+  async getPushers(userId: string, options: CallOptions = {}): Promise<ReplyOf<'get_pushers'>> {
+    return this.#read('get_pushers', { user_id: userId }, options);
   }
 
   /** `action` is the client's body as it came; `options.deviceId` is the front's, from the access token. */
   async setPusher(userId: string, action: PusherSetAction, options: SetPusherOptions = {}): Promise<EmptyBody> {
     const { deviceId } = options;
-    return this.#write({ op: 'set_pusher', user_id: userId, ...(deviceId === undefined ? {} : { device_id: deviceId }), action }, options);
+    return this.#write('set_pusher', { user_id: userId, ...(deviceId === undefined ? {} : { device_id: deviceId }), action }, options);
   }
 
   /**
@@ -210,12 +213,12 @@ export class PushRulesClient {
     userId: string,
     selector: DeletePushersSelector,
     options: DeletePushersOptions = {},
-  ): Promise<{ readonly deleted: number }> {
+  ): Promise<ReplyOf<'delete_pushers'>> {
     return this.#write(
+      'delete_pushers',
       {
-        op: 'delete_pushers',
         user_id: userId,
-        ...('deviceIds' in selector ? { device_ids: selector.deviceIds } : {}),
+        ...('deviceIds' in selector ? { device_ids: selector.deviceIds as string[] } : {}),
         ...('exceptDeviceId' in selector ? { except_device_id: selector.exceptDeviceId } : {}),
         ...('all' in selector ? { all: selector.all } : {}),
         ...(options.includeEmail === undefined ? {} : { include_email: options.includeEmail }),
@@ -230,7 +233,7 @@ export class PushRulesClient {
    * as a new one. Trusted publishers only, like `deletePushers`.
    */
   async deleteUserData(userId: string, options: WriteOptions = {}): Promise<EmptyBody> {
-    return this.#write({ op: 'delete_user_data', user_id: userId }, options);
+    return this.#write('delete_user_data', { user_id: userId }, options);
   }
 
   /**
@@ -245,9 +248,16 @@ export class PushRulesClient {
     room: EvaluationRoom,
     recipients: readonly EvaluationRecipient[],
     options: EvaluateOptions = {},
-  ): Promise<EvaluateReply> {
-    return this.#call<EvaluateReply>(
-      { op: 'evaluate', event, room, recipients, ...(options.explain === true ? { explain: true } : {}) },
+  ): Promise<EvaluateReplyBody> {
+    const body: EvaluateRequestBody = {
+      op: 'evaluate',
+      event,
+      room,
+      recipients: recipients as EvaluationRecipient[],
+      ...(options.explain === true ? { explain: true } : {}),
+    };
+    return this.#call<EvaluateReplyBody>(
+      body,
       { queue: this.#evaluateQueue, ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }) },
     );
   }
@@ -257,12 +267,14 @@ export class PushRulesClient {
     await this.#transport.close();
   }
 
-  async #read<T>(body: object, options: CallOptions): Promise<T> {
-    return this.#call<T>(body, { read: true, ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }) });
+  /** A read: its body typed by the same schema the workers validate it with, its reply by the contract. */
+  async #read<O extends ReadOp>(op: O, body: BodyOf<O>, options: CallOptions): Promise<ReplyOf<O>> {
+    return this.#call<ReplyOf<O>>({ op, ...body }, { read: true, ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }) });
   }
 
-  async #write<T = EmptyBody>(body: object, options: WriteOptions): Promise<T> {
-    return this.#call<T>(body, {
+  /** A write, with a `messageId` (a fresh one unless given) so that a retry is applied once. */
+  async #write<O extends WriteOp>(op: O, body: BodyOf<O>, options: WriteOptions): Promise<ReplyOf<O>> {
+    return this.#call<ReplyOf<O>>({ op, ...body }, {
       messageId: options.messageId ?? randomUUID(),
       ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
     });

@@ -1,5 +1,6 @@
-import { Type, type Static } from '@sinclair/typebox';
 import { Ajv } from 'ajv';
+import type { EvaluateRequestBody } from '../contract/ops.js';
+import { EvaluateRequestSchema } from '../contract/request-schemas.js';
 import { LIMIT_MESSAGES, matrixError } from '../errors/error-catalogue.js';
 import { isJsonObject, type JsonObject } from '../matrix/json.js';
 import { nestsDeeperThan } from '../matrix/json-depth.js';
@@ -8,34 +9,6 @@ import { fail, ok, type Result } from '../result/result.js';
 import type { EvaluateCommand } from '../service/command.js';
 import { describeSchemaError } from './parse-request.js';
 
-/**
- * The `evaluate` request (see docs/rpc-contract.md): the homeserver's, not a
- * user's, so it has no `user_id`. Objects are open, as in every request.
- */
-export const EvaluateRequestSchema = Type.Object({
-  op: Type.Literal('evaluate'),
-  event: Type.Object({
-    type: Type.String(),
-    room_id: Type.String(),
-    sender: Type.String(),
-    content: Type.Object({}),
-    state_key: Type.Optional(Type.String()),
-  }),
-  room: Type.Object({
-    member_count: Type.Integer({ minimum: 0 }),
-    sender_power_level: Type.Optional(Type.Union([Type.Integer(), Type.Null()])),
-    notification_power_levels: Type.Optional(Type.Record(Type.String(), Type.Integer())),
-  }),
-  recipients: Type.Array(
-    Type.Object({
-      user_id: Type.String(),
-      display_name: Type.Optional(Type.String()),
-    }),
-  ),
-  explain: Type.Optional(Type.Boolean()),
-});
-
-export type EvaluateRequestBody = Static<typeof EvaluateRequestSchema>;
 
 export interface EvaluateLimits {
   /** The message body, in bytes (TooLarge). */
@@ -47,11 +20,6 @@ export interface EvaluateLimits {
   readonly maxRecipients: number;
 }
 
-/**
- * A valid `evaluate` request, as the worker runs it: the body itself, in
- * wire names, which is what the evaluator reads (a fan-out of 20,000
- * recipients is not copied into other objects first).
- */
 /**
  * Turns the body of a message on the evaluate queue into a command, or the
  * contract's error for it. Unlike the user's requests, keys such as

@@ -10,7 +10,8 @@ import { validateRuleBody } from '../push-rules/validate-rule-body.js';
 import { fail, ok, type Result } from '../result/result.js';
 import type { Command } from '../service/command.js';
 import { checkRequestLimits, type RequestLimits } from './request-limits.js';
-import { isOp, REQUEST_SCHEMAS, type Op, type RequestOf } from '../contract/request-schemas.js';
+import { isOp } from '../contract/ops.js';
+import { REQUEST_SCHEMAS, type Op, type RequestOf } from '../contract/request-schemas.js';
 
 // Compiled once per process; compiling on the request path would cost more
 // than the whole operation.

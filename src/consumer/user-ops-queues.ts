@@ -5,11 +5,11 @@ import { failureOutcome } from '../service/failure-reply.js';
 import type { PushService } from '../service/push-service.js';
 import { failure } from '../contract/reply.js';
 import { declareReadQueue, declareTopology } from './amqp-topology.js';
-import { isReadOp, type Command } from '../service/command.js';
+import type { Command } from '../service/command.js';
 import type { ConsumedQueue, ServeContext, ServeOutcome } from './consumed-queue.js';
 import { parseRequest } from './parse-request.js';
 import type { RequestLimits } from './request-limits.js';
-import { HOMESERVER_OPS } from '../contract/request-schemas.js';
+import { isHomeserverOp, isReadOp } from '../contract/ops.js';
 
 export interface UserOpsQueueOptions {
   readonly amqp: Config['amqp'];
@@ -61,7 +61,7 @@ async function serveUserOp(options: UserOpsQueueOptions, body: Buffer, context: 
       return { reply: failure(matrixError('Unrecognized', REQUEST_MESSAGES.writeOnReadQueue(command.op))), conflicts: 0, op: command.op };
     }
     // With trusted publishers, only they got here; without any, nobody may send these.
-    if (HOMESERVER_OPS.has(command.op) && options.amqp.trustedPublishers.length === 0) {
+    if (isHomeserverOp(command.op) && options.amqp.trustedPublishers.length === 0) {
       return { reply: failure(matrixError('Forbidden', MESSAGES.homeserverOpWithoutTrustedPublishers)), conflicts: 0, op: command.op };
     }
     options.beforeServe?.(command);

@@ -103,7 +103,34 @@ export const DeletePushersRequest = Type.Object({
 /** A homeserver op (trusted publishers only): a deactivated user's push rules and pushers go. */
 export const DeleteUserDataRequest = Type.Object({ ...Envelope, op: Type.Literal('delete_user_data') });
 
-/** One schema per op; the op name is the key. */
+/**
+ * The `evaluate` request (see docs/rpc-contract.md): the homeserver's, not a
+ * user's, so it has no `user_id`. Objects are open, as in every request.
+ */
+export const EvaluateRequestSchema = Type.Object({
+  op: Type.Literal('evaluate'),
+  event: Type.Object({
+    type: Type.String(),
+    room_id: Type.String(),
+    sender: Type.String(),
+    content: Type.Object({}),
+    state_key: Type.Optional(Type.String()),
+  }),
+  room: Type.Object({
+    member_count: Type.Integer({ minimum: 0 }),
+    sender_power_level: Type.Optional(Type.Union([Type.Integer(), Type.Null()])),
+    notification_power_levels: Type.Optional(Type.Record(Type.String(), Type.Integer())),
+  }),
+  recipients: Type.Array(
+    Type.Object({
+      user_id: Type.String(),
+      display_name: Type.Optional(Type.String()),
+    }),
+  ),
+  explain: Type.Optional(Type.Boolean()),
+});
+
+/** One schema per op of the request and read queues; the op name is the key. */
 export const REQUEST_SCHEMAS = {
   get_pushrules: GetPushRulesRequest,
   get_pushrule: GetPushRuleRequest,
@@ -121,18 +148,3 @@ export const REQUEST_SCHEMAS = {
 
 export type Op = keyof typeof REQUEST_SCHEMAS;
 export type RequestOf<O extends Op> = Static<(typeof REQUEST_SCHEMAS)[O]>;
-export type RpcRequestBody = { [O in Op]: RequestOf<O> }[Op];
-
-export const OPS = Object.keys(REQUEST_SCHEMAS) as readonly Op[];
-
-export function isOp(value: string): value is Op {
-  return Object.hasOwn(REQUEST_SCHEMAS, value);
-}
-
-/**
- * Ops only a homeserver sends, on account events (logout, device deletion,
- * password change, deactivation): they change data no client request could
- * reach. Served only to trusted publishers — never while
- * `amqp.trustedPublishers` is empty (see `RpcWorker`).
- */
-export const HOMESERVER_OPS: ReadonlySet<Op> = new Set<Op>(['delete_pushers', 'delete_user_data']);

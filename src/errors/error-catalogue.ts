@@ -68,8 +68,6 @@ export const REQUEST_MESSAGES = {
   writeOnReadQueue: (op: string) => `${op} changes data: send it to the request queue, not the read queue.`,
 } as const;
 
-export type MessageKey = keyof typeof MESSAGES;
-
 /** A domain error as it travels on the wire (the contract's `error` object). */
 export interface MatrixErrorBody {
   readonly kind: ErrorKind;

@@ -15,6 +15,7 @@ export interface PusherData extends JsonObject {
 
 /** MSC3881's unstable names of `enabled` and `device_id`, in requests and in `get_pushers`. */
 export const UNSTABLE_ENABLED = 'org.matrix.msc3881.enabled';
+/** @public Exported because `WirePusher`, which the client publishes, is keyed by it. */
 export const UNSTABLE_DEVICE_ID = 'org.matrix.msc3881.device_id';
 
 /** A pusher's values (Matrix wire field names), as a store keeps them without the owner. */

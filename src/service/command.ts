@@ -46,16 +46,11 @@ export type Command =
     }
   | { readonly op: 'delete_user_data'; readonly userId: string };
 
-export type CommandOp = Command['op'];
-
-/** Ops that change nothing: served from the read queue as well as the request queue. */
-export const READ_OPS = ['get_pushrules', 'get_pushrule', 'get_pushrule_actions', 'get_pushrule_enabled', 'get_pushers'] as const satisfies readonly CommandOp[];
-
-export function isReadOp(op: CommandOp): boolean {
-  return (READ_OPS as readonly CommandOp[]).includes(op);
-}
-
-/** An `evaluate` request that passed its checks: what `EvaluateService` runs. */
+/**
+ * A valid `evaluate` request, as the worker runs it: the body itself, in
+ * wire names, which is what the evaluator reads (a fan-out of 20,000
+ * recipients is not copied into other objects first).
+ */
 export interface EvaluateCommand {
   readonly op: 'evaluate';
   readonly request: EvaluateRequest;

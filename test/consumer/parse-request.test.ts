@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { parseRequest } from '../../src/consumer/parse-request.js';
-import { OPS } from '../../src/contract/request-schemas.js';
+import { OPS } from '../../src/contract/ops.js';
 import { ALICE } from '../support/builders.js';
 import { DEFAULT_LIMITS } from '../support/default-config.js';
 import { expectError, expectOk } from '../support/expect-result.js';

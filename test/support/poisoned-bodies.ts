@@ -7,7 +7,6 @@ import { expect } from 'vitest';
  * instead of making a key.
  */
 export const POISON_KEYS = ['__proto__', 'constructor', 'prototype'] as const;
-export type PoisonKey = (typeof POISON_KEYS)[number];
 
 /** What each body tries to slip onto `Object.prototype`. */
 const PAYLOAD = '{"polluted": "yes", "prototype": {"polluted": "yes"}}';

@@ -55,11 +55,6 @@ export async function clusterUp(): Promise<readonly ClusterNode[]> {
   });
 }
 
-/** Kills the three nodes and deletes their state: the next `clusterUp` starts from nothing. */
-export async function clusterDown(): Promise<void> {
-  await services('cluster-down');
-}
-
 /** SIGKILLs the node's Erlang VM (a crash: no goodbye to peers or clients); resolves once its port is closed. */
 export async function killNode(node: ClusterNode): Promise<void> {
   await services('cluster-kill', node.letter);
