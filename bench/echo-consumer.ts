@@ -23,7 +23,10 @@ await channel.consume(config.amqp.queue, (message) => {
   if (message === null) return;
   const { replyTo, correlationId } = message.properties as { replyTo?: string; correlationId?: string };
   if (replyTo !== undefined) {
-    channel.publish('', replyTo, REPLY, { ...(correlationId === undefined ? {} : { correlationId }), contentType: 'application/json' });
+    channel.publish('', replyTo, REPLY, {
+      ...(correlationId === undefined ? {} : { correlationId }),
+      contentType: 'application/json',
+    });
   }
   channel.ack(message);
 });

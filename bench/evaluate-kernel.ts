@@ -92,7 +92,10 @@ function garbageCollector(): (() => void) | undefined {
 }
 
 /** Compiles the row's rulesets, measuring the heap they add when a collector is at hand. */
-function compileMeasured(row: WorkloadRow): { rulesetFor: ReturnType<typeof compileRowRulesets>; measuredBytes: number | undefined } {
+function compileMeasured(row: WorkloadRow): {
+  rulesetFor: ReturnType<typeof compileRowRulesets>;
+  measuredBytes: number | undefined;
+} {
   const gc = garbageCollector();
   gc?.();
   const before = process.memoryUsage().heapUsed;
@@ -113,7 +116,8 @@ export function runEvaluateKernel(options: KernelOptions = {}): KernelRowResult[
     const estimatedBytes = [...distinct].reduce((sum, ruleset) => sum + ruleset.estimatedBytes, 0);
 
     const warmupStarted = performance.now();
-    for (let run = 0; run < warmupRuns || performance.now() - warmupStarted < warmupMs; run += 1) runRow(row, rulesetFor);
+    for (let run = 0; run < warmupRuns || performance.now() - warmupStarted < warmupMs; run += 1)
+      runRow(row, rulesetFor);
 
     const samplesMs: number[] = [];
     let total = 0;
@@ -143,7 +147,15 @@ export function runEvaluateKernel(options: KernelOptions = {}): KernelRowResult[
 }
 
 const us = (value: number | undefined) =>
-  value === undefined ? '–' : value >= 100 ? value.toFixed(0) : value >= 10 ? value.toFixed(1) : value >= 1 ? value.toFixed(2) : value.toFixed(3);
+  value === undefined
+    ? '–'
+    : value >= 100
+      ? value.toFixed(0)
+      : value >= 10
+        ? value.toFixed(1)
+        : value >= 1
+          ? value.toFixed(2)
+          : value.toFixed(3);
 const kb = (bytes: number | undefined) => (bytes === undefined ? '–' : `${(bytes / 1024).toFixed(0)} KiB`);
 
 export function kernelMarkdown(results: readonly KernelRowResult[]): string {
@@ -158,8 +170,13 @@ export function kernelMarkdown(results: readonly KernelRowResult[]): string {
       `| \`${r.row}\` | ${r.pairs.toLocaleString('en')} | ${r.samplesMs.length} | ${us(r.usPerPairMedian)} | ${us(r.usPerPairMin)} | ${us(r.synapseUsPerPair)} | ${us(r.targetUsPerPair)} | ${ratio} | ${met} |`,
     );
   }
-  lines.push('', '| row | distinct compiled rulesets | estimated size | heap growth of decoding and compiling the row (shared matchers included) |', '|---|---:|---:|---:|');
-  for (const r of results) lines.push(`| \`${r.row}\` | ${r.rulesets} | ${kb(r.estimatedBytes)} | ${kb(r.measuredBytes)} |`);
+  lines.push(
+    '',
+    '| row | distinct compiled rulesets | estimated size | heap growth of decoding and compiling the row (shared matchers included) |',
+    '|---|---:|---:|---:|',
+  );
+  for (const r of results)
+    lines.push(`| \`${r.row}\` | ${r.rulesets} | ${kb(r.estimatedBytes)} | ${kb(r.measuredBytes)} |`);
   return lines.join('\n');
 }
 
@@ -195,7 +212,9 @@ async function main(): Promise<void> {
     ...(flags.seconds === undefined ? {} : { sampleMs: Number(flags.seconds) * 1000 }),
     ...(flags['min-samples'] === undefined ? {} : { minSamples: Number(flags['min-samples']) }),
   };
-  console.error(`evaluate kernel: ${os.cpus()[0]?.model ?? 'unknown CPU'}, ${os.cpus().length} CPUs, Node ${process.version}, load ${os.loadavg()[0]?.toFixed(2) ?? '?'}`);
+  console.error(
+    `evaluate kernel: ${os.cpus()[0]?.model ?? 'unknown CPU'}, ${os.cpus().length} CPUs, Node ${process.version}, load ${os.loadavg()[0]?.toFixed(2) ?? '?'}`,
+  );
   let results: KernelRowResult[];
   if (flags.profile) {
     const { result, profile } = await profiled(() => runEvaluateKernel(options));

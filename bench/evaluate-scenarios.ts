@@ -39,7 +39,14 @@ import {
   type MemoryResult,
   type MemorySample,
 } from './support/evaluate-report.js';
-import { connectInspector, heapGrowth, MEMORY_EXPRESSION, summarizeHeapSnapshot, type Inspector, type MemoryFigures } from './support/inspector.js';
+import {
+  connectInspector,
+  heapGrowth,
+  MEMORY_EXPRESSION,
+  summarizeHeapSnapshot,
+  type Inspector,
+  type MemoryFigures,
+} from './support/inspector.js';
 import { freePort, startChild, startEchoConsumer, startWorkerWithHealth, type Child } from './support/processes.js';
 import { cpuSeconds, runQueueWaitSeconds, rssBytes, startCpuWatch } from './support/proc-stats.js';
 import { runSynapseAnchor } from './support/synapse-anchor.js';
@@ -96,15 +103,30 @@ export async function runEvaluateScenarios(ctx: EvaluateContext): Promise<Evalua
   const notes: string[] = [];
   const latency: LatencyRow[] = [];
   const isolations: IsolationResult[] = [];
-  const results: { -readonly [K in keyof EvaluateResults]: EvaluateResults[K] } = { cpus: os.cpus().length, loadAverageAtStart, latency, isolation: isolations, notes };
+  const results: { -readonly [K in keyof EvaluateResults]: EvaluateResults[K] } = {
+    cpus: os.cpus().length,
+    loadAverageAtStart,
+    latency,
+    isolation: isolations,
+    notes,
+  };
 
   if (ctx.selected('evaluate/kernel')) {
     results.kernelLoadAverage = os.loadavg()[0] ?? Number.NaN;
     log('evaluate/kernel: our evaluator in process, every row');
     results.kernel = runEvaluateKernel({ minSamples: ctx.reps });
-    for (const r of results.kernel) log(`  ${r.row.padEnd(14)} ${r.usPerPairMedian.toFixed(3)} µs/pair (${r.samplesMs.length} samples)`);
-    log(`evaluate/kernel: Synapse's evaluator (synapse.sh --no-expected --reps ${ctx.reps}, a copy in a temporary directory)`);
-    results.synapse = await runSynapseAnchor({ reps: ctx.reps, ...(ctx.synapseRows === undefined ? {} : { rows: ctx.synapseRows }), onLine: (line) => { log(`  synapse: ${line}`); } });
+    for (const r of results.kernel)
+      log(`  ${r.row.padEnd(14)} ${r.usPerPairMedian.toFixed(3)} µs/pair (${r.samplesMs.length} samples)`);
+    log(
+      `evaluate/kernel: Synapse's evaluator (synapse.sh --no-expected --reps ${ctx.reps}, a copy in a temporary directory)`,
+    );
+    results.synapse = await runSynapseAnchor({
+      reps: ctx.reps,
+      ...(ctx.synapseRows === undefined ? {} : { rows: ctx.synapseRows }),
+      onLine: (line) => {
+        log(`  synapse: ${line}`);
+      },
+    });
     if (!results.synapse.measured) log(`  Synapse not measured: ${results.synapse.reason}`);
   }
 
@@ -181,7 +203,11 @@ export async function runEvaluateScenarios(ctx: EvaluateContext): Promise<Evalua
     await Promise.all(workers.map(async (w) => w.stop()));
     await client.close();
     await ctx.deleteQueues(queue).catch(() => undefined);
-    for (const name of databases) await ctx.mongo.db(name).dropDatabase().catch(() => undefined);
+    for (const name of databases)
+      await ctx.mongo
+        .db(name)
+        .dropDatabase()
+        .catch(() => undefined);
   }
   return results;
 }
@@ -193,20 +219,41 @@ export async function runEvaluateScenarios(ctx: EvaluateContext): Promise<Evalua
  */
 async function echoRows(ctx: EvaluateContext): Promise<LatencyRow[]> {
   const echoQueue = `bench.echo.${ctx.id}.evaluate`;
-  const echo = await startEchoConsumer({ ...ctx.childEnv(echoQueue, 'unused'), RPC_QUEUE_TYPE: 'classic', RPC_PREFETCH: '8' });
+  const echo = await startEchoConsumer({
+    ...ctx.childEnv(echoQueue, 'unused'),
+    RPC_QUEUE_TYPE: 'classic',
+    RPC_PREFETCH: '8',
+  });
   const rpc = new RpcClient({ url: ctx.amqpUrl, queue: echoQueue, timeoutMs: TIMEOUT_MS });
   const rows: LatencyRow[] = [];
   try {
     const run = async (id: string, what: string, recipients: number, call: () => Promise<unknown>) => {
       const loop = await runClosedLoop({ concurrency: 1, warmupMs: ctx.warmupMs, measureMs: ctx.measureMs, call });
-      rows.push({ id, what, recipients, samples: loop.ops, p50Ms: loop.p50Ms, p99Ms: loop.p99Ms, maxMs: Number.NaN, errors: loop.errors, excluded: 0 });
+      rows.push({
+        id,
+        what,
+        recipients,
+        samples: loop.ops,
+        p50Ms: loop.p50Ms,
+        p99Ms: loop.p99Ms,
+        maxMs: Number.NaN,
+        errors: loop.errors,
+        excluded: 0,
+      });
       log(`${id.padEnd(36)} p50 ${loop.p50Ms.toFixed(2)} ms  p99 ${loop.p99Ms.toFixed(2)} ms  (${loop.ops} requests)`);
     };
     const small = echoCall(rpc);
     await run('broker/echo/small', 'echo consumer, a small request', 0, async () => small(0, 0));
     for (const n of [1000, BIG]) {
-      const body = { op: 'evaluate', event: evaluateEvent(0), room: evaluateRoom(n), recipients: recipientsOf(`evalwarm${n}`, n) };
-      await run(`broker/echo/evaluate-${n}`, 'echo consumer, the same request body (reply `{}`)', n, async () => rpc.request(body));
+      const body = {
+        op: 'evaluate',
+        event: evaluateEvent(0),
+        room: evaluateRoom(n),
+        recipients: recipientsOf(`evalwarm${n}`, n),
+      };
+      await run(`broker/echo/evaluate-${n}`, 'echo consumer, the same request body (reply `{}`)', n, async () =>
+        rpc.request(body),
+      );
     }
   } finally {
     await rpc.close();
@@ -223,7 +270,12 @@ async function echoRows(ctx: EvaluateContext): Promise<LatencyRow[]> {
  * those that read some recipients again because their entries had passed
  * `evaluate.maxStalenessMs` (about one a second with the defaults).
  */
-async function warmRows(client: PushRulesClient, w: { child: Child; port: number }, n: number, ctx: EvaluateContext): Promise<LatencyRow[]> {
+async function warmRows(
+  client: PushRulesClient,
+  w: { child: Child; port: number },
+  n: number,
+  ctx: EvaluateContext,
+): Promise<LatencyRow[]> {
   const { port } = w;
   const recipients = recipientsOf(`evalwarm${n}`, n);
   const room = evaluateRoom(n);
@@ -243,7 +295,12 @@ async function warmRows(client: PushRulesClient, w: { child: Child; port: number
       cpuFrom ??= cpuSeconds(w.child.pid);
       waitFrom ??= runQueueWaitSeconds(w.child.pid);
     }
-    if (measuring && ((now - measureFrom >= ctx.measureMs && warm.length >= MIN_WARM_SAMPLES) || now - measureFrom >= 8 * ctx.measureMs)) break;
+    if (
+      measuring &&
+      ((now - measureFrom >= ctx.measureMs && warm.length >= MIN_WARM_SAMPLES) ||
+        now - measureFrom >= 8 * ctx.measureMs)
+    )
+      break;
     const begin = performance.now();
     let failed = false;
     try {
@@ -280,7 +337,17 @@ async function warmRows(client: PushRulesClient, w: { child: Child; port: number
       },
       warm,
     ),
-    latencyRow({ id: `evaluate/steady/${n}`, what: 'steady state: warm, and the staleness re-reads', recipients: n, errors: counted.errors, workerCpuMsPerRequest, workerWaitMsPerRequest }, all),
+    latencyRow(
+      {
+        id: `evaluate/steady/${n}`,
+        what: 'steady state: warm, and the staleness re-reads',
+        recipients: n,
+        errors: counted.errors,
+        workerCpuMsPerRequest,
+        workerWaitMsPerRequest,
+      },
+      all,
+    ),
   ];
   rows.forEach(logRow);
   return rows;
@@ -328,14 +395,39 @@ async function coldRows(
   try {
     const stored = recipientsOf('evalstored', BIG);
     log(`evaluate/cold: seeding ${BIG.toLocaleString('en-US')} stored rulesets`);
-    await seedRulesetDocuments(w.db, stored.map((r) => r.user_id));
+    await seedRulesetDocuments(
+      w.db,
+      stored.map((r) => r.user_id),
+    );
     const fresh = (i: number) => recipientsOf(`evalnew${i}`, BIG);
     const pause = MAX_STALENESS_MS + 200;
     const storedRun = await coldLatencies(client, w.port, ctx.coldSamples, () => stored, pause);
-    rows.push(latencyRow({ id: `evaluate/cold/stored/${BIG}`, what: 'cache cold, stored rules', recipients: BIG, ...without(storedRun), targetP99Ms: COLD_P99_TARGET_MS }, storedRun.latencies));
+    rows.push(
+      latencyRow(
+        {
+          id: `evaluate/cold/stored/${BIG}`,
+          what: 'cache cold, stored rules',
+          recipients: BIG,
+          ...without(storedRun),
+          targetP99Ms: COLD_P99_TARGET_MS,
+        },
+        storedRun.latencies,
+      ),
+    );
     logRow(rows[rows.length - 1]);
     const freshRun = await coldLatencies(client, w.port, ctx.coldSamples, fresh, 200);
-    rows.push(latencyRow({ id: `evaluate/cold/no-doc/${BIG}`, what: 'cache cold, no stored rules', recipients: BIG, ...without(freshRun), targetP99Ms: COLD_P99_TARGET_MS }, freshRun.latencies));
+    rows.push(
+      latencyRow(
+        {
+          id: `evaluate/cold/no-doc/${BIG}`,
+          what: 'cache cold, no stored rules',
+          recipients: BIG,
+          ...without(freshRun),
+          targetP99Ms: COLD_P99_TARGET_MS,
+        },
+        freshRun.latencies,
+      ),
+    );
     logRow(rows[rows.length - 1]);
   } finally {
     await stop(w.child);
@@ -344,7 +436,12 @@ async function coldRows(
   const store = new MongoPushStore(w.db, { accountDataCollection: 'account_data', pushersCollection: 'pushers' });
   const accountData = w.db.collection<{ _id: string }>('account_data');
   const storeSamples = Math.max(3, Math.ceil(ctx.coldSamples / 2));
-  const storeRow = async (id: string, what: string, idsFor: (i: number) => readonly string[], read: (chunk: string[]) => Promise<unknown>) => {
+  const storeRow = async (
+    id: string,
+    what: string,
+    idsFor: (i: number) => readonly string[],
+    read: (chunk: string[]) => Promise<unknown>,
+  ) => {
     const latencies: number[] = [];
     for (let i = 0; i <= storeSamples; i += 1) {
       const ids = idsFor(i);
@@ -359,9 +456,17 @@ async function coldRows(
     rows.push(row);
   };
   const storedIds = recipientsOf('evalstored', BIG).map((r) => r.user_id);
-  await storeRow(`store/loadMany/stored/${BIG}`, 'store: loadManyPushRules, stored rules', () => storedIds, async (chunk) => store.loadManyPushRules(chunk));
-  await storeRow(`store/loadMany/no-doc/${BIG}`, 'store: loadManyPushRules, no stored rules', (i) => recipientsOf(`evalstorenew${i}`, BIG).map((r) => r.user_id), async (chunk) =>
-    store.loadManyPushRules(chunk),
+  await storeRow(
+    `store/loadMany/stored/${BIG}`,
+    'store: loadManyPushRules, stored rules',
+    () => storedIds,
+    async (chunk) => store.loadManyPushRules(chunk),
+  );
+  await storeRow(
+    `store/loadMany/no-doc/${BIG}`,
+    'store: loadManyPushRules, no stored rules',
+    (i) => recipientsOf(`evalstorenew${i}`, BIG).map((r) => r.user_id),
+    async (chunk) => store.loadManyPushRules(chunk),
   );
   await storeRow(
     `store/_id-in/stored/${BIG}`,
@@ -400,8 +505,17 @@ async function isolation(
       measureMs: ctx.measureMs,
       call: workerCall(client, pool, 'get_pushrule_enabled', ISOLATION_CONCURRENCY),
     });
-    const summary = { ops: r.ops, throughput: r.throughput, p50Ms: r.p50Ms, p99Ms: r.p99Ms, errors: r.errors, cpu: watch.stop() };
-    log(`${id.padEnd(36)} ${Math.round(r.throughput).toString().padStart(7)}/s  p50 ${r.p50Ms.toFixed(2)} ms  p99 ${r.p99Ms.toFixed(2)} ms${r.errors > 0 ? ` errors ${r.errors} (${r.firstError ?? ''})` : ''}`);
+    const summary = {
+      ops: r.ops,
+      throughput: r.throughput,
+      p50Ms: r.p50Ms,
+      p99Ms: r.p99Ms,
+      errors: r.errors,
+      cpu: watch.stop(),
+    };
+    log(
+      `${id.padEnd(36)} ${Math.round(r.throughput).toString().padStart(7)}/s  p50 ${r.p50Ms.toFixed(2)} ms  p99 ${r.p99Ms.toFixed(2)} ms${r.errors > 0 ? ` errors ${r.errors} (${r.firstError ?? ''})` : ''}`,
+    );
     return summary;
   };
   const before = await loop(`evaluate/isolation/${tag}/alone`);
@@ -438,7 +552,17 @@ async function isolation(
     // Requests the sender gave up on may still be queued or under way: let the worker finish them first.
     await drain(ctx.amqpUrl, evaluateQueueOf(ctx), w.port);
     const after = await loop(`evaluate/isolation/${tag}/alone-after`);
-    return { users, judged: users === ISOLATION_USERS, concurrency: ISOLATION_CONCURRENCY, before, loaded, after, sender: senderResult, senderRecipients: BIG, evaluateCounters };
+    return {
+      users,
+      judged: users === ISOLATION_USERS,
+      concurrency: ISOLATION_CONCURRENCY,
+      before,
+      loaded,
+      after,
+      sender: senderResult,
+      senderRecipients: BIG,
+      evaluateCounters,
+    };
   } finally {
     rmSync(resultDir, { recursive: true, force: true });
   }
@@ -473,17 +597,27 @@ async function memoryFigures(inspector: Inspector, pid: number, port: number): P
 /** Fills the cache with `users` users on the default rules, 10,000 per request. */
 async function cacheUsers(client: PushRulesClient, prefix: string, users: number): Promise<void> {
   for (let offset = 0; offset < users; offset += BIG) {
-    await client.evaluate(evaluateEvent(offset), evaluateRoom(BIG), recipientsOf(prefix, Math.min(BIG, users - offset), offset));
+    await client.evaluate(
+      evaluateEvent(offset),
+      evaluateRoom(BIG),
+      recipientsOf(prefix, Math.min(BIG, users - offset), offset),
+    );
   }
 }
 
-async function memoryScenario(client: PushRulesClient, w: { child: Child; port: number }, inspectPort: number): Promise<MemoryResult> {
+async function memoryScenario(
+  client: PushRulesClient,
+  w: { child: Child; port: number },
+  inspectPort: number,
+): Promise<MemoryResult> {
   const inspector = await connectInspector(inspectPort);
   try {
     log('evaluate/memory: warming the worker up with 3 requests of the same 10,000 users');
     for (let i = 0; i < 3; i += 1) await cacheUsers(client, 'evalmemwarmup', BIG);
     const before = await memoryFigures(inspector, w.child.pid, w.port);
-    log(`evaluate/memory: caching ${MEMORY_USERS.toLocaleString('en-US')} more users, ${BIG.toLocaleString('en-US')} per request`);
+    log(
+      `evaluate/memory: caching ${MEMORY_USERS.toLocaleString('en-US')} more users, ${BIG.toLocaleString('en-US')} per request`,
+    );
     await cacheUsers(client, 'evalmem', MEMORY_USERS);
     const after = await memoryFigures(inspector, w.child.pid, w.port);
     const result: MemoryResult = {
@@ -491,10 +625,12 @@ async function memoryScenario(client: PushRulesClient, w: { child: Child; port: 
       before,
       after,
       method:
-        'A fresh worker (started with `--inspect` so that the benchmark can force a full garbage collection over the DevTools protocol; default configuration otherwise), its database empty, so that the recipients have no stored rules. Before: after 3 requests for the same 10,000 users (code paths, buffers and the JIT warm), a forced full GC twice, 2.5 s of rest. After: 10 requests of 10,000 users never seen before, then the same GC and rest. RSS is `VmRSS` of `/proc/<pid>/status`; the heap figures are the worker\'s `process.memoryUsage()` and V8\'s `malloced_memory`; the cache figures are its `/metrics` gauges (`push_worker_evaluate_cache_entries`, `..._bytes`, the estimate the cache is bounded by).',
+        "A fresh worker (started with `--inspect` so that the benchmark can force a full garbage collection over the DevTools protocol; default configuration otherwise), its database empty, so that the recipients have no stored rules. Before: after 3 requests for the same 10,000 users (code paths, buffers and the JIT warm), a forced full GC twice, 2.5 s of rest. After: 10 requests of 10,000 users never seen before, then the same GC and rest. RSS is `VmRSS` of `/proc/<pid>/status`; the heap figures are the worker's `process.memoryUsage()` and V8's `malloced_memory`; the cache figures are its `/metrics` gauges (`push_worker_evaluate_cache_entries`, `..._bytes`, the estimate the cache is bounded by).",
     };
     const g = memoryGrowth(result);
-    log(`evaluate/memory: RSS ${(g.rss / 1048576).toFixed(1)} MB more (${Math.round(g.perUserRss)} B/user), heap used ${(g.heapUsed / 1048576).toFixed(1)} MB more`);
+    log(
+      `evaluate/memory: RSS ${(g.rss / 1048576).toFixed(1)} MB more (${Math.round(g.perUserRss)} B/user), heap used ${(g.heapUsed / 1048576).toFixed(1)} MB more`,
+    );
     return result;
   } finally {
     inspector.close();
@@ -502,18 +638,25 @@ async function memoryScenario(client: PushRulesClient, w: { child: Child; port: 
 }
 
 /** What holds the memory: heap snapshots before and after caching the same number of users, on another fresh worker. */
-async function heapProfile(client: PushRulesClient, inspectPort: number): Promise<NonNullable<MemoryResult['profile']>> {
+async function heapProfile(
+  client: PushRulesClient,
+  inspectPort: number,
+): Promise<NonNullable<MemoryResult['profile']>> {
   const inspector = await connectInspector(inspectPort);
   try {
     log('evaluate/memory: heap snapshots before and after caching the users, on a fresh worker');
     for (let i = 0; i < 3; i += 1) await cacheUsers(client, 'evalmemwarmup', BIG);
     await inspector.collectGarbage();
     const usedBefore = (await inspector.evaluate<{ heapUsed: number }>(MEMORY_EXPRESSION)).heapUsed;
-    const before = summarizeHeapSnapshot(JSON.parse(await inspector.heapSnapshot()) as Parameters<typeof summarizeHeapSnapshot>[0]);
+    const before = summarizeHeapSnapshot(
+      JSON.parse(await inspector.heapSnapshot()) as Parameters<typeof summarizeHeapSnapshot>[0],
+    );
     await cacheUsers(client, 'evalmem', MEMORY_USERS);
     await inspector.collectGarbage();
     const usedAfter = (await inspector.evaluate<{ heapUsed: number }>(MEMORY_EXPRESSION)).heapUsed;
-    const after = summarizeHeapSnapshot(JSON.parse(await inspector.heapSnapshot()) as Parameters<typeof summarizeHeapSnapshot>[0]);
+    const after = summarizeHeapSnapshot(
+      JSON.parse(await inspector.heapSnapshot()) as Parameters<typeof summarizeHeapSnapshot>[0],
+    );
     return { users: MEMORY_USERS, heapUsedGrowth: usedAfter - usedBefore, rows: heapGrowth(before, after) };
   } finally {
     inspector.close();
@@ -524,11 +667,17 @@ function logRow(row: LatencyRow | undefined): void {
   if (row === undefined) return;
   const left = row.excluded > 0 ? `, ${row.excluded} left out` : '';
   const errors = row.errors > 0 ? `, ${row.errors} errors` : '';
-  log(`${row.id.padEnd(36)} p50 ${row.p50Ms.toFixed(2)} ms  p99 ${row.p99Ms.toFixed(2)} ms  max ${row.maxMs.toFixed(2)} ms  (${row.samples} requests${left}${errors})`);
+  log(
+    `${row.id.padEnd(36)} p50 ${row.p50Ms.toFixed(2)} ms  p99 ${row.p99Ms.toFixed(2)} ms  max ${row.maxMs.toFixed(2)} ms  (${row.samples} requests${left}${errors})`,
+  );
 }
 
 /** Runs `work` on every item, at most `concurrency` at once (as EvaluateService loads chunks). */
-async function inBatches<T>(items: readonly T[], concurrency: number, work: (item: T) => Promise<unknown>): Promise<void> {
+async function inBatches<T>(
+  items: readonly T[],
+  concurrency: number,
+  work: (item: T) => Promise<unknown>,
+): Promise<void> {
   let next = 0;
   await Promise.all(
     Array.from({ length: Math.min(concurrency, items.length) }, async () => {

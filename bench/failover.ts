@@ -60,7 +60,8 @@ export async function runFailover(options: FailoverOptions): Promise<FailoverRes
   let killed: ClusterNode | undefined;
   const client = new RpcClient({ url: urls, queue, timeoutMs: 2_000 });
   try {
-    for (let i = 0; i < 3; i += 1) workers.push(await startWorker({ ...options.workerEnv(queue, database), AMQP_URL: urls }, options.workerArgs));
+    for (let i = 0; i < 3; i += 1)
+      workers.push(await startWorker({ ...options.workerEnv(queue, database), AMQP_URL: urls }, options.workerArgs));
     const users = Array.from({ length: USERS }, (_, i) => `@failover${i}:bench.example.org`);
     for (const user of users) await client.request({ op: 'get_pushrules', user_id: user });
 
@@ -77,7 +78,14 @@ export async function runFailover(options: FailoverOptions): Promise<FailoverRes
         const n = (next += 1);
         const user = users[n % USERS] ?? '';
         const ruleId = `!f${n}:bench.example.org`;
-        const body = { op: 'set_pushrule', user_id: user, scope: 'global', kind: 'room', rule_id: ruleId, rule: { actions: [] } };
+        const body = {
+          op: 'set_pushrule',
+          user_id: user,
+          scope: 'global',
+          kind: 'room',
+          rule_id: ruleId,
+          rule: { actions: [] },
+        };
         for (let attempt = 0; ; attempt += 1) {
           let outcome: string;
           try {
@@ -116,7 +124,10 @@ export async function runFailover(options: FailoverOptions): Promise<FailoverRes
       }
       previous = at;
     }
-    const perSecond = Array.from({ length: Math.ceil(options.windowMs / 1000) }, (_, s) => sorted.filter((t) => t >= s * 1000 && t < (s + 1) * 1000).length);
+    const perSecond = Array.from(
+      { length: Math.ceil(options.windowMs / 1000) },
+      (_, s) => sorted.filter((t) => t >= s * 1000 && t < (s + 1) * 1000).length,
+    );
     const count = (from: number, to: number) => sorted.filter((t) => t >= from && t < to).length;
     const beforePerSecond = count(1_000, killedAt) / ((killedAt - 1_000) / 1000);
     const afterPerSecond = count(resumedAt, options.windowMs) / Math.max(0.001, (options.windowMs - resumedAt) / 1000);
@@ -126,9 +137,17 @@ export async function runFailover(options: FailoverOptions): Promise<FailoverRes
     let lost = 0;
     let appliedTwice = 0;
     for (const user of users) {
-      const doc = await db.collection<{ _id: string; version?: number; push_rules?: { content_json?: string } }>('account_data').findOne({ _id: user });
-      const content = JSON.parse(doc?.push_rules?.content_json ?? '{"global":{}}') as { global: Record<string, { rule_id: string }[]> };
-      const stored = new Set(Object.values(content.global).flat().map((r) => r.rule_id));
+      const doc = await db
+        .collection<{ _id: string; version?: number; push_rules?: { content_json?: string } }>('account_data')
+        .findOne({ _id: user });
+      const content = JSON.parse(doc?.push_rules?.content_json ?? '{"global":{}}') as {
+        global: Record<string, { rule_id: string }[]>;
+      };
+      const stored = new Set(
+        Object.values(content.global)
+          .flat()
+          .map((r) => r.rule_id),
+      );
       const mine = acknowledged.filter((a) => a.user === user);
       lost += mine.filter((a) => !stored.has(a.ruleId)).length;
       appliedTwice += Math.max(0, (doc?.version ?? 0) - 1 - mine.length);
@@ -151,7 +170,10 @@ export async function runFailover(options: FailoverOptions): Promise<FailoverRes
     await Promise.all(workers.map(async (w) => w.stop()));
     if (killed !== undefined) await startNode(killed);
     await deleteFailoverTopology(nodes[0]?.url, queue);
-    await options.mongo.db(database).dropDatabase().catch(() => undefined);
+    await options.mongo
+      .db(database)
+      .dropDatabase()
+      .catch(() => undefined);
   }
 }
 
@@ -168,7 +190,11 @@ async function deleteFailoverTopology(url: string | undefined, queue: string): P
 /** The issue's targets: a gap of at most 5 s, nothing lost, nothing applied twice. */
 export function checkFailoverTargets(r: FailoverResult): TargetCheck[] {
   return [
-    { target: 'failover: gap (no write answered) after a node of three is killed ≤ 5 s', measured: `${(r.gapMs / 1000).toFixed(2)} s`, met: r.gapMs <= 5_000 },
+    {
+      target: 'failover: gap (no write answered) after a node of three is killed ≤ 5 s',
+      measured: `${(r.gapMs / 1000).toFixed(2)} s`,
+      met: r.gapMs <= 5_000,
+    },
     {
       target: 'failover: nothing lost, nothing applied twice',
       measured: `${r.acknowledged} acknowledged; ${r.lost} lost; ${r.appliedTwice} applied twice`,
@@ -179,10 +205,13 @@ export function checkFailoverTargets(r: FailoverResult): TargetCheck[] {
 
 export function failoverMarkdown(r: FailoverResult): string {
   const ratio = r.beforePerSecond === 0 ? Number.NaN : r.afterPerSecond / r.beforePerSecond;
-  const retried = Object.entries(r.retriedBecause).map(([reason, n]) => `${reason} ${n}`).join(', ') || 'none';
+  const retried =
+    Object.entries(r.retriedBecause)
+      .map(([reason, n]) => `${reason} ${n}`)
+      .join(', ') || 'none';
   return [
     '',
-    '### Failover (three-node cluster, the request queue\'s leader killed)',
+    "### Failover (three-node cluster, the request queue's leader killed)",
     '',
     '| window | killed | before (writes ok/s) | after | after/before | gap | acknowledged | lost | applied twice | failed attempts, retried |',
     '|---|---|---|---|---|---|---|---|---|---|',

@@ -35,7 +35,14 @@ import { runClosedLoop, type LoopResult } from './support/closed-loop.js';
 import { runHttpLoad } from './support/http-load.js';
 import { findPid, ROOT, startChild, startEchoConsumer, startWorker, type Child } from './support/processes.js';
 import { peakRssBytes, rssBytes, startCpuWatch } from './support/proc-stats.js';
-import { checkTargets, markdown, targetsTable, type Group, type RssPeak, type ScenarioResult } from './support/report.js';
+import {
+  checkTargets,
+  markdown,
+  targetsTable,
+  type Group,
+  type RssPeak,
+  type ScenarioResult,
+} from './support/report.js';
 import { checkEvaluateTargets, evaluateMarkdown, type EvaluateResults } from './support/evaluate-report.js';
 import { runEvaluateScenarios } from './evaluate-scenarios.js';
 import { checkFailoverTargets, failoverMarkdown, runFailover, type FailoverResult } from './failover.js';
@@ -75,12 +82,19 @@ const USERS = 1000;
 
 /** Every scenario of the part before the evaluate part (issues 5 and 6), by id, to know whether `--only` selects any. */
 const CLASSIC_IDS = [
-  ...Object.keys(WORKER_OPS).flatMap((op) => [...CONCURRENCIES.map((c) => `worker/${op}/w1/c${c}`), `worker/${op}/w2/c16`, `worker/${op}/w2/c64`]),
+  ...Object.keys(WORKER_OPS).flatMap((op) => [
+    ...CONCURRENCIES.map((c) => `worker/${op}/w1/c${c}`),
+    `worker/${op}/w2/c16`,
+    `worker/${op}/w2/c64`,
+  ]),
   ...CONCURRENCIES.map((c) => `worker/mixed/w1/c${c}`),
   ...[1, 64].map((c) => `worker/request-queue/get_pushrule_enabled/w1/c${c}`),
   'worker/mixed/w2/c16',
   'worker/mixed/w2/c64',
-  ...['get_pushrule_enabled', 'set_pushrule_enabled', 'get_pushrules'].flatMap((op) => [`gateway/${op}/rpc/c64`, `gateway/${op}/http/c64`]),
+  ...['get_pushrule_enabled', 'set_pushrule_enabled', 'get_pushrules'].flatMap((op) => [
+    `gateway/${op}/rpc/c64`,
+    `gateway/${op}/http/c64`,
+  ]),
   'growth/rules0',
   'growth/rules100',
   'growth/rules1000',
@@ -88,7 +102,13 @@ const CLASSIC_IDS = [
   'growth/users100',
   'growth/users10000',
 ];
-const EVALUATE_PARTS = ['evaluate/kernel', 'evaluate/latency', 'evaluate/isolation', 'evaluate/cold', 'evaluate/memory'];
+const EVALUATE_PARTS = [
+  'evaluate/kernel',
+  'evaluate/latency',
+  'evaluate/isolation',
+  'evaluate/cold',
+  'evaluate/memory',
+];
 const runsClassic = ONLY === undefined || CLASSIC_IDS.some((scenario) => ONLY.test(scenario));
 const runsEvaluate = (part: string) => ONLY === undefined || ONLY.test(part);
 const runsFailover = ONLY === undefined || ONLY.test('failover');
@@ -166,7 +186,8 @@ interface Scenario {
 const readFallbacks = { count: 0 };
 
 async function measure(scenario: Scenario): Promise<void> {
-  if (ONLY !== undefined && scenario.group !== 'broker' && scenario.group !== 'store' && !ONLY.test(scenario.id)) return;
+  if (ONLY !== undefined && scenario.group !== 'broker' && scenario.group !== 'store' && !ONLY.test(scenario.id))
+    return;
   const watched: Record<string, number | undefined> = {
     ...Object.fromEntries(workers.map((w, i) => [`worker${workers.length > 1 ? String(i + 1) : ''}`, w.pid])),
     ...others,
@@ -181,7 +202,12 @@ async function measure(scenario: Scenario): Promise<void> {
   const loop =
     run !== undefined
       ? await run()
-      : await runClosedLoop({ concurrency: scenario.concurrency, warmupMs: WARMUP_MS, measureMs: MEASURE_MS, call: call ?? (async () => Promise.resolve()) });
+      : await runClosedLoop({
+          concurrency: scenario.concurrency,
+          warmupMs: WARMUP_MS,
+          measureMs: MEASURE_MS,
+          call: call ?? (async () => Promise.resolve()),
+        });
   clearInterval(sampler);
   const cpu = cpuWatch.stop();
   const result: ScenarioResult = {
@@ -199,11 +225,18 @@ async function measure(scenario: Scenario): Promise<void> {
   results.push(result);
   const errors = result.errors > 0 ? ` errors ${result.errors} (${result.firstError ?? ''})` : '';
   const fallbacks = readFallbacks.count > 0 ? `  ${readFallbacks.count} reads fell back to the request queue` : '';
-  console.error(`${scenario.id.padEnd(44)} ${Math.round(result.throughput).toString().padStart(7)}/s  p50 ${result.p50Ms.toFixed(2)} ms  p99 ${result.p99Ms.toFixed(2)} ms${errors}${fallbacks}`);
+  console.error(
+    `${scenario.id.padEnd(44)} ${Math.round(result.throughput).toString().padStart(7)}/s  p50 ${result.p50Ms.toFixed(2)} ms  p99 ${result.p99Ms.toFixed(2)} ms${errors}${fallbacks}`,
+  );
 }
 
 async function main(): Promise<void> {
-  console.error(`bench ${id}: ${MEASURE_MS / 1000} s measured after ${WARMUP_MS / 1000} s warm-up per scenario; ${os.cpus().length} CPUs; load average ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+  console.error(
+    `bench ${id}: ${MEASURE_MS / 1000} s measured after ${WARMUP_MS / 1000} s warm-up per scenario; ${os.cpus().length} CPUs; load average ${os
+      .loadavg()
+      .map((l) => l.toFixed(2))
+      .join(' ')}`,
+  );
   const mongo = new MongoClient(MONGODB_URL);
   await mongo.connect();
   const cleanups: (() => Promise<unknown>)[] = [];
@@ -231,7 +264,9 @@ async function main(): Promise<void> {
 
     let failover: FailoverResult | undefined;
     if (runsFailover) {
-      console.error('failover: the local three-node cluster, 30 s of writes, the request queue\'s leader killed at 10 s');
+      console.error(
+        "failover: the local three-node cluster, 30 s of writes, the request queue's leader killed at 10 s",
+      );
       failover = await runFailover({
         mongo,
         id,
@@ -241,7 +276,9 @@ async function main(): Promise<void> {
         killAtMs: 10_000,
         concurrency: 16,
       });
-      console.error(`failover: gap ${failover.gapMs} ms; before ${Math.round(failover.beforePerSecond)}/s, after ${Math.round(failover.afterPerSecond)}/s; ${failover.lost} lost`);
+      console.error(
+        `failover: gap ${failover.gapMs} ms; before ${Math.round(failover.beforePerSecond)}/s, after ${Math.round(failover.afterPerSecond)}/s; ${failover.lost} lost`,
+      );
     }
 
     const checks = [
@@ -249,8 +286,13 @@ async function main(): Promise<void> {
       ...(evaluate === undefined ? [] : checkEvaluateTargets(evaluate)),
       ...(failover === undefined ? [] : checkFailoverTargets(failover)),
     ];
-    const evaluateSection = [evaluate === undefined ? '' : evaluateMarkdown(evaluate), failover === undefined ? '' : failoverMarkdown(failover)].join('\n');
-    const table = runsClassic ? markdown(results, checks, peaks, evaluateSection) : `${evaluateSection}\n${targetsTable(checks)}`;
+    const evaluateSection = [
+      evaluate === undefined ? '' : evaluateMarkdown(evaluate),
+      failover === undefined ? '' : failoverMarkdown(failover),
+    ].join('\n');
+    const table = runsClassic
+      ? markdown(results, checks, peaks, evaluateSection)
+      : `${evaluateSection}\n${targetsTable(checks)}`;
     console.log(table);
     const stamp = new Date().toISOString().replace(/[:.]/g, '-');
     mkdirSync(`${ROOT}bench/results`, { recursive: true });
@@ -260,8 +302,20 @@ async function main(): Promise<void> {
       `${JSON.stringify(
         {
           startedAt: new Date().toISOString(),
-          machine: { cpus: os.cpus().length, cpuModel: os.cpus()[0]?.model, memoryBytes: os.totalmem(), node: process.version },
-          settings: { measureMs: MEASURE_MS, warmupMs: WARMUP_MS, users: USERS, only: flags.only ?? null, reps: flags.reps ?? null, coldSamples: flags['cold-samples'] ?? null },
+          machine: {
+            cpus: os.cpus().length,
+            cpuModel: os.cpus()[0]?.model,
+            memoryBytes: os.totalmem(),
+            node: process.version,
+          },
+          settings: {
+            measureMs: MEASURE_MS,
+            warmupMs: WARMUP_MS,
+            users: USERS,
+            only: flags.only ?? null,
+            reps: flags.reps ?? null,
+            coldSamples: flags['cold-samples'] ?? null,
+          },
           workerPeakRss: peaks,
           results,
           evaluate: evaluate ?? null,
@@ -276,14 +330,20 @@ async function main(): Promise<void> {
   } finally {
     await stopWorkers('interrupted');
     for (const cleanup of cleanups.reverse()) await cleanup().catch(() => undefined);
-    await mongo.db(names.database).dropDatabase().catch(() => undefined);
+    await mongo
+      .db(names.database)
+      .dropDatabase()
+      .catch(() => undefined);
     await mongo.close();
   }
 }
 
 /** The worker against the broker and the store (issues 5 and 6). */
 async function classicScenarios(mongo: MongoClient, cleanups: (() => Promise<unknown>)[]): Promise<void> {
-  const store = new MongoPushStore(mongo.db(names.database), { accountDataCollection: 'account_data', pushersCollection: 'pushers' });
+  const store = new MongoPushStore(mongo.db(names.database), {
+    accountDataCollection: 'account_data',
+    pushersCollection: 'pushers',
+  });
   await store.ensureIndexes();
   const users = new UserPool('bench', USERS);
   await seedUsers(store, users);
@@ -293,7 +353,8 @@ async function classicScenarios(mongo: MongoClient, cleanups: (() => Promise<unk
   const echo = await startEchoConsumer(childEnv(names.echoQueue));
   cleanups.push(async () => deleteQueues(names.echoQueue));
   const echoClient = new RpcClient({ url: AMQP_URL, queue: names.echoQueue });
-  for (const c of CONCURRENCIES) await measure({ id: `broker/echo/c${c}`, group: 'broker', op: 'echo', concurrency: c, call: echoCall(echoClient) });
+  for (const c of CONCURRENCIES)
+    await measure({ id: `broker/echo/c${c}`, group: 'broker', op: 'echo', concurrency: c, call: echoCall(echoClient) });
   await echoClient.close();
   await echo.stop();
   const classicEcho = await startEchoConsumer({
@@ -304,14 +365,27 @@ async function classicScenarios(mongo: MongoClient, cleanups: (() => Promise<unk
   cleanups.push(async () => deleteQueues(names.classicEchoQueue));
   const classicEchoClient = new RpcClient({ url: AMQP_URL, queue: names.classicEchoQueue });
   for (const c of CONCURRENCIES) {
-    await measure({ id: `broker/echo-classic/c${c}`, group: 'broker', op: 'echo-classic', concurrency: c, call: echoCall(classicEchoClient) });
+    await measure({
+      id: `broker/echo-classic/c${c}`,
+      group: 'broker',
+      op: 'echo-classic',
+      concurrency: c,
+      call: echoCall(classicEchoClient),
+    });
   }
   await classicEchoClient.close();
   await classicEcho.stop();
 
   // Store limits: the worker's database calls, no broker.
   for (const op of Object.keys(STORE_OPS) as StoreOp[]) {
-    for (const c of CONCURRENCIES) await measure({ id: `store/${op}/c${c}`, group: 'store', op, concurrency: c, call: storeCall(store, users, op, c) });
+    for (const c of CONCURRENCIES)
+      await measure({
+        id: `store/${op}/c${c}`,
+        group: 'store',
+        op,
+        concurrency: c,
+        call: storeCall(store, users, op, c),
+      });
   }
 
   await addWorker();
@@ -332,11 +406,23 @@ async function classicScenarios(mongo: MongoClient, cleanups: (() => Promise<unk
   const workerScenarios = async (concurrencies: readonly number[]) => {
     for (const op of Object.keys(WORKER_OPS) as WorkerOp[]) {
       for (const c of concurrencies) {
-        await measure({ id: `worker/${op}/w${workers.length}/c${c}`, group: 'worker', op, concurrency: c, call: workerCall(client, users, op, c) });
+        await measure({
+          id: `worker/${op}/w${workers.length}/c${c}`,
+          group: 'worker',
+          op,
+          concurrency: c,
+          call: workerCall(client, users, op, c),
+        });
       }
     }
     for (const c of concurrencies) {
-      await measure({ id: `worker/mixed/w${workers.length}/c${c}`, group: 'worker', op: 'mixed', concurrency: c, call: mixedCall(client, users, c) });
+      await measure({
+        id: `worker/mixed/w${workers.length}/c${c}`,
+        group: 'worker',
+        op: 'mixed',
+        concurrency: c,
+        call: mixedCall(client, users, c),
+      });
     }
   };
   await workerScenarios(CONCURRENCIES);
@@ -361,22 +447,39 @@ async function classicScenarios(mongo: MongoClient, cleanups: (() => Promise<unk
   // Growth, one worker at c=64: rules per ruleset, then users the load is
   // spread over. Each row has a database of its own, so no row measures
   // the data another row left behind.
-  const growth = async (row: Omit<Scenario, 'group' | 'op' | 'concurrency' | 'call'>, pool: UserPool, userRules: number) => {
+  const growth = async (
+    row: Omit<Scenario, 'group' | 'op' | 'concurrency' | 'call'>,
+    pool: UserPool,
+    userRules: number,
+  ) => {
     if (ONLY !== undefined && !ONLY.test(row.id)) return;
     const database = `${names.database}_${row.id.replace(/\W/g, '_')}`;
-    const rowStore = new MongoPushStore(mongo.db(database), { accountDataCollection: 'account_data', pushersCollection: 'pushers' });
+    const rowStore = new MongoPushStore(mongo.db(database), {
+      accountDataCollection: 'account_data',
+      pushersCollection: 'pushers',
+    });
     await rowStore.ensureIndexes();
     await seedUsers(rowStore, pool, userRules);
     await addWorker(database);
     try {
-      await measure({ ...row, group: 'growth', op: 'set_pushrule_enabled', concurrency: 64, call: workerCall(client, pool, 'set_pushrule_enabled', 64) });
+      await measure({
+        ...row,
+        group: 'growth',
+        op: 'set_pushrule_enabled',
+        concurrency: 64,
+        call: workerCall(client, pool, 'set_pushrule_enabled', 64),
+      });
     } finally {
       await stopWorkers(row.id);
       await mongo.db(database).dropDatabase();
     }
   };
   for (const userRules of [0, 100, 1000]) {
-    await growth({ id: `growth/rules${userRules}`, userRules, users: 64 }, new UserPool(`rules${userRules}`, 64), userRules);
+    await growth(
+      { id: `growth/rules${userRules}`, userRules, users: 64 },
+      new UserPool(`rules${userRules}`, 64),
+      userRules,
+    );
   }
   for (const count of [1, 100, 10_000]) {
     await growth({ id: `growth/users${count}`, users: count }, new UserPool(`users${count}`, count), 0);
@@ -397,7 +500,13 @@ async function gatewayScenarios(client: PushRulesClient, users: UserPool): Promi
   const gateway = await startChild(
     'gateway',
     ['dist/gateway-main.js'],
-    { ...childEnv(names.queue), AUTH_KIND: 'token-file', AUTH_TOKEN_FILE: tokenFile, GATEWAY_HOST: '127.0.0.1', GATEWAY_PORT: '0' },
+    {
+      ...childEnv(names.queue),
+      AUTH_KIND: 'token-file',
+      AUTH_TOKEN_FILE: tokenFile,
+      GATEWAY_HOST: '127.0.0.1',
+      GATEWAY_PORT: '0',
+    },
     (line) => {
       const match = /"msg":"gateway listening".*"port":(\d+)|"port":(\d+).*"msg":"gateway listening"/.exec(line);
       if (match !== null) port.value = match[1] ?? match[2] ?? '';
@@ -410,7 +519,13 @@ async function gatewayScenarios(client: PushRulesClient, users: UserPool): Promi
   const rule = '/pushrules/global/override/.m.rule.suppress_notices';
   try {
     for (const op of ['get_pushrule_enabled', 'set_pushrule_enabled', 'get_pushrules'] as const) {
-      await measure({ id: `gateway/${op}/rpc/c${c}`, group: 'gateway', op: `${op} rpc`, concurrency: c, call: workerCall(client, users, op, c) });
+      await measure({
+        id: `gateway/${op}/rpc/c${c}`,
+        group: 'gateway',
+        op: `${op} rpc`,
+        concurrency: c,
+        call: workerCall(client, users, op, c),
+      });
       await measure({
         id: `gateway/${op}/http/c${c}`,
         group: 'gateway',
@@ -425,10 +540,16 @@ async function gatewayScenarios(client: PushRulesClient, users: UserPool): Promi
             request: (i) => {
               const token = `token-${i % users.ids.length}`;
               if (op === 'get_pushrules') return { method: 'GET', path: '/_matrix/client/v3/pushrules/', token };
-              if (op === 'get_pushrule_enabled') return { method: 'GET', path: `/_matrix/client/v3${rule}/enabled`, token };
+              if (op === 'get_pushrule_enabled')
+                return { method: 'GET', path: `/_matrix/client/v3${rule}/enabled`, token };
               // Each write flips what the user's last one stored, as over RPC.
               const user = users.ids[i % users.ids.length] ?? '';
-              return { method: 'PUT', path: `/_matrix/client/v3${rule}/enabled`, token, body: { enabled: nextWrite('set_pushrule_enabled', user) % 2 === 0 } };
+              return {
+                method: 'PUT',
+                path: `/_matrix/client/v3${rule}/enabled`,
+                token,
+                body: { enabled: nextWrite('set_pushrule_enabled', user) % 2 === 0 },
+              };
             },
           }),
       });

@@ -62,7 +62,8 @@ const cleanups: (() => Promise<unknown>)[] = [];
 
 async function main(): Promise<number> {
   const { values } = parseArgs({ options: { worker: { type: 'string' }, gateway: { type: 'string' } } });
-  if ((values.worker === undefined) !== (values.gateway === undefined)) throw new Error('give both --worker and --gateway, or neither');
+  if ((values.worker === undefined) !== (values.gateway === undefined))
+    throw new Error('give both --worker and --gateway, or neither');
   const prometheus = findPrometheus();
 
   let targets: { worker: string; gateway: string };
@@ -100,12 +101,19 @@ async function main(): Promise<number> {
   );
   const server = spawn(
     prometheus,
-    [`--config.file=${join(dir, 'prometheus.yml')}`, `--storage.tsdb.path=${join(dir, 'data')}`, `--web.listen-address=127.0.0.1:${port}`, '--log.level=error'],
+    [
+      `--config.file=${join(dir, 'prometheus.yml')}`,
+      `--storage.tsdb.path=${join(dir, 'data')}`,
+      `--web.listen-address=127.0.0.1:${port}`,
+      '--log.level=error',
+    ],
     { stdio: ['ignore', 'inherit', 'inherit'] },
   );
   cleanups.push(async () => stop(server));
   await waitFor(async () => (await fetch(`${api}/-/ready`)).ok, 'Prometheus to be ready', 30_000);
-  log(`prometheus ${version(prometheus)} on ${api}, scraping ${targets.worker} (worker) and ${targets.gateway} (gateway) every second`);
+  log(
+    `prometheus ${version(prometheus)} on ${api}, scraping ${targets.worker} (worker) and ${targets.gateway} (gateway) every second`,
+  );
 
   // A couple of scrapes before the traffic, so that rates see it start, and a few after.
   await waitFor(async () => (await scrapes(api)) >= 2, 'two scrapes of both targets', 30_000);
@@ -113,7 +121,13 @@ async function main(): Promise<number> {
   const after = await scrapes(api);
   await waitFor(async () => (await scrapes(api)) >= after + 3, 'three more scrapes', 30_000);
 
-  const variables = { job: WORKER_JOB, instance: targets.worker, gateway_job: GATEWAY_JOB, gateway_instance: targets.gateway, __rate_interval: RATE_INTERVAL };
+  const variables = {
+    job: WORKER_JOB,
+    instance: targets.worker,
+    gateway_job: GATEWAY_JOB,
+    gateway_instance: targets.gateway,
+    __rate_interval: RATE_INTERVAL,
+  };
   const dashboard = readDashboard();
   const rows: Row[] = [];
   for (const query of variableQueries(dashboard)) rows.push(await runSelector(api, query, variables));
@@ -132,11 +146,17 @@ function log(message: string): void {
 }
 
 function findPrometheus(): string {
-  const which = () => spawnSync('sh', ['-c', 'command -v prometheus || ls /usr/bin/prometheus'], { encoding: 'utf8' }).stdout.trim().split('\n')[0] ?? '';
+  const which = () =>
+    spawnSync('sh', ['-c', 'command -v prometheus || ls /usr/bin/prometheus'], { encoding: 'utf8' })
+      .stdout.trim()
+      .split('\n')[0] ?? '';
   if (which() === '') {
     // The same Debian package as promtool: the script installs it when it can.
-    const install = spawnSync(join(ROOT, 'scripts/promtool.sh'), ['--version'], { stdio: ['ignore', 'ignore', 'inherit'] });
-    if (install.status !== 0 || which() === '') throw new Error("no prometheus server: install Debian's 'prometheus' package");
+    const install = spawnSync(join(ROOT, 'scripts/promtool.sh'), ['--version'], {
+      stdio: ['ignore', 'ignore', 'inherit'],
+    });
+    if (install.status !== 0 || which() === '')
+      throw new Error("no prometheus server: install Debian's 'prometheus' package");
   }
   return which();
 }
@@ -190,9 +210,11 @@ async function scrapes(api: string): Promise<number> {
 async function runQuery(api: string, query: Query, variables: Record<string, string>): Promise<Row> {
   const expr = substituteVariables(query.expr, variables);
   const answer = await ask(api, '/api/v1/query', { query: expr });
-  if (answer.status !== 'success') return { source: query.source, expr: query.expr, series: undefined, sample: '', error: answer.error ?? 'error' };
+  if (answer.status !== 'success')
+    return { source: query.source, expr: query.expr, series: undefined, sample: '', error: answer.error ?? 'error' };
   const result = answer.data?.result;
-  if (answer.data?.resultType === 'scalar') return { source: query.source, expr: query.expr, series: 1, sample: formatValue((result as [number, string])[1]) };
+  if (answer.data?.resultType === 'scalar')
+    return { source: query.source, expr: query.expr, series: 1, sample: formatValue((result as [number, string])[1]) };
   const vector = (result ?? []) as { metric: Record<string, string>; value: [number, string] }[];
   const first = vector[0];
   return {
@@ -206,20 +228,31 @@ async function runQuery(api: string, query: Query, variables: Record<string, str
 /** A variable's selector through /api/v1/series, as Grafana's label_values asks for it. */
 async function runSelector(api: string, query: Query, variables: Record<string, string>): Promise<Row> {
   const match = substituteVariables(query.expr, variables);
-  const response = await fetch(`${api}/api/v1/series`, { method: 'POST', body: new URLSearchParams({ 'match[]': match, start: String(Date.now() / 1000 - 300) }) });
+  const response = await fetch(`${api}/api/v1/series`, {
+    method: 'POST',
+    body: new URLSearchParams({ 'match[]': match, start: String(Date.now() / 1000 - 300) }),
+  });
   const answer = (await response.json()) as ApiAnswer;
-  if (answer.status !== 'success') return { source: query.source, expr: query.expr, series: undefined, sample: '', error: answer.error ?? 'error' };
+  if (answer.status !== 'success')
+    return { source: query.source, expr: query.expr, series: undefined, sample: '', error: answer.error ?? 'error' };
   const series = (answer.data as unknown as Record<string, string>[] | undefined) ?? [];
   const name = query.source.replace(/^variable /, '');
   const label = name.endsWith('job') ? 'job' : 'instance';
-  return { source: query.source, expr: query.expr, series: series.length, sample: [...new Set(series.map((s) => s[label] ?? ''))].join(', ') || '—' };
+  return {
+    source: query.source,
+    expr: query.expr,
+    series: series.length,
+    sample: [...new Set(series.map((s) => s[label] ?? ''))].join(', ') || '—',
+  };
 }
 
 function formatValue(text: string): string {
   const value = Number(text);
   if (!Number.isFinite(value)) return text;
   if (value === 0 || Number.isInteger(value)) return String(value);
-  return Math.abs(value) >= 1000 || Math.abs(value) < 0.001 ? value.toExponential(3) : String(Number(value.toPrecision(4)));
+  return Math.abs(value) >= 1000 || Math.abs(value) < 0.001
+    ? value.toExponential(3)
+    : String(Number(value.toPrecision(4)));
 }
 
 /** The labels that tell series apart in a sample (job and instance are the same everywhere here). */
@@ -233,14 +266,21 @@ function table(rows: readonly Row[]): string {
   const lines = [
     '| Panel | Expression | Series | Sample value |',
     '|---|---|---|---|',
-    ...rows.map((row) => `| ${cell(row.source)} | \`${cell(row.expr)}\` | ${row.series === undefined ? 'ERROR' : String(row.series)} | ${cell(row.error ?? row.sample)} |`),
+    ...rows.map(
+      (row) =>
+        `| ${cell(row.source)} | \`${cell(row.expr)}\` | ${row.series === undefined ? 'ERROR' : String(row.series)} | ${cell(row.error ?? row.sample)} |`,
+    ),
   ];
   return `${lines.join('\n')}\n`;
 }
 
 /** Starts `entry` through tsx and resolves once it logs `ready`, with where its metrics answer. */
 async function startProcess(entry: string, env: NodeJS.ProcessEnv, ready: string): Promise<Started> {
-  const child = spawn(process.execPath, ['--import', 'tsx', entry], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['--import', 'tsx', entry], {
+    cwd: ROOT,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   cleanups.push(async () => stop(child));
   let stderr = '';
   child.stderr.on('data', (chunk: Buffer) => {
@@ -256,13 +296,18 @@ async function startProcess(entry: string, env: NodeJS.ProcessEnv, ready: string
         return;
       }
       if (parsed['msg'] === 'health and metrics listening') metrics = `127.0.0.1:${String(parsed['port'])}`;
-      if (parsed['msg'] === ready) resolve({ child, metrics, ...(typeof parsed['port'] === 'number' ? { port: parsed['port'] } : {}) });
+      if (parsed['msg'] === ready)
+        resolve({ child, metrics, ...(typeof parsed['port'] === 'number' ? { port: parsed['port'] } : {}) });
     });
     child.once('exit', (code) => {
       reject(new Error(`${entry} exited with ${String(code)} before it was ready: ${stderr}`));
     });
     setTimeout(() => {
-      reject(new Error(`${entry} was not ready within ${STARTUP_MS / 1000} s (are the broker and the database up?) ${stderr}`));
+      reject(
+        new Error(
+          `${entry} was not ready within ${STARTUP_MS / 1000} s (are the broker and the database up?) ${stderr}`,
+        ),
+      );
     }, STARTUP_MS).unref();
   });
 }
@@ -292,7 +337,15 @@ async function startOwnProcesses(): Promise<{ worker: Started; gateway: Started;
     database: `check_dashboard_${id}`,
   };
   cleanups.push(async () => deleteOwnState(amqpUrl, mongoUrl, names));
-  const common = { ...process.env, AMQP_URL: amqpUrl, RPC_QUEUE: queue, RPC_READ_QUEUE: names.readQueue, HEALTH_HOST: '127.0.0.1', HEALTH_PORT: '0', LOG_LEVEL: 'info' };
+  const common = {
+    ...process.env,
+    AMQP_URL: amqpUrl,
+    RPC_QUEUE: queue,
+    RPC_READ_QUEUE: names.readQueue,
+    HEALTH_HOST: '127.0.0.1',
+    HEALTH_PORT: '0',
+    LOG_LEVEL: 'info',
+  };
   log(`starting a worker and a gateway on ${queue} and database ${names.database}`);
   const worker = await startProcess(
     'src/main.ts',
@@ -311,30 +364,55 @@ async function startOwnProcesses(): Promise<{ worker: Started; gateway: Started;
   writeFileSync(tokens, JSON.stringify({ 'check-token': '@check:example.org', 'other-token': '@other:example.org' }));
   const gateway = await startProcess(
     'src/gateway-main.ts',
-    { ...common, AUTH_KIND: 'token-file', AUTH_TOKEN_FILE: tokens, GATEWAY_HOST: '127.0.0.1', GATEWAY_PORT: '0', GATEWAY_RATE_LIMIT_WRITES_PER_SECOND: '5', GATEWAY_RATE_LIMIT_BURST: '5' },
+    {
+      ...common,
+      AUTH_KIND: 'token-file',
+      AUTH_TOKEN_FILE: tokens,
+      GATEWAY_HOST: '127.0.0.1',
+      GATEWAY_PORT: '0',
+      GATEWAY_RATE_LIMIT_WRITES_PER_SECOND: '5',
+      GATEWAY_RATE_LIMIT_BURST: '5',
+    },
     'gateway listening',
   );
   const http = `http://127.0.0.1:${String(gateway.port)}/_matrix/client/v3`;
   const call = async (token: string, method: string, path: string, body?: unknown) => {
     const response = await fetch(`${http}${path}`, {
       method,
-      headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      headers: {
+        authorization: `Bearer ${token}`,
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+      },
       ...(body === undefined ? {} : { body: JSON.stringify(body) }),
     });
     await response.arrayBuffer();
   };
   const traffic = async () => {
-    const client = new PushRulesClient({ url: amqpUrl, queue, readQueue: names.readQueue, evaluateQueue: names.evaluateQueue });
+    const client = new PushRulesClient({
+      url: amqpUrl,
+      queue,
+      readQueue: names.readQueue,
+      evaluateQueue: names.evaluateQueue,
+    });
     try {
       for (let round = 0; round < 10; round += 1) {
         const token = round % 2 === 0 ? 'check-token' : 'other-token';
         await call(token, 'GET', '/pushrules/');
-        await call(token, 'PUT', `/pushrules/global/content/word-${round}`, { pattern: `word${round}`, actions: ['notify'] });
+        await call(token, 'PUT', `/pushrules/global/content/word-${round}`, {
+          pattern: `word${round}`,
+          actions: ['notify'],
+        });
         await call(token, 'PUT', '/pushrules/global/override/.m.rule.master/enabled', { enabled: false });
         await call(token, 'GET', '/pushrules/global/content/missing');
         await call(token, 'GET', '/pushers');
         await client.evaluate(
-          { event_id: `$e${round}`, type: 'm.room.message', room_id: '!room:example.org', sender: '@sender:example.org', content: { msgtype: 'm.text', body: `word${round} and more` } },
+          {
+            event_id: `$e${round}`,
+            type: 'm.room.message',
+            room_id: '!room:example.org',
+            sender: '@sender:example.org',
+            content: { msgtype: 'm.text', body: `word${round} and more` },
+          },
           { member_count: 3 },
           [{ user_id: '@check:example.org' }, { user_id: '@other:example.org' }, { user_id: '@nobody:example.org' }],
         );
@@ -350,11 +428,20 @@ async function startOwnProcesses(): Promise<{ worker: Started; gateway: Started;
 async function deleteOwnState(
   amqpUrl: string,
   mongoUrl: string,
-  names: { queue: string; readQueue: string; evaluateQueue: string; deadLetterQueue: string; deadLetterExchange: string; eventsExchange: string; database: string },
+  names: {
+    queue: string;
+    readQueue: string;
+    evaluateQueue: string;
+    deadLetterQueue: string;
+    deadLetterExchange: string;
+    eventsExchange: string;
+    database: string;
+  },
 ): Promise<void> {
   const connection = await amqp.connect(amqpUrl);
   const channel = await connection.createChannel();
-  for (const queue of [names.queue, names.readQueue, names.evaluateQueue, names.deadLetterQueue]) await channel.deleteQueue(queue);
+  for (const queue of [names.queue, names.readQueue, names.evaluateQueue, names.deadLetterQueue])
+    await channel.deleteQueue(queue);
   for (const exchange of [names.deadLetterExchange, names.eventsExchange]) await channel.deleteExchange(exchange);
   await connection.close();
   const mongo = new MongoClient(mongoUrl, { serverSelectionTimeoutMS: 5_000 });

@@ -22,7 +22,9 @@ for (const [entry, names] of Object.entries(EXPECTED)) {
     continue;
   }
   const types = target.types;
-  await access(new URL(`../${types}`, import.meta.url)).catch(() => problems.push(`${entry}: types file ${types} is missing`));
+  await access(new URL(`../${types}`, import.meta.url)).catch(() =>
+    problems.push(`${entry}: types file ${types} is missing`),
+  );
   const specifier = `${pkg.name}/${entry.slice(2)}`;
   const loaded = (await import(specifier)) as Record<string, unknown>;
   for (const name of names) if (loaded[name] === undefined) problems.push(`${specifier} does not export ${name}`);

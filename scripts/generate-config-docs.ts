@@ -88,7 +88,13 @@ export function settingRows(source: SettingsSource, defaults: Defaults): Setting
       if (value === undefined) throw new Error(`${source.defaultFile}: no default for ${setting}`);
       const variables = source.environment.filter((v) => v.path.join('.') === setting).map((v) => v.name);
       if (variables.length > 1) throw new Error(`${setting} has more than one variable: ${variables.join(', ')}`);
-      rows.push({ variable: variables[0], setting, default: defaultText(value), values: valuesText(schema), meaning: schema.description });
+      rows.push({
+        variable: variables[0],
+        setting,
+        default: defaultText(value),
+        values: valuesText(schema),
+        meaning: schema.description,
+      });
     }
   }
   const unknown = source.environment.filter((v) => !rows.some((r) => r.setting === v.path.join('.')));
@@ -106,9 +112,15 @@ export function defaultText(value: unknown): string {
 export function valuesText(schema: SchemaNode): string {
   if (schema.anyOf !== undefined) {
     const options = schema.anyOf;
-    if (options.every((o) => o.const !== undefined)) return `one of ${options.map((o) => `\`${String(o.const)}\``).join(', ')}`;
+    if (options.every((o) => o.const !== undefined))
+      return `one of ${options.map((o) => `\`${String(o.const)}\``).join(', ')}`;
     const [single, list] = options;
-    if (options.length === 2 && single !== undefined && list?.type === 'array' && JSON.stringify(list.items) === JSON.stringify(single)) {
+    if (
+      options.length === 2 &&
+      single !== undefined &&
+      list?.type === 'array' &&
+      JSON.stringify(list.items) === JSON.stringify(single)
+    ) {
       return `${valuesText(single)}; or a list of ${range(list.minItems, list.maxItems)} of them`;
     }
     return options.map(valuesText).join('; or ');
@@ -125,7 +137,10 @@ export function valuesText(schema: SchemaNode): string {
     }
     case 'array': {
       const items = schema.items === undefined ? 'anything' : valuesText(schema.items);
-      const count = schema.minItems !== undefined || schema.maxItems !== undefined ? ` of ${range(schema.minItems, schema.maxItems)}` : '';
+      const count =
+        schema.minItems !== undefined || schema.maxItems !== undefined
+          ? ` of ${range(schema.minItems, schema.maxItems)}`
+          : '';
       return `a list${count} (each: ${items})${schema.uniqueItems === true ? ', no repeats' : ''}`;
     }
     default:
@@ -147,7 +162,8 @@ export function settingsTable(source: SettingsSource, defaults: Defaults): strin
     '| Variable | Setting | Default | Values | Meaning |',
     '|---|---|---|---|---|',
     ...settingRows(source, defaults).map(
-      (r) => `| ${r.variable === undefined ? '— (file only)' : `\`${r.variable}\``} | \`${r.setting}\` | ${cell(r.default)} | ${cell(r.values)} | ${cell(r.meaning)} |`,
+      (r) =>
+        `| ${r.variable === undefined ? '— (file only)' : `\`${r.variable}\``} | \`${r.setting}\` | ${cell(r.default)} | ${cell(r.values)} | ${cell(r.meaning)} |`,
     ),
   ];
   return lines.join('\n');
@@ -178,7 +194,10 @@ export function readRepositoryFile(path: string): string {
 /** The page as the generator would write it now, from the files as they are. */
 export function generatedPage(): string {
   const tables = Object.fromEntries(
-    SOURCES.map((source) => [source.name, settingsTable(source, JSON.parse(readRepositoryFile(source.defaultFile)) as Defaults)]),
+    SOURCES.map((source) => [
+      source.name,
+      settingsTable(source, JSON.parse(readRepositoryFile(source.defaultFile)) as Defaults),
+    ]),
   );
   return renderPage(readRepositoryFile(PAGE), tables);
 }
@@ -202,4 +221,5 @@ function main(args: readonly string[]): void {
   console.log(`${PAGE}: tables written`);
 }
 
-if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) main(process.argv.slice(2));
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href)
+  main(process.argv.slice(2));

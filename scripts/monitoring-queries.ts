@@ -45,7 +45,9 @@ export function panelQueries(dashboard: Dashboard): Query[] {
   const walk = (panels: readonly Panel[]): Query[] =>
     panels.flatMap((panel) => [
       ...(panel.targets ?? []).flatMap((target) =>
-        target.expr === undefined || target.expr === '' ? [] : [{ source: `panel "${panel.title ?? ''}" ${target.refId ?? ''}`.trim(), expr: target.expr }],
+        target.expr === undefined || target.expr === ''
+          ? []
+          : [{ source: `panel "${panel.title ?? ''}" ${target.refId ?? ''}`.trim(), expr: target.expr }],
       ),
       ...walk(panel.panels ?? []),
     ]);
@@ -68,14 +70,23 @@ export function variableQueries(dashboard: Dashboard): Query[] {
 }
 
 interface RuleFile {
-  readonly groups?: readonly { readonly rules?: readonly { readonly alert?: string; readonly record?: string; readonly expr?: string }[] }[];
+  readonly groups?: readonly {
+    readonly rules?: readonly { readonly alert?: string; readonly record?: string; readonly expr?: string }[];
+  }[];
 }
 
 /** Every rule's expression. */
 export function ruleQueries(rules: RuleFile): Query[] {
   return (rules.groups ?? []).flatMap((group) =>
     (group.rules ?? []).flatMap((rule) =>
-      rule.expr === undefined ? [] : [{ source: rule.alert === undefined ? `record ${rule.record ?? ''}` : `alert ${rule.alert}`, expr: rule.expr }],
+      rule.expr === undefined
+        ? []
+        : [
+            {
+              source: rule.alert === undefined ? `record ${rule.record ?? ''}` : `alert ${rule.alert}`,
+              expr: rule.expr,
+            },
+          ],
     ),
   );
 }
@@ -90,7 +101,20 @@ export function readRules(file: URL = ALERTS_FILE): RuleFile {
 
 /** Words that stand where a metric name could but are PromQL's own. */
 const KEYWORDS = new Set([
-  'and', 'or', 'unless', 'by', 'without', 'on', 'ignoring', 'group_left', 'group_right', 'bool', 'offset', 'atan2', 'inf', 'nan',
+  'and',
+  'or',
+  'unless',
+  'by',
+  'without',
+  'on',
+  'ignoring',
+  'group_left',
+  'group_right',
+  'bool',
+  'offset',
+  'atan2',
+  'inf',
+  'nan',
 ]);
 
 /**

@@ -50,7 +50,11 @@ function createGatewayProcess(config: Readonly<GatewayConfig>, log: Logger): Ser
     requestTimeoutMs: config.http.requestTimeoutMs,
     observer: metrics,
     maxInFlight: config.http.maxInFlight,
-    writeRateLimit: { perSecond: config.rateLimit.writesPerSecond, burst: config.rateLimit.burst, maxUsers: config.rateLimit.maxUsers },
+    writeRateLimit: {
+      perSecond: config.rateLimit.writesPerSecond,
+      burst: config.rateLimit.burst,
+      maxUsers: config.rateLimit.maxUsers,
+    },
   });
   const health = config.health.enabled
     ? new HealthServer({
@@ -77,7 +81,14 @@ function createGatewayProcess(config: Readonly<GatewayConfig>, log: Logger): Ser
       const address = app.server.address();
       const port = typeof address === 'object' && address !== null ? address.port : config.http.port;
       log.info(
-        { host: config.http.host, port, queue: config.amqp.queue, auth: config.auth.kind, maxInFlight: config.http.maxInFlight, rateLimit: config.rateLimit },
+        {
+          host: config.http.host,
+          port,
+          queue: config.amqp.queue,
+          auth: config.auth.kind,
+          maxInFlight: config.http.maxInFlight,
+          rateLimit: config.rateLimit,
+        },
         'gateway listening',
       );
     },

@@ -29,9 +29,15 @@ export interface ServeHooks {
  * services, the queues, metrics and health. `npm start` runs it through
  * `runProcess` (src/main.ts).
  */
-export function createWorkerProcess(config: Readonly<Config>, log: Logger, stop: AbortController, hooks: ServeHooks = {}): ServiceProcess {
+export function createWorkerProcess(
+  config: Readonly<Config>,
+  log: Logger,
+  stop: AbortController,
+  hooks: ServeHooks = {},
+): ServiceProcess {
   // Read by V8 at every full collection, so it applies from here on.
-  if (config.runtime.heapGrowingPercent > 0) setFlagsFromString(`--heap-growing-percent=${config.runtime.heapGrowingPercent}`);
+  if (config.runtime.heapGrowingPercent > 0)
+    setFlagsFromString(`--heap-growing-percent=${config.runtime.heapGrowingPercent}`);
   // A function, not the property: signals flip it between awaits.
   const stopped = () => stop.signal.aborted;
   // Created once the database answers; signals and probes may come sooner.
@@ -51,7 +57,12 @@ export function createWorkerProcess(config: Readonly<Config>, log: Logger, stop:
   const depth = new BrokerQueueProbe(config.amqp);
   new QueueDepthMetrics('push_worker', metrics.registry, {
     probe: depth,
-    queues: { request: config.amqp.queue, read: config.amqp.readQueue, evaluate: config.evaluate.queue, 'dead-letter': config.amqp.deadLetterQueue },
+    queues: {
+      request: config.amqp.queue,
+      read: config.amqp.readQueue,
+      evaluate: config.evaluate.queue,
+      'dead-letter': config.amqp.deadLetterQueue,
+    },
   });
   const mongo = new MongoClient(config.mongodb.url, mongoClientOptions(config.mongodb));
   const db = mongo.db(config.mongodb.database);
@@ -111,7 +122,15 @@ export function createWorkerProcess(config: Readonly<Config>, log: Logger, stop:
     });
     const worker = new RpcWorker(service, {
       amqp: config.amqp,
-      queues: [evaluateQueue({ amqp: config.amqp, evaluate: config.evaluate, maxJsonDepth: config.limits.maxJsonDepth, service: evaluations, observer: metrics })],
+      queues: [
+        evaluateQueue({
+          amqp: config.amqp,
+          evaluate: config.evaluate,
+          maxJsonDepth: config.limits.maxJsonDepth,
+          service: evaluations,
+          observer: metrics,
+        }),
+      ],
       changes: {
         pushRulesChanged: (userId) => {
           cache.invalidate(userId);

@@ -26,7 +26,10 @@ export function evaluateRoom(recipients: number): EvaluationRoom {
 
 /** `count` members `@<prefix>-<offset + k>:bench.example.org`, each with a display name. */
 export function recipientsOf(prefix: string, count: number, offset = 0): EvaluationRecipient[] {
-  return Array.from({ length: count }, (_, k) => ({ user_id: `@${prefix}-${offset + k}:bench.example.org`, display_name: `Member ${offset + k}` }));
+  return Array.from({ length: count }, (_, k) => ({
+    user_id: `@${prefix}-${offset + k}:bench.example.org`,
+    display_name: `Member ${offset + k}`,
+  }));
 }
 
 /** The worker's `evaluate` counters and cache gauges, from its `/metrics`. */
@@ -60,9 +63,12 @@ export function parseEvaluateCounters(text: string): EvaluateCounters {
   const values = new Map<string, number>();
   for (const line of text.split('\n')) {
     const match = /^([a-z_]+)(?:\{[^}]*\})? ([-+0-9.eE]+|NaN)$/.exec(line);
-    if (match?.[1] !== undefined && match[2] !== undefined) values.set(match[1], (values.get(match[1]) ?? 0) + Number(match[2]));
+    if (match?.[1] !== undefined && match[2] !== undefined)
+      values.set(match[1], (values.get(match[1]) ?? 0) + Number(match[2]));
   }
-  return Object.fromEntries(Object.entries(COUNTER_NAMES).map(([key, name]) => [key, values.get(name) ?? 0])) as unknown as EvaluateCounters;
+  return Object.fromEntries(
+    Object.entries(COUNTER_NAMES).map(([key, name]) => [key, values.get(name) ?? 0]),
+  ) as unknown as EvaluateCounters;
 }
 
 export async function scrapeEvaluateCounters(port: number): Promise<EvaluateCounters> {
@@ -71,7 +77,12 @@ export async function scrapeEvaluateCounters(port: number): Promise<EvaluateCoun
 }
 
 export function counterDelta(before: EvaluateCounters, after: EvaluateCounters): EvaluateCounters {
-  return Object.fromEntries(Object.keys(COUNTER_NAMES).map((key) => [key, after[key as keyof EvaluateCounters] - before[key as keyof EvaluateCounters]])) as unknown as EvaluateCounters;
+  return Object.fromEntries(
+    Object.keys(COUNTER_NAMES).map((key) => [
+      key,
+      after[key as keyof EvaluateCounters] - before[key as keyof EvaluateCounters],
+    ]),
+  ) as unknown as EvaluateCounters;
 }
 
 export interface OpenLoopOptions {
@@ -114,7 +125,14 @@ export async function runOpenLoop(options: OpenLoopOptions): Promise<OpenLoopRes
   const interval = 1000 / options.ratePerSecond;
   const started = now();
   const latencies: number[] = [];
-  const state = { errors: 0, firstError: undefined as string | undefined, inFlight: 0, maxInFlight: 0, maxLag: 0, sent: 0 };
+  const state = {
+    errors: 0,
+    firstError: undefined as string | undefined,
+    inFlight: 0,
+    maxInFlight: 0,
+    maxLag: 0,
+    sent: 0,
+  };
   const settled: Promise<void>[] = [];
   for (let i = 0; i * interval < options.durationMs; i += 1) {
     const due = started + i * interval;

@@ -59,7 +59,10 @@ export interface LatencyRow {
 }
 
 export function latencyRow(
-  fields: Pick<LatencyRow, 'id' | 'what' | 'recipients'> & Partial<Pick<LatencyRow, 'errors' | 'excluded' | 'targetP99Ms' | 'workerCpuMsPerRequest' | 'workerWaitMsPerRequest'>>,
+  fields: Pick<LatencyRow, 'id' | 'what' | 'recipients'> &
+    Partial<
+      Pick<LatencyRow, 'errors' | 'excluded' | 'targetP99Ms' | 'workerCpuMsPerRequest' | 'workerWaitMsPerRequest'>
+    >,
   latenciesMs: readonly number[],
 ): LatencyRow {
   const sorted = [...latenciesMs].sort((a, b) => a - b);
@@ -113,10 +116,23 @@ export interface MemoryResult {
   readonly after: MemorySample;
   readonly method: string;
   /** Heap growth by kind of object, when a heap profile was taken. */
-  readonly profile?: { readonly users: number; readonly heapUsedGrowth: number; readonly rows: readonly HeapGrowthRow[] };
+  readonly profile?: {
+    readonly users: number;
+    readonly heapUsedGrowth: number;
+    readonly rows: readonly HeapGrowthRow[];
+  };
 }
 
-export function memoryGrowth(memory: MemoryResult): { rss: number; heapUsed: number; heapTotal: number; external: number; malloced: number; perUserRss: number; perUserHeap: number; perUserEstimate: number } {
+export function memoryGrowth(memory: MemoryResult): {
+  rss: number;
+  heapUsed: number;
+  heapTotal: number;
+  external: number;
+  malloced: number;
+  perUserRss: number;
+  perUserHeap: number;
+  perUserEstimate: number;
+} {
   const { before, after, users } = memory;
   const heapUsed = after.heapUsed - before.heapUsed;
   return {
@@ -157,9 +173,18 @@ export function checkEvaluateTargets(e: EvaluateResults): TargetCheck[] {
     for (const r of kernelVsSynapse(e.kernel, synapse)) {
       const target = `evaluate kernel \`${r.row}\`: ours ≤ ${KERNEL_RATIO_TARGET} × Synapse (with evaluator construction), same run`;
       if (r.ratio === undefined || r.synapseUsPerPair === undefined) {
-        checks.push({ target, measured: `${us(r.oursUsPerPair)} µs/pair; Synapse not measured: ${synapse.measured ? 'no such row' : synapse.reason}`, met: false, unjudged: true });
+        checks.push({
+          target,
+          measured: `${us(r.oursUsPerPair)} µs/pair; Synapse not measured: ${synapse.measured ? 'no such row' : synapse.reason}`,
+          met: false,
+          unjudged: true,
+        });
       } else {
-        checks.push({ target, measured: `${us(r.oursUsPerPair)} vs ${us(r.synapseUsPerPair)} µs/pair = ${r.ratio.toFixed(3)}`, met: r.ratio <= KERNEL_RATIO_TARGET });
+        checks.push({
+          target,
+          measured: `${us(r.oursUsPerPair)} vs ${us(r.synapseUsPerPair)} µs/pair = ${r.ratio.toFixed(3)}`,
+          met: r.ratio <= KERNEL_RATIO_TARGET,
+        });
       }
     }
   }
@@ -167,7 +192,8 @@ export function checkEvaluateTargets(e: EvaluateResults): TargetCheck[] {
     if (row.targetP99Ms === undefined) continue;
     checks.push({
       target: `evaluate ${row.what}, ${row.recipients.toLocaleString('en-US')} recipients: p99 ≤ ${row.targetP99Ms} ms`,
-      measured: row.samples === 0 ? 'no samples' : `p99 ${ms(row.p99Ms)} ms (p50 ${ms(row.p50Ms)}, ${row.samples} requests)`,
+      measured:
+        row.samples === 0 ? 'no samples' : `p99 ${ms(row.p99Ms)} ms (p50 ${ms(row.p50Ms)}, ${row.samples} requests)`,
       met: row.samples > 0 && row.errors === 0 && row.p99Ms <= row.targetP99Ms,
     });
   }
@@ -196,7 +222,9 @@ export function checkEvaluateTargets(e: EvaluateResults): TargetCheck[] {
 
 export function evaluateMarkdown(e: EvaluateResults): string {
   const lines: string[] = ['## evaluate (issue 14)', ''];
-  lines.push(`Load average at the start of the evaluate part: ${e.loadAverageAtStart.map((l) => l.toFixed(2)).join(', ')} (1, 5, 15 min), on ${e.cpus} cores.`);
+  lines.push(
+    `Load average at the start of the evaluate part: ${e.loadAverageAtStart.map((l) => l.toFixed(2)).join(', ')} (1, 5, 15 min), on ${e.cpus} cores.`,
+  );
   for (const note of e.notes) lines.push('', note);
   if (e.kernel !== undefined && e.synapse !== undefined) {
     const synapse = e.synapse;
@@ -209,7 +237,10 @@ export function evaluateMarkdown(e: EvaluateResults): string {
     } else {
       lines.push(`Synapse not measured: ${synapse.reason}`, '');
     }
-    lines.push('| row | pairs | ours µs/pair | samples | Synapse µs/pair (with construction) | samples | ours ÷ Synapse | target | met |', '|---|---:|---:|---:|---:|---:|---:|---:|---|');
+    lines.push(
+      '| row | pairs | ours µs/pair | samples | Synapse µs/pair (with construction) | samples | ours ÷ Synapse | target | met |',
+      '|---|---:|---:|---:|---:|---:|---:|---:|---|',
+    );
     for (const r of kernelVsSynapse(e.kernel, synapse)) {
       const met = r.ratio === undefined ? 'not measured' : r.ratio <= KERNEL_RATIO_TARGET ? 'yes' : '**no**';
       lines.push(
@@ -218,7 +249,13 @@ export function evaluateMarkdown(e: EvaluateResults): string {
     }
   }
   if (e.latency.length > 0) {
-    lines.push('', '### End to end, one worker, c = 1 (round trip as the caller sees it)', '', '| scenario | what | recipients | requests | p50 ms | p99 ms | max ms | errors | left out | worker CPU ms/request (one `/metrics` read included) | worker waiting for a CPU, ms/request |', '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
+    lines.push(
+      '',
+      '### End to end, one worker, c = 1 (round trip as the caller sees it)',
+      '',
+      '| scenario | what | recipients | requests | p50 ms | p99 ms | max ms | errors | left out | worker CPU ms/request (one `/metrics` read included) | worker waiting for a CPU, ms/request |',
+      '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+    );
     for (const r of e.latency) {
       lines.push(
         `| ${r.id} | ${r.what} | ${r.recipients.toLocaleString('en-US')} | ${r.samples} | ${ms(r.p50Ms)} | ${ms(r.p99Ms)} | ${ms(r.maxMs)} | ${r.errors} | ${r.excluded} | ${r.workerCpuMsPerRequest === undefined ? '' : ms(r.workerCpuMsPerRequest)} | ${r.workerWaitMsPerRequest === undefined ? '' : ms(r.workerWaitMsPerRequest)} |`,
@@ -234,8 +271,14 @@ export function evaluateMarkdown(e: EvaluateResults): string {
       '| phase | req/s | p50 ms | p99 ms | errors | CPU % (per process) |',
       '|---|---:|---:|---:|---:|---|',
     );
-    for (const [name, r] of [['alone (before)', before], ['with the evaluates', loaded], ['alone (after)', after]] as const) {
-      lines.push(`| ${name} | ${Math.round(r.throughput).toLocaleString('en-US')} | ${ms(r.p50Ms)} | ${ms(r.p99Ms)} | ${r.errors} | ${cpuText(r.cpu)} |`);
+    for (const [name, r] of [
+      ['alone (before)', before],
+      ['with the evaluates', loaded],
+      ['alone (after)', after],
+    ] as const) {
+      lines.push(
+        `| ${name} | ${Math.round(r.throughput).toLocaleString('en-US')} | ${ms(r.p50Ms)} | ${ms(r.p99Ms)} | ${r.errors} | ${cpuText(r.cpu)} |`,
+      );
     }
     const ratio = isolationRatio(isolation);
     lines.push(
@@ -268,7 +311,9 @@ export function evaluateMarkdown(e: EvaluateResults): string {
         '|---|---:|---:|---:|',
       );
       for (const row of m.profile.rows) {
-        lines.push(`| \`${row.kind}\` | ${row.count.toLocaleString('en-US')} | ${mb(row.bytes)} | ${(row.bytes / m.profile.users).toFixed(1)} |`);
+        lines.push(
+          `| \`${row.kind}\` | ${row.count.toLocaleString('en-US')} | ${mb(row.bytes)} | ${(row.bytes / m.profile.users).toFixed(1)} |`,
+        );
       }
     }
   }
@@ -279,6 +324,7 @@ const cpuText = (cpu: Readonly<Record<string, number>>) =>
   Object.entries(cpu)
     .map(([name, value]) => `${name} ${Number.isFinite(value) ? Math.round(value) : '–'}`)
     .join(', ');
-const us = (value: number) => (value >= 100 ? value.toFixed(0) : value >= 10 ? value.toFixed(1) : value >= 1 ? value.toFixed(2) : value.toFixed(3));
+const us = (value: number) =>
+  value >= 100 ? value.toFixed(0) : value >= 10 ? value.toFixed(1) : value >= 1 ? value.toFixed(2) : value.toFixed(3);
 const ms = (n: number) => (Number.isFinite(n) ? n.toFixed(2) : '–');
 const mb = (bytes: number) => `${(bytes / 1024 / 1024).toFixed(1)} MB`;

@@ -48,7 +48,8 @@ export interface ExpectedPair {
 
 export function loadWorkload(path: URL = WORKLOAD_PATH): Workload {
   const workload = JSON.parse(gunzipSync(readFileSync(path)).toString('utf8')) as Workload;
-  if (workload.format !== 'evaluate-bench workload v1') throw new Error(`unexpected workload format ${workload.format}`);
+  if (workload.format !== 'evaluate-bench workload v1')
+    throw new Error(`unexpected workload format ${workload.format}`);
   return workload;
 }
 

@@ -7,7 +7,12 @@ export interface HttpLoadOptions {
   readonly warmupMs: number;
   readonly measureMs: number;
   /** The `i`th request: method, path, bearer token and JSON body. */
-  readonly request: (i: number) => { readonly method: 'GET' | 'PUT'; readonly path: string; readonly token: string; readonly body?: unknown };
+  readonly request: (i: number) => {
+    readonly method: 'GET' | 'PUT';
+    readonly path: string;
+    readonly token: string;
+    readonly body?: unknown;
+  };
 }
 
 /**
@@ -46,7 +51,8 @@ export async function runHttpLoad(options: HttpLoadOptions): Promise<LoopResult>
     concurrency: options.concurrency,
     ops: result['2xx'],
     errors,
-    firstError: errors > 0 ? `${result.non2xx} non-2xx, ${result.errors} errors, ${result.timeouts} timeouts` : undefined,
+    firstError:
+      errors > 0 ? `${result.non2xx} non-2xx, ${result.errors} errors, ${result.timeouts} timeouts` : undefined,
     throughput: result['2xx'] / (options.measureMs / 1000),
     p50Ms: result.latency.p50,
     p99Ms: result.latency.p99,

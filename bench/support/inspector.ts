@@ -17,19 +17,39 @@ export interface Inspector {
 }
 
 export async function connectInspector(port: number): Promise<Inspector> {
-  const targets = (await (await fetch(`http://127.0.0.1:${port}/json/list`)).json()) as { webSocketDebuggerUrl?: string }[];
+  const targets = (await (await fetch(`http://127.0.0.1:${port}/json/list`)).json()) as {
+    webSocketDebuggerUrl?: string;
+  }[];
   const url = targets[0]?.webSocketDebuggerUrl;
   if (url === undefined) throw new Error(`no inspector target on port ${port}`);
   const socket = new WebSocket(url);
   await new Promise<void>((resolve, reject) => {
-    socket.addEventListener('open', () => { resolve(); }, { once: true });
-    socket.addEventListener('error', () => { reject(new Error(`cannot connect to ${url}`)); }, { once: true });
+    socket.addEventListener(
+      'open',
+      () => {
+        resolve();
+      },
+      { once: true },
+    );
+    socket.addEventListener(
+      'error',
+      () => {
+        reject(new Error(`cannot connect to ${url}`));
+      },
+      { once: true },
+    );
   });
   let nextId = 1;
   const pending = new Map<number, { resolve: (value: unknown) => void; reject: (error: Error) => void }>();
   const chunks: string[] = [];
   socket.addEventListener('message', (message: MessageEvent) => {
-    const data = JSON.parse(String(message.data)) as { id?: number; result?: unknown; error?: { message: string }; method?: string; params?: { chunk?: string } };
+    const data = JSON.parse(String(message.data)) as {
+      id?: number;
+      result?: unknown;
+      error?: { message: string };
+      method?: string;
+      params?: { chunk?: string };
+    };
     if (data.method === 'HeapProfiler.addHeapSnapshotChunk') {
       chunks.push(data.params?.chunk ?? '');
       return;
@@ -54,8 +74,12 @@ export async function connectInspector(port: number): Promise<Inspector> {
       await call('HeapProfiler.collectGarbage');
     },
     evaluate: async <T>(expression: string) => {
-      const answer = (await call('Runtime.evaluate', { expression, returnByValue: true })) as { result: { value: T }; exceptionDetails?: unknown };
-      if (answer.exceptionDetails !== undefined) throw new Error(`evaluating ${expression} failed: ${JSON.stringify(answer.exceptionDetails).slice(0, 300)}`);
+      const answer = (await call('Runtime.evaluate', { expression, returnByValue: true })) as {
+        result: { value: T };
+        exceptionDetails?: unknown;
+      };
+      if (answer.exceptionDetails !== undefined)
+        throw new Error(`evaluating ${expression} failed: ${JSON.stringify(answer.exceptionDetails).slice(0, 300)}`);
       return answer.result.value;
     },
     heapSnapshot: async () => {
@@ -89,7 +113,9 @@ export const MEMORY_EXPRESSION =
 export type HeapSummary = Map<string, { count: number; bytes: number }>;
 
 interface SnapshotJson {
-  readonly snapshot: { readonly meta: { readonly node_fields: readonly string[]; readonly node_types: readonly unknown[] } };
+  readonly snapshot: {
+    readonly meta: { readonly node_fields: readonly string[]; readonly node_types: readonly unknown[] };
+  };
   readonly nodes: readonly number[];
   readonly strings: readonly string[];
 }
@@ -108,7 +134,13 @@ export function summarizeHeapSnapshot(snapshot: SnapshotJson): HeapSummary {
   for (let i = 0; i < snapshot.nodes.length; i += stride) {
     const type = types[snapshot.nodes[i + typeAt] ?? 0] ?? '?';
     const name = snapshot.strings[snapshot.nodes[i + nameAt] ?? 0] ?? '';
-    const key = STRING_TYPES.has(type) ? '(string)' : type === 'number' ? '(heap number)' : type === 'code' ? '(code)' : `${type} ${name === '' ? '(no name)' : name.slice(0, 60)}`;
+    const key = STRING_TYPES.has(type)
+      ? '(string)'
+      : type === 'number'
+        ? '(heap number)'
+        : type === 'code'
+          ? '(code)'
+          : `${type} ${name === '' ? '(no name)' : name.slice(0, 60)}`;
     const entry = summary.get(key) ?? { count: 0, bytes: 0 };
     entry.count += 1;
     entry.bytes += snapshot.nodes[i + sizeAt] ?? 0;
@@ -134,6 +166,11 @@ export function heapGrowth(before: HeapSummary, after: HeapSummary, top = 12): H
   rows.sort((a, b) => b.bytes - a.bytes);
   const head = rows.slice(0, top);
   const rest = rows.slice(top);
-  if (rest.length > 0) head.push({ kind: `(${rest.length} other kinds)`, count: rest.reduce((s, r) => s + r.count, 0), bytes: rest.reduce((s, r) => s + r.bytes, 0) });
+  if (rest.length > 0)
+    head.push({
+      kind: `(${rest.length} other kinds)`,
+      count: rest.reduce((s, r) => s + r.count, 0),
+      bytes: rest.reduce((s, r) => s + r.bytes, 0),
+    });
   return head;
 }

@@ -46,8 +46,12 @@ export const rssBytes = (pid: number) => statusBytes(pid, 'VmRSS');
 export const peakRssBytes = (pid: number) => statusBytes(pid, 'VmHWM');
 
 /** CPU use of some processes (and of this one, as `load`) from now until `stop`, in % of one core. */
-export function startCpuWatch(watched: Readonly<Record<string, number | undefined>>): { stop(): Record<string, number> } {
-  const before = Object.fromEntries(Object.entries(watched).map(([name, pid]) => [name, pid === undefined ? Number.NaN : cpuSeconds(pid)]));
+export function startCpuWatch(watched: Readonly<Record<string, number | undefined>>): {
+  stop(): Record<string, number>;
+} {
+  const before = Object.fromEntries(
+    Object.entries(watched).map(([name, pid]) => [name, pid === undefined ? Number.NaN : cpuSeconds(pid)]),
+  );
   const loadBefore = process.cpuUsage();
   const started = performance.now();
   return {

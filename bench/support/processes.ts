@@ -18,7 +18,12 @@ export interface Child {
  * Starts a Node process and resolves once a stdout line satisfies `ready`.
  * Output is kept only to explain a failed start.
  */
-export async function startChild(name: string, args: readonly string[], env: NodeJS.ProcessEnv, ready: (line: string) => boolean): Promise<Child> {
+export async function startChild(
+  name: string,
+  args: readonly string[],
+  env: NodeJS.ProcessEnv,
+  ready: (line: string) => boolean,
+): Promise<Child> {
   const child = spawn(process.execPath, args, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
   const output: string[] = [];
   child.stderr.on('data', (chunk: Buffer) => output.push(chunk.toString()));
@@ -51,7 +56,8 @@ export async function startChild(name: string, args: readonly string[], env: Nod
 export function workerNodeFlags(): string[] {
   const { scripts } = JSON.parse(readFileSync(`${ROOT}package.json`, 'utf8')) as { scripts: Record<string, string> };
   const match = /^node((?: --[\w-]+(?:=\S+)?)*) dist\/main\.js$/.exec(scripts['start'] ?? '');
-  if (match === null) throw new Error(`package.json's start script is not "node <flags> dist/main.js": ${scripts['start'] ?? ''}`);
+  if (match === null)
+    throw new Error(`package.json's start script is not "node <flags> dist/main.js": ${scripts['start'] ?? ''}`);
   return (match[1] ?? '').split(' ').filter((flag) => flag !== '');
 }
 
@@ -61,7 +67,10 @@ export async function startWorker(env: NodeJS.ProcessEnv, nodeArgs: readonly str
 }
 
 /** A worker and the port its health and metrics listener took (`HEALTH_PORT=0`: the port it logged). */
-export async function startWorkerWithHealth(env: NodeJS.ProcessEnv, nodeArgs: readonly string[] = []): Promise<{ child: Child; healthPort: number | undefined }> {
+export async function startWorkerWithHealth(
+  env: NodeJS.ProcessEnv,
+  nodeArgs: readonly string[] = [],
+): Promise<{ child: Child; healthPort: number | undefined }> {
   const found = { port: undefined as number | undefined };
   const child = await startChild('worker', [...workerNodeFlags(), ...nodeArgs, 'dist/main.js'], env, (line) => {
     if (line.includes('"health and metrics listening"')) {
@@ -78,7 +87,11 @@ export async function freePort(): Promise<number> {
   const server = createServer();
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => { resolve(); }));
+  await new Promise<void>((resolve) =>
+    server.close(() => {
+      resolve();
+    }),
+  );
   return port;
 }
 

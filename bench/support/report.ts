@@ -116,7 +116,10 @@ export function checkTargets(results: readonly ScenarioResult[], peaks: readonly
   // The worker scenarios, and the heaviest growth row apart: it is the
   // heaviest scenario, and it is bounded by other things (see bench/README.md).
   const main = peaks.filter((p) => p.ran === 'worker/*');
-  const growth = [...peaks].filter((p) => p.ran.startsWith('growth/')).sort((a, b) => b.bytes - a.bytes).slice(0, 1);
+  const growth = [...peaks]
+    .filter((p) => p.ran.startsWith('growth/'))
+    .sort((a, b) => b.bytes - a.bytes)
+    .slice(0, 1);
   for (const peak of [...main, ...growth]) {
     checks.push({
       target: `worker peak RSS ≤ 200 MB (${peak.ran})`,
@@ -184,7 +187,12 @@ function checkReadTargets(results: readonly ScenarioResult[]): TargetCheck[] {
 }
 
 /** The results as markdown: one table per group, ratios to the run's own baselines, then the targets. */
-export function markdown(results: readonly ScenarioResult[], checks: readonly TargetCheck[], peaks: readonly RssPeak[], extraSections?: string): string {
+export function markdown(
+  results: readonly ScenarioResult[],
+  checks: readonly TargetCheck[],
+  peaks: readonly RssPeak[],
+  extraSections?: string,
+): string {
   const lines: string[] = [];
   const echoAt = (c: number) => find(results, { group: 'broker', op: 'echo', concurrency: c });
   const classicEchoAt = (c: number) => find(results, { group: 'broker', op: 'echo-classic', concurrency: c });
@@ -195,10 +203,22 @@ export function markdown(results: readonly ScenarioResult[], checks: readonly Ta
       .join(', ');
   const cpuPerRequest = (r: ScenarioResult) => fmt(cpuMicrosPerRequest(r));
 
-  lines.push('### Baselines', '', '| limit | c | req/s | p50 ms | p99 ms | errors | CPU µs/req | CPU % (per process) |', '|---|---:|---:|---:|---:|---:|---:|---|');
+  lines.push(
+    '### Baselines',
+    '',
+    '| limit | c | req/s | p50 ms | p99 ms | errors | CPU µs/req | CPU % (per process) |',
+    '|---|---:|---:|---:|---:|---:|---:|---|',
+  );
   for (const r of results.filter((x) => x.group === 'broker' || x.group === 'store')) {
-    const limit = r.group === 'store' ? `store ${r.op}` : r.op === 'echo-classic' ? 'broker (echo consumer, classic queue)' : 'broker (echo consumer, quorum queue)';
-    lines.push(`| ${limit} | ${r.concurrency} | ${fmt(r.throughput)} | ${ms(r.p50Ms)} | ${ms(r.p99Ms)} | ${r.errors} | ${cpuPerRequest(r)} | ${cpu(r)} |`);
+    const limit =
+      r.group === 'store'
+        ? `store ${r.op}`
+        : r.op === 'echo-classic'
+          ? 'broker (echo consumer, classic queue)'
+          : 'broker (echo consumer, quorum queue)';
+    lines.push(
+      `| ${limit} | ${r.concurrency} | ${fmt(r.throughput)} | ${ms(r.p50Ms)} | ${ms(r.p99Ms)} | ${r.errors} | ${cpuPerRequest(r)} | ${cpu(r)} |`,
+    );
   }
 
   lines.push(
@@ -221,7 +241,13 @@ export function markdown(results: readonly ScenarioResult[], checks: readonly Ta
 
   const gateway = results.filter((x) => x.group === 'gateway');
   if (gateway.length > 0) {
-    lines.push('', '### Gateway (1 worker, c=64): HTTP through the gateway next to direct RPC', '', '| op | path | req/s | HTTP ÷ RPC | p50 ms | p99 ms | errors | CPU µs/req | CPU % (per process) |', '|---|---|---:|---:|---:|---:|---:|---:|---|');
+    lines.push(
+      '',
+      '### Gateway (1 worker, c=64): HTTP through the gateway next to direct RPC',
+      '',
+      '| op | path | req/s | HTTP ÷ RPC | p50 ms | p99 ms | errors | CPU µs/req | CPU % (per process) |',
+      '|---|---|---:|---:|---:|---:|---:|---:|---|',
+    );
     for (const r of gateway) {
       const [op = r.op, path = ''] = r.op.split(' ');
       const rpc = find(results, { group: 'gateway', op: `${op} rpc`, concurrency: r.concurrency });
@@ -231,18 +257,32 @@ export function markdown(results: readonly ScenarioResult[], checks: readonly Ta
     }
   }
 
-  lines.push('', '### Growth (set_pushrule_enabled, 1 worker, c=64)', '', '| user rules | users | req/s | ÷ first row | p50 ms | p99 ms | errors | worker RSS |', '|---:|---:|---:|---:|---:|---:|---:|---:|');
+  lines.push(
+    '',
+    '### Growth (set_pushrule_enabled, 1 worker, c=64)',
+    '',
+    '| user rules | users | req/s | ÷ first row | p50 ms | p99 ms | errors | worker RSS |',
+    '|---:|---:|---:|---:|---:|---:|---:|---:|',
+  );
   const growth = results.filter((x) => x.group === 'growth');
   const byRules = growth.filter((r) => r.id.startsWith('growth/rules'));
   const byUsers = growth.filter((r) => r.id.startsWith('growth/users'));
   for (const rows of [byRules, byUsers]) {
     const first = rows[0];
     for (const r of rows) {
-      lines.push(`| ${r.userRules} | ${r.users} | ${fmt(r.throughput)} | ${ratio(r.throughput, first?.throughput)} | ${ms(r.p50Ms)} | ${ms(r.p99Ms)} | ${r.errors} | ${r.workerRssBytes === undefined ? '–' : mb(r.workerRssBytes)} |`);
+      lines.push(
+        `| ${r.userRules} | ${r.users} | ${fmt(r.throughput)} | ${ratio(r.throughput, first?.throughput)} | ${ms(r.p50Ms)} | ${ms(r.p99Ms)} | ${r.errors} | ${r.workerRssBytes === undefined ? '–' : mb(r.workerRssBytes)} |`,
+      );
     }
   }
 
-  lines.push('', '### Worker memory (kernel high-water mark of each worker process)', '', '| scenarios run | peak RSS |', '|---|---:|');
+  lines.push(
+    '',
+    '### Worker memory (kernel high-water mark of each worker process)',
+    '',
+    '| scenarios run | peak RSS |',
+    '|---|---:|',
+  );
   for (const peak of peaks) lines.push(`| ${peak.ran} | ${mb(peak.bytes)} |`);
 
   if (extraSections !== undefined) lines.push('', extraSections);
@@ -253,7 +293,10 @@ export function markdown(results: readonly ScenarioResult[], checks: readonly Ta
 /** The targets table, with its heading. */
 export function targetsTable(checks: readonly TargetCheck[]): string {
   const lines = ['', '### Targets', '', '| target | measured | met |', '|---|---|---|'];
-  for (const check of checks) lines.push(`| ${check.target} | ${check.measured} | ${check.unjudged === true ? 'not measured' : check.met ? 'yes' : '**no**'} |`);
+  for (const check of checks)
+    lines.push(
+      `| ${check.target} | ${check.measured} | ${check.unjudged === true ? 'not measured' : check.met ? 'yes' : '**no**'} |`,
+    );
   return lines.join('\n');
 }
 
@@ -275,4 +318,5 @@ const fmt = (n: number) => (Number.isFinite(n) ? Math.round(n).toLocaleString('e
 const ms = (n: number) => (Number.isFinite(n) ? n.toFixed(2) : '–');
 const pct = (n: number) => `${Math.round(n * 100)}%`;
 const mb = (bytes: number) => `${(bytes / 1024 / 1024).toFixed(0)} MB`;
-const ratio = (value: number, base: number | undefined) => (base === undefined || base === 0 ? '–' : (value / base).toFixed(2));
+const ratio = (value: number, base: number | undefined) =>
+  base === undefined || base === 0 ? '–' : (value / base).toFixed(2);

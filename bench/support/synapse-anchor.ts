@@ -47,7 +47,13 @@ export type SynapseRun =
   | { readonly measured: false; readonly reason: string };
 
 /** The rows of `synapse-results.json`, or why they cannot be read. */
-export function parseSynapseResults(json: unknown): { rows: SynapseRow[]; synapseVersion: string; python: string; loadAverageAtStart: number | undefined; repsMin: number } {
+export function parseSynapseResults(json: unknown): {
+  rows: SynapseRow[];
+  synapseVersion: string;
+  python: string;
+  loadAverageAtStart: number | undefined;
+  repsMin: number;
+} {
   const doc = json as {
     synapse_version?: unknown;
     python?: unknown;
@@ -59,7 +65,12 @@ export function parseSynapseResults(json: unknown): { rows: SynapseRow[]; synaps
   const rows = (doc.rows as Record<string, unknown>[]).map((r) => {
     const withSetup = r['us_per_pair_with_setup'];
     const runOnly = r['us_per_pair_run_only'];
-    if (typeof r['row'] !== 'string' || typeof withSetup !== 'number' || typeof runOnly !== 'number' || typeof r['pairs'] !== 'number') {
+    if (
+      typeof r['row'] !== 'string' ||
+      typeof withSetup !== 'number' ||
+      typeof runOnly !== 'number' ||
+      typeof r['pairs'] !== 'number'
+    ) {
       throw new Error(`synapse-results.json: a row without its figures: ${JSON.stringify(r).slice(0, 200)}`);
     }
     const samples = Array.isArray(r['samples_ms_with_setup']) ? r['samples_ms_with_setup'].length : 0;
@@ -93,7 +104,8 @@ export interface SynapseOptions {
 export async function runSynapseAnchor(options: SynapseOptions): Promise<SynapseRun> {
   const dir = options.dir ?? evaluateBenchDir();
   const missing = SCRIPTS.filter((file) => !existsSync(join(dir, file)));
-  if (missing.length > 0) return { measured: false, reason: `${missing.join(', ')} not found in ${dir} (set EVALUATE_BENCH_DIR)` };
+  if (missing.length > 0)
+    return { measured: false, reason: `${missing.join(', ')} not found in ${dir} (set EVALUATE_BENCH_DIR)` };
   const work = mkdtempSync(join(os.tmpdir(), 'bench-synapse-'));
   try {
     for (const file of SCRIPTS) copyFileSync(join(dir, file), join(work, file));
@@ -103,7 +115,8 @@ export async function runSynapseAnchor(options: SynapseOptions): Promise<Synapse
     const started = performance.now();
     const { code, tail } = await run('bash', args, work, options.onLine);
     const seconds = (performance.now() - started) / 1000;
-    if (code !== 0) return { measured: false, reason: `synapse.sh exited ${String(code)}: ${tail.join(' | ').slice(-600)}` };
+    if (code !== 0)
+      return { measured: false, reason: `synapse.sh exited ${String(code)}: ${tail.join(' | ').slice(-600)}` };
     const resultsFile = join(work, 'synapse-results.json');
     if (!existsSync(resultsFile)) return { measured: false, reason: 'synapse.sh wrote no synapse-results.json' };
     const parsed = parseSynapseResults(JSON.parse(readFileSync(resultsFile, 'utf8')));
@@ -115,7 +128,12 @@ export async function runSynapseAnchor(options: SynapseOptions): Promise<Synapse
   }
 }
 
-async function run(command: string, args: readonly string[], cwd: string, onLine?: (line: string) => void): Promise<{ code: number | null; tail: string[] }> {
+async function run(
+  command: string,
+  args: readonly string[],
+  cwd: string,
+  onLine?: (line: string) => void,
+): Promise<{ code: number | null; tail: string[] }> {
   const child = spawn(command, args, { cwd, env: process.env, stdio: ['ignore', 'pipe', 'pipe'] });
   const tail: string[] = [];
   const keep = (line: string) => {

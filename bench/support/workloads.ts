@@ -113,23 +113,34 @@ export function nextWrite(op: 'set_pushrule_enabled' | 'set_pushrule' | 'set_pus
 export const WORKER_OPS = {
   get_pushrules: async (client: PushRulesClient, user: string) => client.getPushRules(user),
   get_pushrule: async (client: PushRulesClient, user: string) => client.getPushRule(user, SUPPRESS_NOTICES),
-  get_pushrule_actions: async (client: PushRulesClient, user: string) => client.getPushRuleActions(user, SUPPRESS_NOTICES),
-  get_pushrule_enabled: async (client: PushRulesClient, user: string) => client.getPushRuleEnabled(user, SUPPRESS_NOTICES),
+  get_pushrule_actions: async (client: PushRulesClient, user: string) =>
+    client.getPushRuleActions(user, SUPPRESS_NOTICES),
+  get_pushrule_enabled: async (client: PushRulesClient, user: string) =>
+    client.getPushRuleEnabled(user, SUPPRESS_NOTICES),
   // The seeded value is false: the first write sets true.
   set_pushrule_enabled: async (client: PushRulesClient, user: string) =>
     client.setPushRuleEnabled(user, SUPPRESS_NOTICES, nextWrite('set_pushrule_enabled', user) % 2 === 0),
   set_pushrule: async (client: PushRulesClient, user: string) =>
     client.setPushRule(user, RULE_ADDRESS, {
-      conditions: [{ kind: 'event_match', key: 'content.body', pattern: `word${nextWrite('set_pushrule', user) % 10}` }],
+      conditions: [
+        { kind: 'event_match', key: 'content.body', pattern: `word${nextWrite('set_pushrule', user) % 10}` },
+      ],
       actions: ['notify'],
     }),
   get_pushers: async (client: PushRulesClient, user: string) => client.getPushers(user),
   // The seeded device name is 'Phone': every write names another.
-  set_pusher: async (client: PushRulesClient, user: string) => client.setPusher(user, pusherOf(user, `Phone ${nextWrite('set_pusher', user) % 10}`)),
+  set_pusher: async (client: PushRulesClient, user: string) =>
+    client.setPusher(user, pusherOf(user, `Phone ${nextWrite('set_pusher', user) % 10}`)),
 } satisfies Record<string, (client: PushRulesClient, user: string) => Promise<unknown>>;
 
 export type WorkerOp = keyof typeof WORKER_OPS;
-export const READ_OPS: readonly WorkerOp[] = ['get_pushrules', 'get_pushrule', 'get_pushrule_actions', 'get_pushrule_enabled', 'get_pushers'];
+export const READ_OPS: readonly WorkerOp[] = [
+  'get_pushrules',
+  'get_pushrule',
+  'get_pushrule_actions',
+  'get_pushrule_enabled',
+  'get_pushers',
+];
 export const WRITE_OPS: readonly WorkerOp[] = ['set_pushrule_enabled', 'set_pushrule', 'set_pusher'];
 
 export function workerCall(client: PushRulesClient, users: UserPool, op: WorkerOp, concurrency: number): Call {
@@ -143,7 +154,13 @@ export function workerCall(client: PushRulesClient, users: UserPool, op: WorkerO
  * between `set_pushrule_enabled` and `set_pushrule`.
  */
 export function mixedCall(client: PushRulesClient, users: UserPool, concurrency: number): Call {
-  const plan: readonly WorkerOp[] = ['get_pushrules', 'get_pushrule_enabled', 'get_pushrules', 'get_pushrule_enabled', 'get_pushers'];
+  const plan: readonly WorkerOp[] = [
+    'get_pushrules',
+    'get_pushrule_enabled',
+    'get_pushrules',
+    'get_pushrule_enabled',
+    'get_pushers',
+  ];
   return async (lane, i) => {
     const user = users.pick(lane, i, concurrency);
     const slot = i % 10;
@@ -237,14 +254,21 @@ function rulesetOf(user: string): Ruleset {
  * seeding 10,000 users one compare-and-set at a time takes the stand-in
  * most of a minute.
  */
-export async function seedRulesetDocuments(db: Db, userIds: readonly string[], rulesetOf: (userId: string) => Ruleset = serverDefaultRuleset): Promise<void> {
+export async function seedRulesetDocuments(
+  db: Db,
+  userIds: readonly string[],
+  rulesetOf: (userId: string) => Ruleset = serverDefaultRuleset,
+): Promise<void> {
   const collection = db.collection<AccountDataDocument>('account_data');
   for (let start = 0; start < userIds.length; start += 500) {
     await collection.insertMany(
       userIds.slice(start, start + 500).map((userId) => ({
         _id: userId,
         version: 1,
-        push_rules: { content_json: encodePushRulesContent(rulesetOf(userId)), defaults_revision: DEFAULT_RULES_REVISION },
+        push_rules: {
+          content_json: encodePushRulesContent(rulesetOf(userId)),
+          defaults_revision: DEFAULT_RULES_REVISION,
+        },
       })),
     );
   }

@@ -198,7 +198,9 @@ export class BrokerConnection<S> {
       case 'closed':
         throw new BrokerUnavailableError('the broker connection is closed');
       case 'waiting':
-        throw new BrokerUnavailableError(`cannot reach the broker: ${this.#lastError?.message ?? 'no node answered'}`, { cause: this.#lastError });
+        throw new BrokerUnavailableError(`cannot reach the broker: ${this.#lastError?.message ?? 'no node answered'}`, {
+          cause: this.#lastError,
+        });
       case 'idle':
         this.#reconnect();
         break;
@@ -276,7 +278,10 @@ export class BrokerConnection<S> {
         const again = this.#everConnected;
         this.#everConnected = true;
         const timing = { attemptMs: Date.now() - attemptStarted, totalMs: Date.now() - since };
-        logger?.info({ broker: address.label, nodes: this.#rotation.order.length, ...timing }, again ? 'reconnected to RabbitMQ' : 'connected to RabbitMQ');
+        logger?.info(
+          { broker: address.label, nodes: this.#rotation.order.length, ...timing },
+          again ? 'reconnected to RabbitMQ' : 'connected to RabbitMQ',
+        );
         this.#options.observer?.connected?.(address, again);
         const waiters = this.#waiters;
         this.#waiters = [];
@@ -287,16 +292,28 @@ export class BrokerConnection<S> {
         this.#lastError = error instanceof Error ? error : new Error(String(error));
         const rounds = this.#rotation.failed();
         if (rounds === undefined) {
-          logger?.warn({ err: this.#lastError, broker: address.label, attemptMs: Date.now() - attemptStarted }, 'cannot reach this RabbitMQ node; trying the next one');
+          logger?.warn(
+            { err: this.#lastError, broker: address.label, attemptMs: Date.now() - attemptStarted },
+            'cannot reach this RabbitMQ node; trying the next one',
+          );
           continue;
         }
         const retryInMs = Math.max(backoff.baseMs, backoffDelay(backoff, rounds - 1, this.#options.random));
         logger?.warn(
-          { err: this.#lastError, broker: address.label, nodes: this.#rotation.order.length, round: rounds, retryInMs, attemptMs: Date.now() - attemptStarted },
+          {
+            err: this.#lastError,
+            broker: address.label,
+            nodes: this.#rotation.order.length,
+            round: rounds,
+            retryInMs,
+            attemptMs: Date.now() - attemptStarted,
+          },
           'cannot reach RabbitMQ; retrying',
         );
         this.#state = 'waiting';
-        this.#failWaiters(new BrokerUnavailableError(`cannot reach the broker: ${this.#lastError.message}`, { cause: this.#lastError }));
+        this.#failWaiters(
+          new BrokerUnavailableError(`cannot reach the broker: ${this.#lastError.message}`, { cause: this.#lastError }),
+        );
         await this.#wait(retryInMs, this.#stop.signal);
         // `close()` may have run during the wait.
         if (this.#closed()) return;

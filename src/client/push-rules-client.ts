@@ -92,9 +92,7 @@ export interface SetPusherOptions extends WriteOptions {
  * of an unknown device go too); or `all` (log out everywhere, deactivation).
  */
 export type DeletePushersSelector =
-  | { readonly deviceIds: readonly string[] }
-  | { readonly exceptDeviceId: string }
-  | { readonly all: true };
+  { readonly deviceIds: readonly string[] } | { readonly exceptDeviceId: string } | { readonly all: true };
 
 export interface DeletePushersOptions extends WriteOptions {
   /** E-mail pushers belong to the account and are kept unless this is true (deactivation). */
@@ -153,7 +151,12 @@ export class PushRulesClient {
     return this.#read('get_pushrule', { user_id: userId, ...wireAddress(address) }, options);
   }
 
-  async setPushRule(userId: string, address: RuleAddress, rule: RuleBody, options: SetPushRuleOptions = {}): Promise<EmptyBody> {
+  async setPushRule(
+    userId: string,
+    address: RuleAddress,
+    rule: RuleBody,
+    options: SetPushRuleOptions = {},
+  ): Promise<EmptyBody> {
     const { before, after } = options;
     return this.#write(
       'set_pushrule',
@@ -177,19 +180,41 @@ export class PushRulesClient {
     return this.#write('delete_pushrule', { user_id: userId, ...wireAddress(address) }, options);
   }
 
-  async getPushRuleActions(userId: string, address: RuleAddress, options: CallOptions = {}): Promise<ReplyOf<'get_pushrule_actions'>> {
+  async getPushRuleActions(
+    userId: string,
+    address: RuleAddress,
+    options: CallOptions = {},
+  ): Promise<ReplyOf<'get_pushrule_actions'>> {
     return this.#read('get_pushrule_actions', { user_id: userId, ...wireAddress(address) }, options);
   }
 
-  async setPushRuleActions(userId: string, address: RuleAddress, actions: readonly PushAction[], options: WriteOptions = {}): Promise<EmptyBody> {
-    return this.#write('set_pushrule_actions', { user_id: userId, ...wireAddress(address), actions: actions as PushAction[] }, options);
+  async setPushRuleActions(
+    userId: string,
+    address: RuleAddress,
+    actions: readonly PushAction[],
+    options: WriteOptions = {},
+  ): Promise<EmptyBody> {
+    return this.#write(
+      'set_pushrule_actions',
+      { user_id: userId, ...wireAddress(address), actions: actions as PushAction[] },
+      options,
+    );
   }
 
-  async getPushRuleEnabled(userId: string, address: RuleAddress, options: CallOptions = {}): Promise<ReplyOf<'get_pushrule_enabled'>> {
+  async getPushRuleEnabled(
+    userId: string,
+    address: RuleAddress,
+    options: CallOptions = {},
+  ): Promise<ReplyOf<'get_pushrule_enabled'>> {
     return this.#read('get_pushrule_enabled', { user_id: userId, ...wireAddress(address) }, options);
   }
 
-  async setPushRuleEnabled(userId: string, address: RuleAddress, enabled: boolean, options: WriteOptions = {}): Promise<EmptyBody> {
+  async setPushRuleEnabled(
+    userId: string,
+    address: RuleAddress,
+    enabled: boolean,
+    options: WriteOptions = {},
+  ): Promise<EmptyBody> {
     return this.#write('set_pushrule_enabled', { user_id: userId, ...wireAddress(address), enabled }, options);
   }
 
@@ -200,7 +225,11 @@ export class PushRulesClient {
   /** `action` is the client's body as it came; `options.deviceId` is the front's, from the access token. */
   async setPusher(userId: string, action: PusherSetAction, options: SetPusherOptions = {}): Promise<EmptyBody> {
     const { deviceId } = options;
-    return this.#write('set_pusher', { user_id: userId, ...(deviceId === undefined ? {} : { device_id: deviceId }), action }, options);
+    return this.#write(
+      'set_pusher',
+      { user_id: userId, ...(deviceId === undefined ? {} : { device_id: deviceId }), action },
+      options,
+    );
   }
 
   /**
@@ -256,10 +285,10 @@ export class PushRulesClient {
       recipients: recipients as EvaluationRecipient[],
       ...(options.explain === true ? { explain: true } : {}),
     };
-    return this.#call<EvaluateReplyBody>(
-      body,
-      { queue: this.#evaluateQueue, ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }) },
-    );
+    return this.#call<EvaluateReplyBody>(body, {
+      queue: this.#evaluateQueue,
+      ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
+    });
   }
 
   /** Rejects pending calls (`reason: 'closed'`) and disconnects. Idempotent. */
@@ -269,15 +298,21 @@ export class PushRulesClient {
 
   /** A read: its body typed by the same schema the workers validate it with, its reply by the contract. */
   async #read<O extends ReadOp>(op: O, body: BodyOf<O>, options: CallOptions): Promise<ReplyOf<O>> {
-    return this.#call<ReplyOf<O>>({ op, ...body }, { read: true, ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }) });
+    return this.#call<ReplyOf<O>>(
+      { op, ...body },
+      { read: true, ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }) },
+    );
   }
 
   /** A write, with a `messageId` (a fresh one unless given) so that a retry is applied once. */
   async #write<O extends WriteOp>(op: O, body: BodyOf<O>, options: WriteOptions): Promise<ReplyOf<O>> {
-    return this.#call<ReplyOf<O>>({ op, ...body }, {
-      messageId: options.messageId ?? randomUUID(),
-      ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
-    });
+    return this.#call<ReplyOf<O>>(
+      { op, ...body },
+      {
+        messageId: options.messageId ?? randomUUID(),
+        ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
+      },
+    );
   }
 
   async #call<T>(body: object, options: RequestOptions): Promise<T> {

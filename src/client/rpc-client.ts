@@ -2,7 +2,12 @@ import { randomUUID } from 'node:crypto';
 import type { Channel, ConfirmChannel, ConsumeMessage, Message, Options } from 'amqplib';
 import type { Logger } from '../logging/logger.js';
 import type { BrokerUrls } from '../config/broker-urls.js';
-import { BrokerConnection, closeReason, type BrokerConnectionObserver, type BrokerLink } from '../amqp/broker-connection.js';
+import {
+  BrokerConnection,
+  closeReason,
+  type BrokerConnectionObserver,
+  type BrokerLink,
+} from '../amqp/broker-connection.js';
 import type { BackoffPolicy } from '../retry/backoff.js';
 import type { Reply } from '../contract/reply.js';
 
@@ -234,7 +239,12 @@ export class RpcClient {
    */
   #refused(session: Session, correlationId: string): void {
     settle(session, correlationId, (p) => {
-      p.reject(new RpcTransportError('refused', 'the broker did not take the request (a queue failing over?); it reached no worker'));
+      p.reject(
+        new RpcTransportError(
+          'refused',
+          'the broker did not take the request (a queue failing over?); it reached no worker',
+        ),
+      );
     });
     session.link.lose('the broker refused a request');
   }
@@ -326,7 +336,7 @@ export class RpcClient {
     return session;
   }
 
-/** A read the read queue returned goes to the request queue, which serves every op. */
+  /** A read the read queue returned goes to the request queue, which serves every op. */
   #resend(session: Session, correlationId: string, fallback: NonNullable<Pending['fallback']>): boolean {
     const pending = session.pending.get(correlationId);
     if (pending === undefined) return true;
@@ -334,7 +344,13 @@ export class RpcClient {
     session.readQueueServed = false;
     this.#options.onReadFallback?.('returned');
     try {
-      session.channel.publish('', this.#options.queue, fallback.content, fallback.properties, this.#onConfirm(session, correlationId));
+      session.channel.publish(
+        '',
+        this.#options.queue,
+        fallback.content,
+        fallback.properties,
+        this.#onConfirm(session, correlationId),
+      );
       return true;
     } catch {
       return false;
@@ -381,7 +397,9 @@ function serialize(body: object): Buffer {
   try {
     return Buffer.from(JSON.stringify(body));
   } catch (error) {
-    throw new RpcRequestError(`the request body cannot be serialized as JSON: ${(error as Error).message}`, { cause: error });
+    throw new RpcRequestError(`the request body cannot be serialized as JSON: ${(error as Error).message}`, {
+      cause: error,
+    });
   }
 }
 

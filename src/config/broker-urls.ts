@@ -42,7 +42,8 @@ export function parseBrokerAddresses(urls: BrokerUrls): BrokerAddress[] {
 function parseOne(entry: string, index: number): BrokerAddress {
   const position = `broker URL #${index + 1}`;
   if (entry === '') throw new RangeError(`${position} is empty (two commas in a row, or one at the end?)`);
-  if (/[,\s]/.test(entry)) throw new RangeError(`${position} contains a comma or a space: give each node as a URL of its own`);
+  if (/[,\s]/.test(entry))
+    throw new RangeError(`${position} contains a comma or a space: give each node as a URL of its own`);
   let parsed: URL;
   try {
     parsed = new URL(entry);

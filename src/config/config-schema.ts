@@ -9,7 +9,8 @@ const Name = Type.String({ minLength: 1, maxLength: 255 });
  */
 const BrokerUrlText = Type.String({ minLength: 1, maxLength: 16384 });
 export const BrokerUrlsSchema = Type.Union([BrokerUrlText, Type.Array(BrokerUrlText, { minItems: 1, maxItems: 64 })], {
-  description: 'The broker: one node, or every node of a cluster (the variable comma-separated; in the file a string or an array), each a whole `amqp://` or `amqps://` URL with its own credentials and vhost.',
+  description:
+    'The broker: one node, or every node of a cluster (the variable comma-separated; in the file a string or an array), each a whole `amqp://` or `amqps://` URL with its own credentials and vhost.',
 });
 
 /**
@@ -18,7 +19,8 @@ export const BrokerUrlsSchema = Type.Union([BrokerUrlText, Type.Array(BrokerUrlT
  * docs/configuration.md.
  */
 const named = (description: string) => CloneType(Name, { description });
-const queueType = (description: string) => Type.Union([Type.Literal('quorum'), Type.Literal('classic')], { description });
+const queueType = (description: string) =>
+  Type.Union([Type.Literal('quorum'), Type.Literal('classic')], { description });
 
 /** The worker's whole configuration. Every field is required: defaults come from `config/default.json`. */
 export const ConfigSchema = Type.Object(
@@ -29,28 +31,56 @@ export const ConfigSchema = Type.Object(
         url: BrokerUrlsSchema,
         queue: named('The request queue: every op but `evaluate`.'),
         queueType: queueType('Type of the request queue.'),
-        deliveryLimit: Type.Integer({ minimum: 1, maximum: 1000, description: 'Quorum only: deliveries of a request before it is dead-lettered.' }),
-        deadLetterExchange: named('The exchange (fanout) that unanswerable requests, and requests past the delivery limit, are dead-lettered to.'),
+        deliveryLimit: Type.Integer({
+          minimum: 1,
+          maximum: 1000,
+          description: 'Quorum only: deliveries of a request before it is dead-lettered.',
+        }),
+        deadLetterExchange: named(
+          'The exchange (fanout) that unanswerable requests, and requests past the delivery limit, are dead-lettered to.',
+        ),
         deadLetterQueue: named('The queue of the dead-letter exchange, where those requests wait for an operator.'),
-        deadLetterQueueType: queueType('Type of the dead-letter queue. It is not needed to serve: a worker that cannot declare it warns and serves.'),
-        prefetch: Type.Integer({ minimum: 1, maximum: 65535, description: 'Requests in flight per worker from the request queue.' }),
+        deadLetterQueueType: queueType(
+          'Type of the dead-letter queue. It is not needed to serve: a worker that cannot declare it warns and serves.',
+        ),
+        prefetch: Type.Integer({
+          minimum: 1,
+          maximum: 65535,
+          description: 'Requests in flight per worker from the request queue.',
+        }),
         /** Read-only ops are also served from this queue (classic by default: a read lost with a node is simply asked again). */
         readQueue: named('The read queue: the read-only ops are also served from it.'),
         readQueueType: queueType('Type of the read queue.'),
-        readPrefetch: Type.Integer({ minimum: 1, maximum: 65535, description: 'Reads in flight per worker from the read queue.' }),
-        eventsExchange: named('The topic exchange that change events are published to (routing key `m.push_rules` or `m.pushers`).'),
+        readPrefetch: Type.Integer({
+          minimum: 1,
+          maximum: 65535,
+          description: 'Reads in flight per worker from the read queue.',
+        }),
+        eventsExchange: named(
+          'The topic exchange that change events are published to (routing key `m.push_rules` or `m.pushers`).',
+        ),
         /** AMQP users whose requests are served; empty: any publisher. */
         trustedPublishers: Type.Array(Name, {
           uniqueItems: true,
-          description: 'Broker users whose requests are served (the variable comma-separated); empty: anyone who can publish, and no homeserver ops.',
+          description:
+            'Broker users whose requests are served (the variable comma-separated); empty: anyone who can publish, and no homeserver ops.',
         }),
-        heartbeatSeconds: Type.Integer({ minimum: 0, maximum: 600, description: 'Heartbeat interval asked of the broker for the connection; 0: no heartbeats.' }),
+        heartbeatSeconds: Type.Integer({
+          minimum: 0,
+          maximum: 600,
+          description: 'Heartbeat interval asked of the broker for the connection; 0: no heartbeats.',
+        }),
         reconnectBaseMs: Type.Integer({
           minimum: 10,
           maximum: 60000,
-          description: 'Shortest jittered wait between two rounds over every node. The first attempt after a loss, and each next node of a round, are immediate.',
+          description:
+            'Shortest jittered wait between two rounds over every node. The first attempt after a loss, and each next node of a round, are immediate.',
         }),
-        reconnectMaxMs: Type.Integer({ minimum: 10, maximum: 300000, description: 'Longest jittered wait between two rounds over every node; not below `amqp.reconnectBaseMs`.' }),
+        reconnectMaxMs: Type.Integer({
+          minimum: 10,
+          maximum: 300000,
+          description: 'Longest jittered wait between two rounds over every node; not below `amqp.reconnectBaseMs`.',
+        }),
         /** One attempt at one node (TCP, AMQP handshake, declaring and consuming): past it, the next node. */
         connectTimeoutMs: Type.Integer({
           minimum: 100,
@@ -72,7 +102,9 @@ export const ConfigSchema = Type.Object(
       {
         url: Type.String({ pattern: '^mongodb(\\+srv)?://', description: 'The MongoDB connection string.' }),
         database: named('The database of both collections.'),
-        accountDataCollection: named('One document per user: push rules, versions, recorded writes. Set in the file only.'),
+        accountDataCollection: named(
+          'One document per user: push rules, versions, recorded writes. Set in the file only.',
+        ),
         pushersCollection: named('One document per pusher. Set in the file only.'),
         serverSelectionTimeoutMs: Type.Integer({
           minimum: 100,
@@ -84,7 +116,8 @@ export const ConfigSchema = Type.Object(
         connectTimeoutMs: Type.Integer({
           minimum: 100,
           maximum: 120000,
-          description: "The driver's `connectTimeoutMS`: a new connection's TCP connect and handshake, and each monitoring check of a server.",
+          description:
+            "The driver's `connectTimeoutMS`: a new connection's TCP connect and handshake, and each monitoring check of a server.",
         }),
         /** The driver's `socketTimeoutMS`: a connection whose server is silent this long during an operation is closed. */
         socketTimeoutMs: Type.Integer({
@@ -97,32 +130,48 @@ export const ConfigSchema = Type.Object(
         waitQueueTimeoutMs: Type.Integer({
           minimum: 100,
           maximum: 120000,
-          description: "The driver's `waitQueueTimeoutMS`: how long an operation waits for a pooled connection before `Unavailable`.",
+          description:
+            "The driver's `waitQueueTimeoutMS`: how long an operation waits for a pooled connection before `Unavailable`.",
         }),
         /** Each store operation is given up after this long, or at its request's deadline if that comes first. */
         operationTimeoutMs: Type.Integer({
           minimum: 100,
           maximum: 120000,
-          description: "Each store operation is given up after this long, or at its request's deadline if that comes first (`Unavailable`).",
+          description:
+            "Each store operation is given up after this long, or at its request's deadline if that comes first (`Unavailable`).",
         }),
         /** Characters of stored ruleset text whose parse is kept for the next read of the same text; 0: none. */
         parsedRulesCacheChars: Type.Integer({
           minimum: 0,
           maximum: 1024 * 1024 * 1024,
-          description: 'Characters of stored ruleset text whose parse is kept for the next read of the same user at the same version; 0: off.',
+          description:
+            'Characters of stored ruleset text whose parse is kept for the next read of the same user at the same version; 0: off.',
         }),
       },
       { additionalProperties: false },
     ),
     writes: Type.Object(
       {
-        maxAttempts: Type.Integer({ minimum: 1, maximum: 100, description: 'Compare-and-set rounds of a write before `Unavailable`.' }),
-        backoffBaseMs: Type.Integer({ minimum: 0, maximum: 10000, description: 'Shortest jittered wait between two compare-and-set rounds.' }),
-        backoffMaxMs: Type.Integer({ minimum: 0, maximum: 60000, description: 'Longest jittered wait between two compare-and-set rounds.' }),
+        maxAttempts: Type.Integer({
+          minimum: 1,
+          maximum: 100,
+          description: 'Compare-and-set rounds of a write before `Unavailable`.',
+        }),
+        backoffBaseMs: Type.Integer({
+          minimum: 0,
+          maximum: 10000,
+          description: 'Shortest jittered wait between two compare-and-set rounds.',
+        }),
+        backoffMaxMs: Type.Integer({
+          minimum: 0,
+          maximum: 60000,
+          description: 'Longest jittered wait between two compare-and-set rounds.',
+        }),
         recordedWritesWindow: Type.Integer({
           minimum: 1,
           maximum: 10000,
-          description: 'Recent `messageId`s remembered per user, each with its reply, so that a retried write is applied once.',
+          description:
+            'Recent `messageId`s remembered per user, each with its reply, so that a retried write is applied once.',
         }),
         /** Characters of stored ruleset text that rule writes may be processing at once; 0: no bound. */
         rulesetCharsInFlight: Type.Integer({
@@ -136,27 +185,53 @@ export const ConfigSchema = Type.Object(
     ),
     limits: Type.Object(
       {
-        maxRequestBytes: Type.Integer({ minimum: 1024, maximum: 4 * 1024 * 1024, description: 'Largest request body, in bytes (`TooLarge`).' }),
+        maxRequestBytes: Type.Integer({
+          minimum: 1024,
+          maximum: 4 * 1024 * 1024,
+          description: 'Largest request body, in bytes (`TooLarge`).',
+        }),
         // A rule with a tweak object needs 4 levels. Past a few thousand,
         // recursive code (JSON.stringify of a stored value, say) runs out of
         // stack, so the ceiling stays far below that.
         maxJsonDepth: Type.Integer({
           minimum: 8,
           maximum: 512,
-          description: 'Arrays and objects nested in a request, the envelope counting as one; checked before the body is parsed (`BadJson`).',
+          description:
+            'Arrays and objects nested in a request, the envelope counting as one; checked before the body is parsed (`BadJson`).',
         }),
-        maxStringBytes: Type.Integer({ minimum: 64, maximum: 1024 * 1024, description: 'Longest string or key in a request, in bytes of UTF-8 (`InvalidParam`).' }),
-        maxActionsPerRule: Type.Integer({ minimum: 1, maximum: 10000, description: 'Actions of one rule (`InvalidParam`).' }),
-        maxConditionsPerRule: Type.Integer({ minimum: 1, maximum: 10000, description: 'Conditions of one rule (`InvalidParam`).' }),
-        maxUserRules: Type.Integer({ minimum: 1, maximum: 100000, description: "A user's own rules, all kinds together (`TooLarge`)." }),
+        maxStringBytes: Type.Integer({
+          minimum: 64,
+          maximum: 1024 * 1024,
+          description: 'Longest string or key in a request, in bytes of UTF-8 (`InvalidParam`).',
+        }),
+        maxActionsPerRule: Type.Integer({
+          minimum: 1,
+          maximum: 10000,
+          description: 'Actions of one rule (`InvalidParam`).',
+        }),
+        maxConditionsPerRule: Type.Integer({
+          minimum: 1,
+          maximum: 10000,
+          description: 'Conditions of one rule (`InvalidParam`).',
+        }),
+        maxUserRules: Type.Integer({
+          minimum: 1,
+          maximum: 100000,
+          description: "A user's own rules, all kinds together (`TooLarge`).",
+        }),
         // MongoDB refuses documents over 16 MiB; the ruleset shares its
         // document with the recorded writes, so it stays well below.
         maxRulesetBytes: Type.Integer({
           minimum: 64 * 1024,
           maximum: 8 * 1024 * 1024,
-          description: "A user's stored ruleset JSON, in bytes; at most 8 MiB, half MongoDB's document limit (`TooLarge`).",
+          description:
+            "A user's stored ruleset JSON, in bytes; at most 8 MiB, half MongoDB's document limit (`TooLarge`).",
         }),
-        maxPushersPerUser: Type.Integer({ minimum: 1, maximum: 10000, description: 'Pushers of one user (`TooLarge`).' }),
+        maxPushersPerUser: Type.Integer({
+          minimum: 1,
+          maximum: 10000,
+          description: 'Pushers of one user (`TooLarge`).',
+        }),
       },
       { additionalProperties: false },
     ),
@@ -167,14 +242,38 @@ export const ConfigSchema = Type.Object(
         /** Classic by default: evaluate changes nothing, so a request lost with a broker node is just sent again. */
         queueType: queueType('Type of the evaluate queue.'),
         prefetch: Type.Integer({ minimum: 1, maximum: 1000, description: 'Evaluations in flight per worker.' }),
-        maxRequestBytes: Type.Integer({ minimum: 1024, maximum: 64 * 1024 * 1024, description: 'Largest `evaluate` request body, in bytes (`TooLarge`).' }),
-        maxEventBytes: Type.Integer({ minimum: 1024, maximum: 1024 * 1024, description: "The event's compact JSON, in bytes of UTF-8 (`TooLarge`)." }),
-        maxRecipients: Type.Integer({ minimum: 1, maximum: 1000000, description: 'Recipients of one request (`TooLarge`).' }),
+        maxRequestBytes: Type.Integer({
+          minimum: 1024,
+          maximum: 64 * 1024 * 1024,
+          description: 'Largest `evaluate` request body, in bytes (`TooLarge`).',
+        }),
+        maxEventBytes: Type.Integer({
+          minimum: 1024,
+          maximum: 1024 * 1024,
+          description: "The event's compact JSON, in bytes of UTF-8 (`TooLarge`).",
+        }),
+        maxRecipients: Type.Integer({
+          minimum: 1,
+          maximum: 1000000,
+          description: 'Recipients of one request (`TooLarge`).',
+        }),
         /** Uncached recipients read from the store per query. */
-        loadChunkSize: Type.Integer({ minimum: 1, maximum: 100000, description: 'Uncached recipients read per store query.' }),
+        loadChunkSize: Type.Integer({
+          minimum: 1,
+          maximum: 100000,
+          description: 'Uncached recipients read per store query.',
+        }),
         /** Evaluation yields to other work after this much synchronous time. */
-        sliceMs: Type.Integer({ minimum: 1, maximum: 1000, description: 'Evaluation yields to other requests after this much CPU time.' }),
-        cacheMaxEntries: Type.Integer({ minimum: 0, maximum: 100000000, description: 'Compiled rulesets kept (one per user), least recently used out first.' }),
+        sliceMs: Type.Integer({
+          minimum: 1,
+          maximum: 1000,
+          description: 'Evaluation yields to other requests after this much CPU time.',
+        }),
+        cacheMaxEntries: Type.Integer({
+          minimum: 0,
+          maximum: 100000000,
+          description: 'Compiled rulesets kept (one per user), least recently used out first.',
+        }),
         cacheMaxBytes: Type.Integer({
           minimum: 0,
           maximum: 64 * 1024 * 1024 * 1024,
@@ -200,26 +299,43 @@ export const ConfigSchema = Type.Object(
         heapGrowingPercent: Type.Integer({
           minimum: 0,
           maximum: 1000,
-          description: "V8's `--heap-growing-percent`: garbage let pile up before a full collection, in % of the live heap; 0: V8's own, up to 300%.",
+          description:
+            "V8's `--heap-growing-percent`: garbage let pile up before a full collection, in % of the live heap; 0: V8's own, up to 300%.",
         }),
       },
       { additionalProperties: false },
     ),
     shutdown: Type.Object(
-      { timeoutMs: Type.Integer({ minimum: 100, maximum: 600000, description: 'After a signal, exit anyway (status 1) after this long.' }) },
+      {
+        timeoutMs: Type.Integer({
+          minimum: 100,
+          maximum: 600000,
+          description: 'After a signal, exit anyway (status 1) after this long.',
+        }),
+      },
       { additionalProperties: false },
     ),
     health: Type.Object(
       {
-        enabled: Type.Boolean({ description: 'Serve `/healthz`, `/readyz` and `/metrics` on a listener of their own.' }),
+        enabled: Type.Boolean({
+          description: 'Serve `/healthz`, `/readyz` and `/metrics` on a listener of their own.',
+        }),
         host: Type.String({ minLength: 1, description: 'Address of the health listener.' }),
         /** 0: any free port (logged at start). */
-        port: Type.Integer({ minimum: 0, maximum: 65535, description: 'Port of the health listener; 0: any free port, logged at start.' }),
+        port: Type.Integer({
+          minimum: 0,
+          maximum: 65535,
+          description: 'Port of the health listener; 0: any free port, logged at start.',
+        }),
       },
       { additionalProperties: false },
     ),
     pushers: Type.Object(
-      { allowInsecureGateways: Type.Boolean({ description: 'Accept `http://` push gateway URLs in HTTP pushers. Development only.' }) },
+      {
+        allowInsecureGateways: Type.Boolean({
+          description: 'Accept `http://` push gateway URLs in HTTP pushers. Development only.',
+        }),
+      },
       { additionalProperties: false },
     ),
     log: Type.Object(
@@ -243,7 +359,11 @@ export type Config = Static<typeof ConfigSchema>;
  */
 export type EnvironmentKind = 'string' | 'integer' | 'boolean' | 'list';
 
-export const ENVIRONMENT: readonly { readonly name: string; readonly path: readonly [keyof Config, string]; readonly kind: EnvironmentKind }[] = [
+export const ENVIRONMENT: readonly {
+  readonly name: string;
+  readonly path: readonly [keyof Config, string];
+  readonly kind: EnvironmentKind;
+}[] = [
   { name: 'AMQP_URL', path: ['amqp', 'url'], kind: 'list' },
   { name: 'RPC_QUEUE', path: ['amqp', 'queue'], kind: 'string' },
   { name: 'RPC_QUEUE_TYPE', path: ['amqp', 'queueType'], kind: 'string' },

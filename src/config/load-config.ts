@@ -15,7 +15,11 @@ const ajv = new Ajv({ strict: true, allErrors: true });
 const validateConfig = ajv.compile<Config>(ConfigSchema);
 
 /** Environment variables, each overriding one `section.key` setting. */
-export type EnvironmentList = readonly { readonly name: string; readonly path: readonly [string, string]; readonly kind: EnvironmentKind }[];
+export type EnvironmentList = readonly {
+  readonly name: string;
+  readonly path: readonly [string, string];
+  readonly kind: EnvironmentKind;
+}[];
 
 /** What a process's settings are made of: a default file, its schema, its variables. */
 export interface SettingsSpec<T> {
@@ -33,7 +37,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Confi
   const config = loadSettings({ defaultFile: DEFAULT_FILE, validate: validateConfig, environment: ENVIRONMENT }, env);
   checkBrokerUrls(config.amqp.url);
   if (config.amqp.reconnectBaseMs > config.amqp.reconnectMaxMs) {
-    throw new ConfigError('invalid configuration: amqp.reconnectBaseMs (AMQP_RECONNECT_BASE_MS) must not exceed amqp.reconnectMaxMs (AMQP_RECONNECT_MAX_MS)');
+    throw new ConfigError(
+      'invalid configuration: amqp.reconnectBaseMs (AMQP_RECONNECT_BASE_MS) must not exceed amqp.reconnectMaxMs (AMQP_RECONNECT_MAX_MS)',
+    );
   }
   return config;
 }
@@ -85,7 +91,7 @@ function applyEnvironment(raw: unknown, environment: EnvironmentList, env: NodeJ
     if (text === undefined || text === '') continue;
     const [section, key] = path;
     config[section] ??= {};
-    (config[section])[key] = parse(name, text, kind);
+    config[section][key] = parse(name, text, kind);
   }
   return config;
 }
@@ -96,9 +102,13 @@ function parse(name: string, text: string, kind: EnvironmentKind): unknown {
       return text;
     case 'list':
       // Comma-separated; blanks around names are not part of them.
-      return text.split(',').map((item) => item.trim()).filter((item) => item !== '');
+      return text
+        .split(',')
+        .map((item) => item.trim())
+        .filter((item) => item !== '');
     case 'integer':
-      if (!/^-?\d+$/.test(text.trim())) throw new ConfigError(`${name} must be an integer, got ${JSON.stringify(text)}`);
+      if (!/^-?\d+$/.test(text.trim()))
+        throw new ConfigError(`${name} must be an integer, got ${JSON.stringify(text)}`);
       return Number(text);
     case 'boolean':
       if (!['true', 'false', '1', '0'].includes(text.trim())) {

@@ -44,19 +44,27 @@ export interface TopologyLog {
  * kept as it is) must not stop a worker from serving. Returns whether it
  * is declared and bound.
  */
-export async function declareDeadLetterQueue(connection: ChannelModel, amqp: Config['amqp'], log: TopologyLog): Promise<boolean> {
+export async function declareDeadLetterQueue(
+  connection: ChannelModel,
+  amqp: Config['amqp'],
+  log: TopologyLog,
+): Promise<boolean> {
   const queue = amqp.deadLetterQueue;
   const declared = await onScratchChannel(connection, async (channel) => {
     await channel.assertQueue(queue, { durable: true, arguments: { 'x-queue-type': amqp.deadLetterQueueType } });
   });
   if (declared !== undefined) {
-    log.warn({ err: declared, queue }, 'cannot declare the dead-letter queue; serving without it (unanswerable requests are dropped until it is back)');
+    log.warn(
+      { err: declared, queue },
+      'cannot declare the dead-letter queue; serving without it (unanswerable requests are dropped until it is back)',
+    );
   }
   // Bound whether declared now or before, with other arguments.
   const bound = await onScratchChannel(connection, async (channel) => {
     await channel.bindQueue(queue, amqp.deadLetterExchange, '');
   });
-  if (bound !== undefined && declared === undefined) log.warn({ err: bound, queue }, 'cannot bind the dead-letter queue; serving without it');
+  if (bound !== undefined && declared === undefined)
+    log.warn({ err: bound, queue }, 'cannot bind the dead-letter queue; serving without it');
   return declared === undefined && bound === undefined;
 }
 

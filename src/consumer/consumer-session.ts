@@ -111,7 +111,10 @@ export class ConsumerSession {
 
   /** Consuming every queue a session needs. */
   get consumingRequired(): boolean {
-    return !this.#lost && this.#options.queues.every((queue) => !queue.required || this.#lanes.get(queue.role)?.consumerTag !== undefined);
+    return (
+      !this.#lost &&
+      this.#options.queues.every((queue) => !queue.required || this.#lanes.get(queue.role)?.consumerTag !== undefined)
+    );
   }
 
   /** The session can no longer consume: the connection layer retires it and opens the next one. */
@@ -185,7 +188,8 @@ export class ConsumerSession {
     channel.on('error', (error: Error) => {
       channelError = error;
       // While the queue is being opened, the failure is reported by whoever waits for it (once, not per channel).
-      if (lane === undefined) this.#log.debug({ err: error, queue: consumed.queue }, 'AMQP channel error while opening a queue');
+      if (lane === undefined)
+        this.#log.debug({ err: error, queue: consumed.queue }, 'AMQP channel error while opening a queue');
       else this.#log.error({ err: error, queue: consumed.queue }, 'AMQP channel error');
     });
     channel.on('close', () => {
@@ -216,7 +220,10 @@ export class ConsumerSession {
       });
       opened.consumerTag = consumerTag;
       this.#lanes.set(consumed.role, opened);
-      this.#log.info({ queue: consumed.queue, prefetch: consumed.prefetch, broker: this.#link.address.label }, 'consuming requests');
+      this.#log.info(
+        { queue: consumed.queue, prefetch: consumed.prefetch, broker: this.#link.address.label },
+        'consuming requests',
+      );
     } catch (error) {
       await channel.close().catch(() => undefined);
       throw error;
@@ -243,7 +250,10 @@ export class ConsumerSession {
       await this.#openLane(consumed);
       if (this.#over()) {
         // Lost or closing while it opened: nobody would cancel this consumer.
-        await this.#lanes.get(consumed.role)?.channel.close().catch(() => undefined);
+        await this.#lanes
+          .get(consumed.role)
+          ?.channel.close()
+          .catch(() => undefined);
         return;
       }
       if (failures > 0) this.#log.info({ queue: consumed.queue }, 'consuming again a queue that was unavailable');
@@ -259,10 +269,21 @@ export class ConsumerSession {
     // Slower than reconnecting: what stops a queue (its node down, a
     // declaration that disagrees) takes seconds to minutes to clear, and
     // the worker serves meanwhile.
-    const retryInMs = Math.max(reconnectBaseMs, backoffDelay({ baseMs: reconnectBaseMs, maxMs: OPTIONAL_QUEUE_RETRY_MAX_MS }, failures, this.#options.random));
-    const fields = { err: error, queue: consumed.queue, role: consumed.role, failures, retryInMs, broker: this.#link.address.label };
+    const retryInMs = Math.max(
+      reconnectBaseMs,
+      backoffDelay({ baseMs: reconnectBaseMs, maxMs: OPTIONAL_QUEUE_RETRY_MAX_MS }, failures, this.#options.random),
+    );
+    const fields = {
+      err: error,
+      queue: consumed.queue,
+      role: consumed.role,
+      failures,
+      retryInMs,
+      broker: this.#link.address.label,
+    };
     // Said at once, then now and again: not a line per attempt for as long as it lasts.
-    if (failures === 1 || failures % OPTIONAL_QUEUE_WARN_EVERY === 0) this.#log.warn(fields, 'cannot consume this queue; serving the others and trying it again');
+    if (failures === 1 || failures % OPTIONAL_QUEUE_WARN_EVERY === 0)
+      this.#log.warn(fields, 'cannot consume this queue; serving the others and trying it again');
     else this.#log.debug(fields, 'cannot consume this queue yet');
     clearTimeout(this.#retries.get(consumed.role));
     const timer = setTimeout(() => {

@@ -9,7 +9,6 @@ import { fail, ok, type Result } from '../result/result.js';
 import type { EvaluateCommand } from '../service/command.js';
 import { describeSchemaError } from './parse-request.js';
 
-
 export interface EvaluateLimits {
   /** The message body, in bytes (TooLarge). */
   readonly maxRequestBytes: number;
@@ -32,7 +31,8 @@ export function parseEvaluateRequest(body: Uint8Array, limits: EvaluateLimits): 
     return fail(matrixError('TooLarge', LIMIT_MESSAGES.requestTooLarge(limits.maxRequestBytes)));
   }
   const text = Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString('utf8');
-  if (nestsDeeperThan(text, limits.maxJsonDepth)) return fail(matrixError('BadJson', LIMIT_MESSAGES.jsonTooDeep(limits.maxJsonDepth)));
+  if (nestsDeeperThan(text, limits.maxJsonDepth))
+    return fail(matrixError('BadJson', LIMIT_MESSAGES.jsonTooDeep(limits.maxJsonDepth)));
   let json: unknown;
   try {
     json = JSON.parse(text);
@@ -41,13 +41,17 @@ export function parseEvaluateRequest(body: Uint8Array, limits: EvaluateLimits): 
   }
   if (!isJsonObject(json)) return fail(matrixError('BadJson', 'Request body must be a JSON object.'));
   if (json['op'] !== 'evaluate') {
-    return fail(matrixError('Unrecognized', `Only evaluate is served on this queue, not ${JSON.stringify(json['op'] ?? null)}.`));
+    return fail(
+      matrixError('Unrecognized', `Only evaluate is served on this queue, not ${JSON.stringify(json['op'] ?? null)}.`),
+    );
   }
   return toEvaluateCommand(json, limits);
 }
 
 // Compiled once per process, like the other request schemas.
-const validate = new Ajv({ strict: true, allErrors: false, coerceTypes: false, useDefaults: false }).compile(EvaluateRequestSchema);
+const validate = new Ajv({ strict: true, allErrors: false, coerceTypes: false, useDefaults: false }).compile(
+  EvaluateRequestSchema,
+);
 
 /**
  * Checks a parsed `evaluate` body: BadJson naming the first offending field
@@ -68,7 +72,8 @@ export function toEvaluateCommand(json: JsonObject, limits: EvaluateLimits): Res
   const seen = new Set<string>();
   for (const [index, recipient] of request.recipients.entries()) {
     const userId = recipient.user_id;
-    if (!isValidUserId(userId)) return fail(matrixError('BadJson', `recipients.${index}.user_id is not a valid Matrix user ID.`));
+    if (!isValidUserId(userId))
+      return fail(matrixError('BadJson', `recipients.${index}.user_id is not a valid Matrix user ID.`));
     if (seen.has(userId)) return fail(matrixError('BadJson', `recipients.${index}.user_id repeats ${userId}.`));
     seen.add(userId);
   }

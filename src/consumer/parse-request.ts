@@ -37,7 +37,10 @@ export function parseRequest(body: Uint8Array, limits: RequestLimits): Result<Co
   // what the contract refuses (like a schema failure), and a 413 would
   // tell an HTTP client to send fewer bytes.
   const parsed = parseUntrustedJson(text, { maxDepth: limits.maxJsonDepth });
-  if (!parsed.ok) return fail(matrixError('BadJson', parsed.problem === 'not-json' ? 'Request body is not valid JSON.' : parsed.message));
+  if (!parsed.ok)
+    return fail(
+      matrixError('BadJson', parsed.problem === 'not-json' ? 'Request body is not valid JSON.' : parsed.message),
+    );
   const json = parsed.value;
   if (!isJsonObject(json)) return fail(matrixError('BadJson', 'Request body must be a JSON object.'));
   const command = parseRequestObject(json);
@@ -84,7 +87,9 @@ function toCommand(request: RequestOf<Op>): Result<Command> {
       // `data` came out of JSON.parse, so its unknown values are JSON values.
       const action = request.action as RawPusherSetAction;
       const deviceId = request.device_id;
-      return ok(deviceId === undefined ? { op: 'set_pusher', userId, action } : { op: 'set_pusher', userId, action, deviceId });
+      return ok(
+        deviceId === undefined ? { op: 'set_pusher', userId, action } : { op: 'set_pusher', userId, action, deviceId },
+      );
     }
     case 'delete_pushers': {
       const devices = deviceSelectorOf(request);

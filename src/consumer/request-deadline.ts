@@ -27,7 +27,10 @@ export function stopWorkBy(timestamp: unknown, expiration: unknown, marginMs: nu
   return timing.deadline - Math.min(marginMs, timing.ttlMs / 10);
 }
 
-function requestTiming(timestamp: unknown, expiration: unknown): { readonly deadline: number; readonly ttlMs: number } | undefined {
+function requestTiming(
+  timestamp: unknown,
+  expiration: unknown,
+): { readonly deadline: number; readonly ttlMs: number } | undefined {
   if (typeof timestamp !== 'number' || !Number.isFinite(timestamp)) return undefined;
   const ttl = typeof expiration === 'string' ? Number(expiration) : expiration;
   if (typeof ttl !== 'number' || !Number.isFinite(ttl) || ttl < 0) return undefined;

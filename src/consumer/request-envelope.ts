@@ -67,8 +67,17 @@ export class RequestEnvelope {
       try {
         this.#log.error({ err: error, ...progress }, 'request failed unexpectedly');
         const { replyTo, correlationId } = message.properties as { replyTo?: unknown; correlationId?: unknown };
-        if (!progress.replied && typeof replyTo === 'string' && replyTo !== '' && typeof correlationId === 'string' && correlationId !== '') {
-          this.#publish(lane.channel, '', replyTo, failureOutcome(error).reply, { correlationId, contentType: JSON_CONTENT });
+        if (
+          !progress.replied &&
+          typeof replyTo === 'string' &&
+          replyTo !== '' &&
+          typeof correlationId === 'string' &&
+          correlationId !== ''
+        ) {
+          this.#publish(lane.channel, '', replyTo, failureOutcome(error).reply, {
+            correlationId,
+            contentType: JSON_CONTENT,
+          });
         }
         if (!progress.settled) this.#settle(lane, message, 'ack');
       } catch {
@@ -156,7 +165,13 @@ export class RequestEnvelope {
     });
   }
 
-  #publish(channel: Channel, exchange: string, routingKey: string, body: Reply | object, options: Options.Publish): boolean {
+  #publish(
+    channel: Channel,
+    exchange: string,
+    routingKey: string,
+    body: Reply | object,
+    options: Options.Publish,
+  ): boolean {
     try {
       channel.publish(exchange, routingKey, Buffer.from(encodeReply(body)), options);
       return true;
@@ -179,7 +194,10 @@ export class RequestEnvelope {
         async (change) =>
           new Promise<boolean>((resolve) => {
             const timer = setTimeout(() => {
-              this.#log.warn({ user: change.user_id, type: change.type, waitMs }, 'no confirm of a change event in time; the request goes back to the queue');
+              this.#log.warn(
+                { user: change.user_id, type: change.type, waitMs },
+                'no confirm of a change event in time; the request goes back to the queue',
+              );
               resolve(false);
             }, waitMs);
             const done = (ok: boolean) => {
@@ -187,10 +205,20 @@ export class RequestEnvelope {
               resolve(ok);
             };
             try {
-              confirms.publish(exchange, change.type, Buffer.from(encodeReply(change)), { contentType: JSON_CONTENT, persistent: true }, (error) => {
-                if (error !== null && error !== undefined) this.#log.warn({ err: error, user: change.user_id, type: change.type }, 'the broker did not confirm a change event');
-                done(error === null || error === undefined);
-              });
+              confirms.publish(
+                exchange,
+                change.type,
+                Buffer.from(encodeReply(change)),
+                { contentType: JSON_CONTENT, persistent: true },
+                (error) => {
+                  if (error !== null && error !== undefined)
+                    this.#log.warn(
+                      { err: error, user: change.user_id, type: change.type },
+                      'the broker did not confirm a change event',
+                    );
+                  done(error === null || error === undefined);
+                },
+              );
             } catch (error) {
               this.#log.error({ err: error, exchange, routingKey: change.type }, 'publish failed');
               done(false);
@@ -228,7 +256,8 @@ export class RequestEnvelope {
       ...(outcome.cause === undefined ? {} : { cause: outcome.cause }),
       outcome: outcome.reply.ok ? 'ok' : outcome.reply.error.kind,
     };
-    if (outcome.failure !== undefined) this.#log.error({ ...fields, err: outcome.failure }, 'request failed unexpectedly');
+    if (outcome.failure !== undefined)
+      this.#log.error({ ...fields, err: outcome.failure }, 'request failed unexpectedly');
     else if (!outcome.reply.ok && outcome.reply.error.status >= 500) this.#log.warn(fields, 'request not served');
     else if (!outcome.reply.ok) this.#log.info(fields, 'request refused');
     else this.#log.debug(fields, 'request served');

@@ -23,9 +23,14 @@ export interface RequestLimits {
 /** Checks a parsed request against the limits: InvalidParam naming the first offence. */
 export function checkRequestLimits(raw: JsonValue, command: Command, limits: RequestLimits): Result<Command> {
   const long = findLongString(raw, limits.maxStringBytes);
-  if (long !== undefined) return fail(matrixError('InvalidParam', LIMIT_MESSAGES.stringTooLong(long, limits.maxStringBytes)));
+  if (long !== undefined)
+    return fail(matrixError('InvalidParam', LIMIT_MESSAGES.stringTooLong(long, limits.maxStringBytes)));
   const actions =
-    command.op === 'set_pushrule' ? command.request.body.actions : command.op === 'set_pushrule_actions' ? command.actions : [];
+    command.op === 'set_pushrule'
+      ? command.request.body.actions
+      : command.op === 'set_pushrule_actions'
+        ? command.actions
+        : [];
   if (actions.length > limits.maxActionsPerRule) {
     return fail(matrixError('InvalidParam', LIMIT_MESSAGES.tooManyActions(limits.maxActionsPerRule)));
   }
@@ -43,7 +48,8 @@ export function checkRequestLimits(raw: JsonValue, command: Command, limits: Req
  */
 function findLongString(value: JsonValue, max: number): string | undefined {
   return findInJson(value, (node) => {
-    if (node.key !== undefined && tooLong(node.key, max)) return `A key in ${node.parentPath === '' ? 'the request' : node.parentPath}`;
+    if (node.key !== undefined && tooLong(node.key, max))
+      return `A key in ${node.parentPath === '' ? 'the request' : node.parentPath}`;
     return typeof node.value === 'string' && tooLong(node.value, max) ? node.path : undefined;
   });
 }

@@ -57,10 +57,22 @@ export class RpcWorker {
     this.#options = options;
     this.#log = options.logger;
     const { amqp } = options;
-    const userOps = { amqp, limits: options.limits, service, beforeServe: options.beforeServe, afterServe: options.afterServe };
+    const userOps = {
+      amqp,
+      limits: options.limits,
+      service,
+      beforeServe: options.beforeServe,
+      afterServe: options.afterServe,
+    };
     this.#queues = [requestQueue(userOps), readQueue(userOps), ...(options.queues ?? [])];
     const observer = options.observer ?? NO_OBSERVER;
-    this.#envelope = new RequestEnvelope({ amqp, logger: this.#log, observer, changes: options.changes, now: options.now ?? Date.now });
+    this.#envelope = new RequestEnvelope({
+      amqp,
+      logger: this.#log,
+      observer,
+      changes: options.changes,
+      now: options.now ?? Date.now,
+    });
     this.#broker = new BrokerConnection<ConsumerSession>({
       urls: amqp.url,
       role: 'matrix-push-worker',
@@ -79,7 +91,8 @@ export class RpcWorker {
           random: options.random,
         }),
       retire: async (session, reason) => {
-        if (this.#closing === undefined) this.#log.warn({ reason, inFlight: session.inFlight }, 'lost the broker session');
+        if (this.#closing === undefined)
+          this.#log.warn({ reason, inFlight: session.inFlight }, 'lost the broker session');
         await session.retire();
       },
       observer: {

@@ -51,18 +51,31 @@ export function readQueue(options: UserOpsQueueOptions): ConsumedQueue {
 }
 
 /** Every failure becomes a reply: parsing and the hooks run inside the same `try` as the service. */
-async function serveUserOp(options: UserOpsQueueOptions, body: Buffer, context: ServeContext, readOnly: boolean): Promise<ServeOutcome> {
+async function serveUserOp(
+  options: UserOpsQueueOptions,
+  body: Buffer,
+  context: ServeContext,
+  readOnly: boolean,
+): Promise<ServeOutcome> {
   let command: Command | undefined;
   try {
     const parsed = parseRequest(body, options.limits);
     if (!parsed.ok) return { reply: failure(parsed.error), conflicts: 0 };
     command = parsed.value;
     if (readOnly && !isReadOp(command.op)) {
-      return { reply: failure(matrixError('Unrecognized', REQUEST_MESSAGES.writeOnReadQueue(command.op))), conflicts: 0, op: command.op };
+      return {
+        reply: failure(matrixError('Unrecognized', REQUEST_MESSAGES.writeOnReadQueue(command.op))),
+        conflicts: 0,
+        op: command.op,
+      };
     }
     // With trusted publishers, only they got here; without any, nobody may send these.
     if (isHomeserverOp(command.op) && options.amqp.trustedPublishers.length === 0) {
-      return { reply: failure(matrixError('Forbidden', MESSAGES.homeserverOpWithoutTrustedPublishers)), conflicts: 0, op: command.op };
+      return {
+        reply: failure(matrixError('Forbidden', MESSAGES.homeserverOpWithoutTrustedPublishers)),
+        conflicts: 0,
+        op: command.op,
+      };
     }
     options.beforeServe?.(command);
     const outcome = await options.service.handle(command, context);

@@ -44,8 +44,10 @@ export const MESSAGES = {
   untrustedPublisher: 'The publisher of this request is not trusted.',
   homeserverOpWithoutTrustedPublishers:
     'delete_pushers and delete_user_data are homeserver ops: the worker serves them only to trusted publishers, and amqp.trustedPublishers (TRUSTED_PUBLISHERS) is empty.',
-  evaluateOnItsQueue: 'evaluate is served on its own queue (evaluate.queue, matrix.push.evaluate by default), not on the request queue.',
-  unserializableRequest: 'The request cannot be serialized as JSON: it nests too deeply or holds values JSON cannot represent.',
+  evaluateOnItsQueue:
+    'evaluate is served on its own queue (evaluate.queue, matrix.push.evaluate by default), not on the request queue.',
+  unserializableRequest:
+    'The request cannot be serialized as JSON: it nests too deeply or holds values JSON cannot represent.',
 } as const;
 
 /** Messages for the configured limits; they name the limit so a caller can stay under it. */
@@ -64,7 +66,8 @@ export const LIMIT_MESSAGES = {
 
 /** Messages that point at what a request sent, so that a caller can find it. */
 export const REQUEST_MESSAGES = {
-  forbiddenKey: (path: string) => `Key not accepted: ${path} (__proto__, constructor and prototype are refused anywhere in a request).`,
+  forbiddenKey: (path: string) =>
+    `Key not accepted: ${path} (__proto__, constructor and prototype are refused anywhere in a request).`,
   writeOnReadQueue: (op: string) => `${op} changes data: send it to the request queue, not the read queue.`,
 } as const;
 

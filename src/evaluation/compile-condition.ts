@@ -46,7 +46,9 @@ export function compileCondition(condition: PushCondition, options: ConditionOpt
     case 'event_property_contains': {
       const value = fields['value'];
       if (typeof key !== 'string' || !Object.hasOwn(fields, 'value') || !isScalar(value)) return null;
-      return fields['kind'] === 'event_property_is' ? propertyIs(key, value, options) : propertyContains(key, value, options);
+      return fields['kind'] === 'event_property_is'
+        ? propertyIs(key, value, options)
+        : propertyContains(key, value, options);
     }
     case 'contains_display_name':
       return { test: containsDisplayName, perRecipient: true, estimatedBytes: 0 };
@@ -54,7 +56,11 @@ export function compileCondition(condition: PushCondition, options: ConditionOpt
       const is = fields['is'];
       const compare = typeof is === 'string' ? parseMemberCountComparison(is) : undefined;
       if (compare === undefined) return null;
-      return { test: (event) => compare(event.room.member_count), perRecipient: false, estimatedBytes: CONDITION_BYTES };
+      return {
+        test: (event) => compare(event.room.member_count),
+        perRecipient: false,
+        estimatedBytes: CONDITION_BYTES,
+      };
     }
     case 'sender_notification_permission':
       return typeof key === 'string' ? senderNotificationPermission(key) : null;
@@ -178,7 +184,11 @@ function propertyIs(key: string, value: ScalarJsonValue, options: ConditionOptio
   const path = keyPath(key);
   const estimatedBytes = CONDITION_BYTES + (typeof value === 'string' ? stringBytes(value) : 0);
   if (value === options.recipientPlaceholder) {
-    return { test: (event, recipient) => valueAtPath(event.event, path) === recipient.user_id, perRecipient: true, estimatedBytes };
+    return {
+      test: (event, recipient) => valueAtPath(event.event, path) === recipient.user_id,
+      perRecipient: true,
+      estimatedBytes,
+    };
   }
   // Strict equality is the spec's "same type, same value": JSON numbers are
   // JavaScript numbers, and no object or array equals a scalar.

@@ -6,7 +6,15 @@ import type { CompiledRule, ConditionTest, RecipientOutcome } from './compiled-r
 import type { CompiledRuleset } from './compiled-ruleset.js';
 import { ContentRules, type ContentRule } from './content-rules.js';
 import { globMatcher } from './glob-matcher.js';
-import { ARRAY_BYTES, EMPTY_RULESET_BYTES, jsonBytes, MAP_ENTRY_BYTES, OBJECT_BYTES, POINTER_BYTES, stringBytes } from './heap-estimate.js';
+import {
+  ARRAY_BYTES,
+  EMPTY_RULESET_BYTES,
+  jsonBytes,
+  MAP_ENTRY_BYTES,
+  OBJECT_BYTES,
+  POINTER_BYTES,
+  stringBytes,
+} from './heap-estimate.js';
 import { sameJson } from './same-json.js';
 
 export type CompileOptions = ConditionOptions;
@@ -80,7 +88,9 @@ let sharedDefault: CompiledRuleset | undefined;
  * object.
  */
 export function sharedDefaultRuleset(): CompiledRuleset {
-  sharedDefault ??= compileRuleset(serverDefaultRuleset(USER_ID_PLACEHOLDER), { recipientPlaceholder: USER_ID_PLACEHOLDER });
+  sharedDefault ??= compileRuleset(serverDefaultRuleset(USER_ID_PLACEHOLDER), {
+    recipientPlaceholder: USER_ID_PLACEHOLDER,
+  });
   return sharedDefault;
 }
 

@@ -13,7 +13,11 @@ export interface RecipientOutcome {
 }
 
 /** No enabled rule matched, or the recipient is the sender: not notified. */
-export const NOT_NOTIFIED: RecipientOutcome = Object.freeze({ ruleId: null, notify: false, actions: Object.freeze([]) });
+export const NOT_NOTIFIED: RecipientOutcome = Object.freeze({
+  ruleId: null,
+  notify: false,
+  actions: Object.freeze([]),
+});
 
 /** One condition, compiled. Pure: the same event and recipient give the same answer. */
 export type ConditionTest = (event: PreparedEvent, recipient: EvaluationRecipient) => boolean;

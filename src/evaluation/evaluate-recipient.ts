@@ -27,12 +27,14 @@ function allPass(tests: readonly ConditionTest[], event: PreparedEvent, recipien
 
 function firstMatch(event: PreparedEvent, ruleset: CompiledRuleset, recipient: EvaluationRecipient): RecipientOutcome {
   for (const rule of ruleset.override) {
-    if (allPass(rule.eventTests, event, recipient) && allPass(rule.recipientTests, event, recipient)) return rule.outcome;
+    if (allPass(rule.eventTests, event, recipient) && allPass(rule.recipientTests, event, recipient))
+      return rule.outcome;
   }
   const decided = eventOnlyKinds(event, ruleset);
   if (decided !== undefined) return decided.outcome;
   for (const rule of ruleset.underride) {
-    if (allPass(rule.eventTests, event, recipient) && allPass(rule.recipientTests, event, recipient)) return rule.outcome;
+    if (allPass(rule.eventTests, event, recipient) && allPass(rule.recipientTests, event, recipient))
+      return rule.outcome;
   }
   return NOT_NOTIFIED;
 }

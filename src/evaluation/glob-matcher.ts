@@ -144,7 +144,8 @@ function matchesEndingAtBoundary(text: FoldedText, segment: Segment, from: numbe
 /** Position `count` code points before `end`. */
 function stepBack(text: string, end: number, count: number): number {
   let i = end;
-  for (let c = 0; c < count && i > 0; c += 1) i -= i >= 2 && isLow(text.charCodeAt(i - 1)) && isHigh(text.charCodeAt(i - 2)) ? 2 : 1;
+  for (let c = 0; c < count && i > 0; c += 1)
+    i -= i >= 2 && isLow(text.charCodeAt(i - 1)) && isHigh(text.charCodeAt(i - 2)) ? 2 : 1;
   return i;
 }
 

@@ -28,7 +28,10 @@ export function jsonBytes(value: JsonValue): number {
   if (typeof value === 'string') return stringBytes(value);
   if (value === null || typeof value !== 'object') return POINTER_BYTES;
   if (Array.isArray(value)) {
-    return (value as readonly JsonValue[]).reduce<number>((sum, item) => sum + POINTER_BYTES + jsonBytes(item), ARRAY_BYTES);
+    return (value as readonly JsonValue[]).reduce<number>(
+      (sum, item) => sum + POINTER_BYTES + jsonBytes(item),
+      ARRAY_BYTES,
+    );
   }
   return Object.entries(value).reduce<number>(
     (sum, [key, item]) => sum + POINTER_BYTES * 2 + stringBytes(key) + jsonBytes(item),

@@ -17,7 +17,8 @@ export interface TokenRejection {
  * (recorded with the pushers it creates, so that the device's logout can
  * remove them) — or why it is refused.
  */
-export type Authentication = { readonly userId: string; readonly deviceId?: string } | { readonly rejected: TokenRejection };
+export type Authentication =
+  { readonly userId: string; readonly deviceId?: string } | { readonly rejected: TokenRejection };
 
 /**
  * Turns a client's access token into the user it authenticates. Throws

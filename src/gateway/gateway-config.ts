@@ -1,6 +1,12 @@
 import { CloneType, Type, type Static } from '@sinclair/typebox';
 import { BrokerUrlsSchema } from '../config/config-schema.js';
-import { checkBrokerUrls, compileSettingsSchema, ConfigError, loadSettings, type EnvironmentList } from '../config/load-config.js';
+import {
+  checkBrokerUrls,
+  compileSettingsSchema,
+  ConfigError,
+  loadSettings,
+  type EnvironmentList,
+} from '../config/load-config.js';
 
 const Name = Type.String({ minLength: 1, maxLength: 255 });
 
@@ -14,9 +20,17 @@ export const GatewayConfigSchema = Type.Object(
       {
         host: Type.String({ minLength: 1, description: 'Address the HTTP server listens on.' }),
         /** 0: any free port (logged at start). */
-        port: Type.Integer({ minimum: 0, maximum: 65535, description: 'Port of the HTTP server; 0: any free port, logged at start.' }),
+        port: Type.Integer({
+          minimum: 0,
+          maximum: 65535,
+          description: 'Port of the HTTP server; 0: any free port, logged at start.',
+        }),
         /** Larger request bodies get 413 M_TOO_LARGE before anything else. */
-        maxBodyBytes: Type.Integer({ minimum: 1024, maximum: 4 * 1024 * 1024, description: 'Largest request body, in bytes (413 `M_TOO_LARGE`).' }),
+        maxBodyBytes: Type.Integer({
+          minimum: 1024,
+          maximum: 4 * 1024 * 1024,
+          description: 'Largest request body, in bytes (413 `M_TOO_LARGE`).',
+        }),
         /**
          * Bodies nesting arrays and objects deeper get 400 M_BAD_JSON before
          * they are parsed. The RPC envelope wraps a body in one more level, so
@@ -35,7 +49,11 @@ export const GatewayConfigSchema = Type.Object(
           description: "Each request's deadline for the workers, also sent as its `expiration` (503 past it).",
         }),
         /** Requests the gateway works on at once; more get 503 at once (bounded memory, no queue in front of the workers). */
-        maxInFlight: Type.Integer({ minimum: 1, maximum: 1000000, description: 'Requests worked on at once; more get 503 at once.' }),
+        maxInFlight: Type.Integer({
+          minimum: 1,
+          maximum: 1000000,
+          description: 'Requests worked on at once; more get 503 at once.',
+        }),
       },
       { additionalProperties: false },
     ),
@@ -47,12 +65,14 @@ export const GatewayConfigSchema = Type.Object(
         /** The workers' read queue, where reads go while a worker consumes it; empty: reads go to `queue`. */
         readQueue: Type.String({
           maxLength: 255,
-          description: "The workers' read queue: reads go there while a worker consumes it. Empty in the file: every read goes to the request queue.",
+          description:
+            "The workers' read queue: reads go there while a worker consumes it. Empty in the file: every read goes to the request queue.",
         }),
         /** The broker user of `url`, sent as `userId` for workers with trusted publishers; empty: none. */
         publisherUserId: Type.String({
           maxLength: 255,
-          description: 'The broker user of `AMQP_URL`, sent with each request, for workers with trusted publishers; empty: none.',
+          description:
+            'The broker user of `AMQP_URL`, sent with each request, for workers with trusted publishers; empty: none.',
         }),
       },
       { additionalProperties: false },
@@ -61,20 +81,30 @@ export const GatewayConfigSchema = Type.Object(
       {
         /** `homeserver`: ask the homeserver's whoami; `token-file`: a token→user JSON file (development, tests). */
         kind: Type.Union([Type.Literal('homeserver'), Type.Literal('token-file')], {
-          description: "How tokens are checked: `homeserver` asks the homeserver's whoami (production); `token-file` reads `auth.tokenFile` (development, tests).",
+          description:
+            "How tokens are checked: `homeserver` asks the homeserver's whoami (production); `token-file` reads `auth.tokenFile` (development, tests).",
         }),
-        homeserverUrl: Type.String({ pattern: '^https?://', description: 'The homeserver whose `/account/whoami` checks each token.' }),
+        homeserverUrl: Type.String({
+          pattern: '^https?://',
+          description: 'The homeserver whose `/account/whoami` checks each token.',
+        }),
         /** How long a token the homeserver accepted is trusted without asking again. 0: never cached. */
         cacheSeconds: Type.Integer({
           minimum: 0,
           maximum: 3600,
-          description: 'How long a token the homeserver accepted is trusted without asking again; 0: ask on every request.',
+          description:
+            'How long a token the homeserver accepted is trusted without asking again; 0: ask on every request.',
         }),
         cacheMaxEntries: Type.Integer({ minimum: 1, maximum: 1000000, description: 'Accepted tokens cached at once.' }),
         /** A homeserver slower than this counts as down (503). */
-        timeoutMs: Type.Integer({ minimum: 100, maximum: 60000, description: 'A homeserver slower than this counts as down (503).' }),
+        timeoutMs: Type.Integer({
+          minimum: 100,
+          maximum: 60000,
+          description: 'A homeserver slower than this counts as down (503).',
+        }),
         tokenFile: Type.String({
-          description: 'A JSON file of token → user ID, or token → `{"user_id", "device_id"}`, read at start; required with `token-file`.',
+          description:
+            'A JSON file of token → user ID, or token → `{"user_id", "device_id"}`, read at start; required with `token-file`.',
         }),
       },
       { additionalProperties: false },
@@ -86,10 +116,15 @@ export const GatewayConfigSchema = Type.Object(
         writesPerSecond: Type.Integer({
           minimum: 0,
           maximum: 100000,
-          description: "Writes each user regains per second (429 `M_LIMIT_EXCEEDED` past the user's bucket); 0: no limit.",
+          description:
+            "Writes each user regains per second (429 `M_LIMIT_EXCEEDED` past the user's bucket); 0: no limit.",
         }),
         /** Writes a user may make at once after a quiet spell. */
-        burst: Type.Integer({ minimum: 1, maximum: 100000, description: 'Writes a user may make at once after a quiet spell.' }),
+        burst: Type.Integer({
+          minimum: 1,
+          maximum: 100000,
+          description: 'Writes a user may make at once after a quiet spell.',
+        }),
         /** Users tracked at once (bounded memory); past it the least recently active is forgotten. */
         maxUsers: Type.Integer({
           minimum: 1,
@@ -101,14 +136,26 @@ export const GatewayConfigSchema = Type.Object(
     ),
     health: Type.Object(
       {
-        enabled: Type.Boolean({ description: 'Serve `/healthz`, `/readyz` and `/metrics` on a listener of their own.' }),
+        enabled: Type.Boolean({
+          description: 'Serve `/healthz`, `/readyz` and `/metrics` on a listener of their own.',
+        }),
         host: Type.String({ minLength: 1, description: 'Address of the health listener.' }),
-        port: Type.Integer({ minimum: 0, maximum: 65535, description: 'Port of the health listener; 0: any free port, logged at start.' }),
+        port: Type.Integer({
+          minimum: 0,
+          maximum: 65535,
+          description: 'Port of the health listener; 0: any free port, logged at start.',
+        }),
       },
       { additionalProperties: false },
     ),
     shutdown: Type.Object(
-      { timeoutMs: Type.Integer({ minimum: 100, maximum: 600000, description: 'After a signal, exit anyway (status 1) after this long.' }) },
+      {
+        timeoutMs: Type.Integer({
+          minimum: 100,
+          maximum: 600000,
+          description: 'After a signal, exit anyway (status 1) after this long.',
+        }),
+      },
       { additionalProperties: false },
     ),
     log: Type.Object(
@@ -161,7 +208,9 @@ export function loadGatewayConfig(env: NodeJS.ProcessEnv = process.env): Readonl
   const config = loadSettings({ defaultFile: DEFAULT_FILE, validate, environment: GATEWAY_ENVIRONMENT }, env);
   checkBrokerUrls(config.amqp.url);
   if (config.auth.kind === 'token-file' && config.auth.tokenFile === '') {
-    throw new ConfigError('invalid configuration: auth.tokenFile (AUTH_TOKEN_FILE) is required when auth.kind (AUTH_KIND) is token-file');
+    throw new ConfigError(
+      'invalid configuration: auth.tokenFile (AUTH_TOKEN_FILE) is required when auth.kind (AUTH_KIND) is token-file',
+    );
   }
   return config;
 }

@@ -15,7 +15,11 @@ export const GATEWAY_ERRORS = {
   badRequest: { errcode: 'M_UNKNOWN', status: 400, message: 'Bad request.' },
   missingToken: { errcode: 'M_MISSING_TOKEN', status: 401, message: 'Missing access token.' },
   unknownToken: { errcode: 'M_UNKNOWN_TOKEN', status: 401, message: 'Unknown access token.' },
-  limitExceeded: { errcode: 'M_LIMIT_EXCEEDED', status: 429, message: 'Too many changes to push rules and pushers; try again later.' },
+  limitExceeded: {
+    errcode: 'M_LIMIT_EXCEEDED',
+    status: 429,
+    message: 'Too many changes to push rules and pushers; try again later.',
+  },
   authUnavailable: { errcode: 'M_UNKNOWN', status: 503, message: 'Cannot check the access token now; try again.' },
   internal: { errcode: 'M_UNKNOWN', status: 500, message: 'Internal server error.' },
   /**

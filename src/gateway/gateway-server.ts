@@ -1,4 +1,10 @@
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import Fastify, {
+  LogController,
+  type FastifyBaseLogger,
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
+} from 'fastify';
 import { PushRulesError, type PushRulesClient } from '../client/push-rules-client.js';
 import type { PushAction, RuleBody } from '../push-rules/push-rule.js';
 import type { RuleAddress } from '../push-rules/rule-address.js';
@@ -106,7 +112,11 @@ interface Route {
   readonly handlers: Partial<Record<Method, Handler>>;
 }
 
-const address = (params: Params): RuleAddress => ({ scope: params['scope'] ?? '', kind: params['kind'] ?? '', ruleId: params['ruleId'] ?? '' });
+const address = (params: Params): RuleAddress => ({
+  scope: params['scope'] ?? '',
+  kind: params['kind'] ?? '',
+  ruleId: params['ruleId'] ?? '',
+});
 const field = (body: unknown, name: string): unknown => (isObject(body) ? body[name] : undefined);
 const queryString = (value: unknown) => (typeof value === 'string' ? value : undefined);
 
@@ -144,14 +154,19 @@ const ROUTES: readonly Route[] = [
     handlers: {
       GET: async (api, c) => api.getPushRuleActions(c.userId, address(c.params), { timeoutMs: c.timeoutMs }),
       PUT: async (api, c) =>
-        api.setPushRuleActions(c.userId, address(c.params), field(c.body, 'actions') as readonly PushAction[], { timeoutMs: c.timeoutMs }),
+        api.setPushRuleActions(c.userId, address(c.params), field(c.body, 'actions') as readonly PushAction[], {
+          timeoutMs: c.timeoutMs,
+        }),
     },
   },
   {
     path: '/pushrules/:scope/:kind/:ruleId/enabled',
     handlers: {
       GET: async (api, c) => api.getPushRuleEnabled(c.userId, address(c.params), { timeoutMs: c.timeoutMs }),
-      PUT: async (api, c) => api.setPushRuleEnabled(c.userId, address(c.params), field(c.body, 'enabled') as boolean, { timeoutMs: c.timeoutMs }),
+      PUT: async (api, c) =>
+        api.setPushRuleEnabled(c.userId, address(c.params), field(c.body, 'enabled') as boolean, {
+          timeoutMs: c.timeoutMs,
+        }),
     },
   },
   { path: '/pushers', handlers: { GET: async (api, c) => api.getPushers(c.userId, { timeoutMs: c.timeoutMs }) } },
@@ -160,7 +175,10 @@ const ROUTES: readonly Route[] = [
     // The device is the token's: a `device_id` in the body is the client's and the workers ignore it.
     handlers: {
       POST: async (api, c) =>
-        api.setPusher(c.userId, c.body as PusherSetAction, { timeoutMs: c.timeoutMs, ...(c.deviceId === undefined ? {} : { deviceId: c.deviceId }) }),
+        api.setPusher(c.userId, c.body as PusherSetAction, {
+          timeoutMs: c.timeoutMs,
+          ...(c.deviceId === undefined ? {} : { deviceId: c.deviceId }),
+        }),
     },
   },
 ];
@@ -201,7 +219,9 @@ export function buildGatewayServer(options: GatewayServerOptions): FastifyInstan
     reply.code(GATEWAY_ERRORS[error].status).send(matrixBody(error, message));
 
   const now = options.now ?? (() => performance.now());
-  const inFlight = new InFlightLimit(options.maxInFlight ?? Number.POSITIVE_INFINITY, (count) => options.observer?.inFlightChanged(count));
+  const inFlight = new InFlightLimit(options.maxInFlight ?? Number.POSITIVE_INFINITY, (count) =>
+    options.observer?.inFlightChanged(count),
+  );
   const overloadLog = new LogThrottle(REFUSAL_LOG_INTERVAL_MS, now);
   const writes = new TokenBucketLimiter({
     perSecond: options.writeRateLimit?.perSecond ?? 0,
@@ -223,19 +243,29 @@ export function buildGatewayServer(options: GatewayServerOptions): FastifyInstan
     if (writes.evictions > evictionsLogged) {
       const heldBack = evictionLog.note();
       if (heldBack !== undefined) {
-        request.log.info({ evictions: writes.evictions - evictionsLogged, tracked: writes.size }, 'write rate limit: tracking rateLimit.maxUsers users; forgot the least recently active');
+        request.log.info(
+          { evictions: writes.evictions - evictionsLogged, tracked: writes.size },
+          'write rate limit: tracking rateLimit.maxUsers users; forgot the least recently active',
+        );
         evictionsLogged = writes.evictions;
       }
     }
     if (outcome.allowed) return true;
     options.observer?.rateLimited();
     const heldBack = rateLimitLog.note();
-    if (heldBack !== undefined) request.log.info({ userId, retryAfterMs: outcome.retryAfterMs, heldBack }, 'write rate limit reached: answering 429');
+    if (heldBack !== undefined)
+      request.log.info(
+        { userId, retryAfterMs: outcome.retryAfterMs, heldBack },
+        'write rate limit reached: answering 429',
+      );
     const { errcode, status, message } = GATEWAY_ERRORS.limitExceeded;
     await reply
       .code(status)
       // Browsers show a script only the safelisted response headers.
-      .headers({ 'retry-after': String(Math.ceil(outcome.retryAfterMs / 1000)), 'access-control-expose-headers': 'Retry-After' })
+      .headers({
+        'retry-after': String(Math.ceil(outcome.retryAfterMs / 1000)),
+        'access-control-expose-headers': 'Retry-After',
+      })
       .send({ errcode, error: message, retry_after_ms: outcome.retryAfterMs });
     return false;
   };
@@ -258,7 +288,9 @@ export function buildGatewayServer(options: GatewayServerOptions): FastifyInstan
       return;
     }
     const refusal: BodyRefusal =
-      parsed.problem === 'not-json' ? { matrixError: 'notJson' } : { matrixError: 'badJson', matrixMessage: parsed.message };
+      parsed.problem === 'not-json'
+        ? { matrixError: 'notJson' }
+        : { matrixError: 'badJson', matrixMessage: parsed.message };
     done(Object.assign(new Error(parsed.message), { statusCode: 400 }, refusal), undefined);
   });
 
@@ -270,7 +302,11 @@ export function buildGatewayServer(options: GatewayServerOptions): FastifyInstan
     if (slot === undefined) {
       options.observer?.overloaded();
       const heldBack = overloadLog.note();
-      if (heldBack !== undefined) request.log.info({ inFlight: inFlight.count, maxInFlight: inFlight.max, heldBack }, 'too many requests in flight: answering 503');
+      if (heldBack !== undefined)
+        request.log.info(
+          { inFlight: inFlight.count, maxInFlight: inFlight.max, heldBack },
+          'too many requests in flight: answering 503',
+        );
       // See GATEWAY_ERRORS.overloaded for why 503 and not 429.
       await reply.code(GATEWAY_ERRORS.overloaded.status).header('retry-after', '1').send(matrixBody('overloaded'));
       return;
@@ -281,14 +317,20 @@ export function buildGatewayServer(options: GatewayServerOptions): FastifyInstan
     reply.raw.once('close', slot.release);
   });
   app.addHook('onResponse', async (request, reply) => {
-    options.observer?.requestDone(request.routeOptions.url ?? 'unmatched', request.method, reply.statusCode, reply.elapsedTime / 1000);
+    options.observer?.requestDone(
+      request.routeOptions.url ?? 'unmatched',
+      request.method,
+      reply.statusCode,
+      reply.elapsedTime / 1000,
+    );
   });
 
   app.setNotFoundHandler(async (_request, reply) => send(reply, 'unrecognized'));
   app.setErrorHandler(async (error: Error & { statusCode?: number } & Partial<BodyRefusal>, request, reply) => {
     if (error.matrixError !== undefined) return send(reply, error.matrixError, error.matrixMessage);
     if (error.statusCode === 413) return send(reply, 'tooLarge');
-    if (error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode < 500) return send(reply, 'badRequest', error.message);
+    if (error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode < 500)
+      return send(reply, 'badRequest', error.message);
     request.log.error({ err: error }, 'gateway request failed');
     return send(reply, 'internal');
   });
@@ -311,7 +353,8 @@ export function buildGatewayServer(options: GatewayServerOptions): FastifyInstan
             return;
           }
           if ('error' in outcome) {
-            if (outcome.error === 'authUnavailable') request.log.warn({ err: outcome.cause }, 'cannot authenticate: the homeserver is unavailable');
+            if (outcome.error === 'authUnavailable')
+              request.log.warn({ err: outcome.cause }, 'cannot authenticate: the homeserver is unavailable');
             await send(reply, outcome.error);
             return;
           }

@@ -88,12 +88,16 @@ export class HomeserverAuthenticator implements Authenticator {
         signal: AbortSignal.timeout(this.#options.timeoutMs),
       });
     } catch (error) {
-      throw new AuthUnavailableError(`the homeserver did not answer whoami: ${(error as Error).message}`, { cause: error });
+      throw new AuthUnavailableError(`the homeserver did not answer whoami: ${(error as Error).message}`, {
+        cause: error,
+      });
     }
     const body: unknown = await response.json().catch(() => undefined);
     if (response.status === 401 || response.status === 403) return { rejected: rejectionOf(response.status, body) };
-    if (response.status !== 200) throw new AuthUnavailableError(`the homeserver answered whoami with ${response.status}`);
-    const { user_id: userId, device_id: deviceId } = typeof body === 'object' && body !== null ? (body as Record<string, unknown>) : {};
+    if (response.status !== 200)
+      throw new AuthUnavailableError(`the homeserver answered whoami with ${response.status}`);
+    const { user_id: userId, device_id: deviceId } =
+      typeof body === 'object' && body !== null ? (body as Record<string, unknown>) : {};
     if (typeof userId !== 'string' || !isValidUserId(userId)) {
       throw new AuthUnavailableError('the homeserver answered whoami without a valid user_id');
     }
@@ -124,6 +128,7 @@ export function rejectionOf(status: 401 | 403, body: unknown): TokenRejection {
   if (typeof body !== 'object' || body === null) return UNKNOWN_TOKEN;
   const { errcode, error, soft_logout: softLogout } = body as Record<string, unknown>;
   if (typeof errcode !== 'string' || !ERRCODE.test(errcode)) return UNKNOWN_TOKEN;
-  const message = typeof error === 'string' && error !== '' && error.length <= MAX_ERROR_CHARS ? error : UNKNOWN_TOKEN.error;
+  const message =
+    typeof error === 'string' && error !== '' && error.length <= MAX_ERROR_CHARS ? error : UNKNOWN_TOKEN.error;
   return { status, errcode, error: message, softLogout: softLogout === true };
 }

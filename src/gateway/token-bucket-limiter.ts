@@ -45,9 +45,11 @@ export class TokenBucketLimiter {
   #evictions = 0;
 
   constructor(options: TokenBucketOptions) {
-    if (!Number.isInteger(options.perSecond) || options.perSecond < 0) throw new RangeError('perSecond must be an integer ≥ 0');
+    if (!Number.isInteger(options.perSecond) || options.perSecond < 0)
+      throw new RangeError('perSecond must be an integer ≥ 0');
     if (!Number.isInteger(options.burst) || options.burst < 1) throw new RangeError('burst must be an integer ≥ 1');
-    if (!Number.isInteger(options.maxKeys) || options.maxKeys < 1) throw new RangeError('maxKeys must be an integer ≥ 1');
+    if (!Number.isInteger(options.maxKeys) || options.maxKeys < 1)
+      throw new RangeError('maxKeys must be an integer ≥ 1');
     this.#options = options;
     this.#capacity = options.burst * UNITS_PER_TOKEN;
     this.#refillMs = options.perSecond === 0 ? 0 : Math.ceil(this.#capacity / options.perSecond);

@@ -37,7 +37,9 @@ export class TokenFileAuthenticator implements Authenticator {
       throw new ConfigError(`cannot read the token file ${path}: ${(error as Error).message}`);
     }
     if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
-      throw new ConfigError(`the token file ${path} must hold a JSON object of token → user ID (or {user_id, device_id})`);
+      throw new ConfigError(
+        `the token file ${path} must hold a JSON object of token → user ID (or {user_id, device_id})`,
+      );
     }
     return new TokenFileAuthenticator(parsed as Record<string, TokenFileEntry>);
   }
@@ -51,7 +53,8 @@ export class TokenFileAuthenticator implements Authenticator {
 
 function identityOf(entry: unknown): Authentication {
   if (typeof entry === 'string') {
-    if (!isValidUserId(entry)) throw new ConfigError(`token file: ${JSON.stringify(entry)} is not a valid Matrix user ID`);
+    if (!isValidUserId(entry))
+      throw new ConfigError(`token file: ${JSON.stringify(entry)} is not a valid Matrix user ID`);
     return { userId: entry };
   }
   if (typeof entry !== 'object' || entry === null || Array.isArray(entry)) {

@@ -39,7 +39,10 @@ export function parseUntrustedJson(text: string, limits: UntrustedJsonLimits): U
   } catch (error) {
     return { ok: false, problem: 'not-json', message: (error as Error).message };
   }
-  const forbidden = findInJson(value, (node) => (node.key !== undefined && FORBIDDEN_KEYS.has(node.key) ? node.path : undefined));
-  if (forbidden !== undefined) return { ok: false, problem: 'forbidden-key', message: REQUEST_MESSAGES.forbiddenKey(forbidden) };
+  const forbidden = findInJson(value, (node) =>
+    node.key !== undefined && FORBIDDEN_KEYS.has(node.key) ? node.path : undefined,
+  );
+  if (forbidden !== undefined)
+    return { ok: false, problem: 'forbidden-key', message: REQUEST_MESSAGES.forbiddenKey(forbidden) };
   return { ok: true, value };
 }

@@ -29,7 +29,12 @@ export function findInJson<T>(root: JsonValue, visit: (node: JsonNode) => T | un
       // `isArray` forgets the element type of a readonly array.
       const items = value as readonly JsonValue[];
       for (let index = items.length - 1; index >= 0; index -= 1) {
-        stack.push({ value: items[index] as JsonValue, path: joinPath(path, String(index)), key: undefined, parentPath: path });
+        stack.push({
+          value: items[index] as JsonValue,
+          path: joinPath(path, String(index)),
+          key: undefined,
+          parentPath: path,
+        });
       }
     } else {
       const entries = Object.entries(value);

@@ -4,7 +4,10 @@ import type { AmqpConnectOptions } from '../amqp/amqp-connect.js';
 import { BrokerConnection, type BrokerLink } from '../amqp/broker-connection.js';
 import type { QueueCounts, QueueProbe } from './queue-depth-metrics.js';
 
-export type BrokerQueueProbeSettings = Pick<Config['amqp'], 'url' | 'heartbeatSeconds' | 'connectTimeoutMs' | 'reconnectBaseMs' | 'reconnectMaxMs'>;
+export type BrokerQueueProbeSettings = Pick<
+  Config['amqp'],
+  'url' | 'heartbeatSeconds' | 'connectTimeoutMs' | 'reconnectBaseMs' | 'reconnectMaxMs'
+>;
 
 interface Checker {
   readonly link: BrokerLink;

@@ -77,7 +77,11 @@ export class HealthServer {
         const entries = Object.entries(this.#options.probes);
         const answers = await Promise.all(entries.map(async ([name, probe]) => [name, await probe()] as const));
         const ready = answers.every(([, answer]) => answer);
-        return { status: ready ? 200 : 503, contentType: 'application/json', body: JSON.stringify(Object.fromEntries(answers)) };
+        return {
+          status: ready ? 200 : 503,
+          contentType: 'application/json',
+          body: JSON.stringify(Object.fromEntries(answers)),
+        };
       }
       case '/metrics': {
         const { contentType, body } = await this.#options.metrics();
@@ -93,7 +97,11 @@ export class HealthServer {
  * Starts the listener of an entry point, when it has one, and logs where it
  * listens: the port may be 0 (any), and operators and tests read it there.
  */
-export async function listenAndLog(health: HealthServer | undefined, host: string, log: { info(fields: object, message: string): void }): Promise<void> {
+export async function listenAndLog(
+  health: HealthServer | undefined,
+  host: string,
+  log: { info(fields: object, message: string): void },
+): Promise<void> {
   if (health === undefined) return;
   const port = await health.listen();
   log.info({ host, port }, 'health and metrics listening');

@@ -62,9 +62,21 @@ export class WorkerMetrics implements WorkerObserver, EvaluateObserver, StoreBou
         this.set(inFlight());
       },
     });
-    this.#conflicts = new Counter({ name: 'push_worker_cas_conflicts_total', help: 'Compare-and-set writes that lost to another writer.', registers });
-    this.#retries = new Counter({ name: 'push_worker_cas_retries_total', help: 'Writes attempted again after a compare-and-set conflict.', registers });
-    this.#redeliveries = new Counter({ name: 'push_worker_redeliveries_total', help: 'Requests the broker delivered more than once.', registers });
+    this.#conflicts = new Counter({
+      name: 'push_worker_cas_conflicts_total',
+      help: 'Compare-and-set writes that lost to another writer.',
+      registers,
+    });
+    this.#retries = new Counter({
+      name: 'push_worker_cas_retries_total',
+      help: 'Writes attempted again after a compare-and-set conflict.',
+      registers,
+    });
+    this.#redeliveries = new Counter({
+      name: 'push_worker_redeliveries_total',
+      help: 'Requests the broker delivered more than once.',
+      registers,
+    });
     this.#replays = new Counter({
       name: 'push_worker_replayed_writes_total',
       help: 'Writes whose messageId was already applied, answered from the record.',
@@ -75,7 +87,11 @@ export class WorkerMetrics implements WorkerObserver, EvaluateObserver, StoreBou
       help: 'Writes that changed nothing: no version bump, no change event.',
       registers,
     });
-    this.#reconnects = new Counter({ name: 'push_worker_amqp_reconnects_total', help: 'Broker sessions re-established after a loss.', registers });
+    this.#reconnects = new Counter({
+      name: 'push_worker_amqp_reconnects_total',
+      help: 'Broker sessions re-established after a loss.',
+      registers,
+    });
     this.#broker = new BrokerMetrics('push_worker', this.registry);
     const { queues } = options;
     if (queues !== undefined) {
@@ -98,18 +114,30 @@ export class WorkerMetrics implements WorkerObserver, EvaluateObserver, StoreBou
     });
     this.#abandoned = new Counter({
       name: 'push_worker_store_operations_abandoned_total',
-      help: 'Store operations not started because their request\'s deadline had passed (not-started), given up at the deadline (deadline) or after mongodb.operationTimeoutMs (timeout).',
+      help: "Store operations not started because their request's deadline had passed (not-started), given up at the deadline (deadline) or after mongodb.operationTimeoutMs (timeout).",
       labelNames: ['operation', 'reason'],
       registers,
     });
-    this.#recipients = new Counter({ name: 'push_worker_evaluate_recipients_total', help: 'Recipients named by evaluate requests.', registers });
-    this.#notified = new Counter({ name: 'push_worker_evaluate_notified_total', help: 'Recipients an evaluation decided to notify.', registers });
+    this.#recipients = new Counter({
+      name: 'push_worker_evaluate_recipients_total',
+      help: 'Recipients named by evaluate requests.',
+      registers,
+    });
+    this.#notified = new Counter({
+      name: 'push_worker_evaluate_notified_total',
+      help: 'Recipients an evaluation decided to notify.',
+      registers,
+    });
     this.#storeQueries = new Counter({
       name: 'push_worker_evaluate_store_queries_total',
       help: 'Bulk store reads of uncached recipients (one per chunk).',
       registers,
     });
-    this.#cacheHits = new Counter({ name: 'push_worker_evaluate_cache_hits_total', help: 'Recipients whose compiled rules came from the cache.', registers });
+    this.#cacheHits = new Counter({
+      name: 'push_worker_evaluate_cache_hits_total',
+      help: 'Recipients whose compiled rules came from the cache.',
+      registers,
+    });
     this.#loaded = new Counter({
       name: 'push_worker_evaluate_cache_misses_total',
       help: 'Recipients whose rules were read from the store (not cached, or cached too long ago).',
@@ -118,8 +146,22 @@ export class WorkerMetrics implements WorkerObserver, EvaluateObserver, StoreBou
     if (options.cache !== undefined) {
       const stats = options.cache.stats;
       const cache = options.cache;
-      new Gauge({ name: 'push_worker_evaluate_cache_entries', help: 'Users in the compiled-rules cache.', registers, collect() { this.set(cache.size); } });
-      new Gauge({ name: 'push_worker_evaluate_cache_bytes', help: 'Estimated bytes of the compiled rules cached.', registers, collect() { this.set(cache.bytes); } });
+      new Gauge({
+        name: 'push_worker_evaluate_cache_entries',
+        help: 'Users in the compiled-rules cache.',
+        registers,
+        collect() {
+          this.set(cache.size);
+        },
+      });
+      new Gauge({
+        name: 'push_worker_evaluate_cache_bytes',
+        help: 'Estimated bytes of the compiled rules cached.',
+        registers,
+        collect() {
+          this.set(cache.bytes);
+        },
+      });
       // The cache counts; a scrape copies its counts into counters.
       const counted = (name: string, help: string, read: () => number) =>
         new Counter({
@@ -131,9 +173,21 @@ export class WorkerMetrics implements WorkerObserver, EvaluateObserver, StoreBou
             this.inc(read());
           },
         });
-      counted('push_worker_evaluate_cache_invalidations_total', 'Cache entries dropped by change events or a reset of the subscription.', () => stats.invalidations);
-      counted('push_worker_evaluate_cache_stale_refreshes_total', 'Cached entries older than evaluate.maxStalenessMs, read again.', () => stats.staleRefreshes);
-      counted('push_worker_evaluate_cache_evictions_total', 'Cache entries evicted for the entry or byte bound.', () => stats.evictions);
+      counted(
+        'push_worker_evaluate_cache_invalidations_total',
+        'Cache entries dropped by change events or a reset of the subscription.',
+        () => stats.invalidations,
+      );
+      counted(
+        'push_worker_evaluate_cache_stale_refreshes_total',
+        'Cached entries older than evaluate.maxStalenessMs, read again.',
+        () => stats.staleRefreshes,
+      );
+      counted(
+        'push_worker_evaluate_cache_evictions_total',
+        'Cache entries evicted for the entry or byte bound.',
+        () => stats.evictions,
+      );
     }
   }
 

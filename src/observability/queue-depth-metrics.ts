@@ -56,8 +56,16 @@ export class QueueDepthMetrics {
           }
         },
       });
-    gauge(`${prefix}_queue_messages_ready`, 'Messages ready in each queue (request, read, evaluate, dead-letter), as the broker counts them when scraped.', (c) => c.messageCount);
-    gauge(`${prefix}_queue_consumers`, 'Consumers of each queue (request, read, evaluate, dead-letter) across the pool, as the broker counts them when scraped.', (c) => c.consumerCount);
+    gauge(
+      `${prefix}_queue_messages_ready`,
+      'Messages ready in each queue (request, read, evaluate, dead-letter), as the broker counts them when scraped.',
+      (c) => c.messageCount,
+    );
+    gauge(
+      `${prefix}_queue_consumers`,
+      'Consumers of each queue (request, read, evaluate, dead-letter) across the pool, as the broker counts them when scraped.',
+      (c) => c.consumerCount,
+    );
   }
 
   async #count(): Promise<ReadonlyMap<string, QueueCounts>> {

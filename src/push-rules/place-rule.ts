@@ -24,7 +24,10 @@ export function placeRule(
   placement: Placement,
 ): Result<readonly PushRule[]> {
   const { before, after } = placement;
-  if ((before !== undefined && isServerDefaultRuleId(before)) || (after !== undefined && isServerDefaultRuleId(after))) {
+  if (
+    (before !== undefined && isServerDefaultRuleId(before)) ||
+    (after !== undefined && isServerDefaultRuleId(after))
+  ) {
     return fail(matrixError('InvalidParam', MESSAGES.placementRelativeToDefault));
   }
   const currentIndex = rules.findIndex((r) => r.rule_id === rule.rule_id);

@@ -1,9 +1,4 @@
-import type {
-  ConditionalPushRule,
-  PushAction,
-  PushCondition,
-  Ruleset,
-} from './push-rule.js';
+import type { ConditionalPushRule, PushAction, PushCondition, Ruleset } from './push-rule.js';
 
 /**
  * The revision of the server-default rules this build serves. A stored

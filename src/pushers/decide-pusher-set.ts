@@ -1,7 +1,14 @@
 import { matrixError, type MatrixError } from '../errors/error-catalogue.js';
 import { isJsonObject, type JsonObject } from '../matrix/json.js';
 import { fail, ok, type Result } from '../result/result.js';
-import { PUSHER_KINDS, UNSTABLE_ENABLED, type Pusher, type PusherData, type PusherKey, type PusherKind } from './pusher.js';
+import {
+  PUSHER_KINDS,
+  UNSTABLE_ENABLED,
+  type Pusher,
+  type PusherData,
+  type PusherKey,
+  type PusherKind,
+} from './pusher.js';
 
 export const MAX_PUSHKEY_BYTES = 512;
 export const MAX_APP_ID_CHARS = 64;

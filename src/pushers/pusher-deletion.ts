@@ -10,9 +10,7 @@ import type { StoredPusher } from './pusher.js';
  * - `all`: every one (log out everywhere, deactivation).
  */
 export type DeviceSelector =
-  | { readonly deviceIds: readonly string[] }
-  | { readonly exceptDeviceId: string }
-  | { readonly all: true };
+  { readonly deviceIds: readonly string[] } | { readonly exceptDeviceId: string } | { readonly all: true };
 
 export interface PusherDeletion {
   readonly userId: string;

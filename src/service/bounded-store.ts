@@ -72,7 +72,8 @@ export class BoundedStore implements PushStore {
   constructor(inner: PushStore, bounds: StoreBounds) {
     this.#inner = inner;
     this.#deadline = bounds.deadline;
-    this.#timeoutMs = bounds.operationTimeoutMs !== undefined && bounds.operationTimeoutMs > 0 ? bounds.operationTimeoutMs : Infinity;
+    this.#timeoutMs =
+      bounds.operationTimeoutMs !== undefined && bounds.operationTimeoutMs > 0 ? bounds.operationTimeoutMs : Infinity;
     this.#now = bounds.now ?? (() => Date.now());
     this.#observer = bounds.observer;
   }
@@ -106,8 +107,16 @@ export class BoundedStore implements PushStore {
     return this.#bounded('loadPushRules', async () => this.#inner.loadPushRules(userId, messageId));
   }
 
-  async savePushRules(userId: string, expectedVersion: number, ruleset: Ruleset, defaultsRevision: string, record?: RecordedWrite): Promise<SaveOutcome> {
-    return this.#bounded('savePushRules', async () => this.#inner.savePushRules(userId, expectedVersion, ruleset, defaultsRevision, record));
+  async savePushRules(
+    userId: string,
+    expectedVersion: number,
+    ruleset: Ruleset,
+    defaultsRevision: string,
+    record?: RecordedWrite,
+  ): Promise<SaveOutcome> {
+    return this.#bounded('savePushRules', async () =>
+      this.#inner.savePushRules(userId, expectedVersion, ruleset, defaultsRevision, record),
+    );
   }
 
   async loadManyPushRules(userIds: readonly string[]): Promise<ReadonlyMap<string, LoadedPushRules>> {
@@ -115,7 +124,9 @@ export class BoundedStore implements PushStore {
   }
 
   async insertPushRulesIfAbsent(userId: string, ruleset: Ruleset, defaultsRevision: string): Promise<SaveOutcome> {
-    return this.#bounded('insertPushRulesIfAbsent', async () => this.#inner.insertPushRulesIfAbsent(userId, ruleset, defaultsRevision));
+    return this.#bounded('insertPushRulesIfAbsent', async () =>
+      this.#inner.insertPushRulesIfAbsent(userId, ruleset, defaultsRevision),
+    );
   }
 
   async eraseUserData(userId: string, expectedVersion: number, erasure: UserDataErasure): Promise<ErasureOutcome> {
@@ -155,12 +166,19 @@ export class BoundedStore implements PushStore {
   }
 
   async recordWriteAtVersion(userId: string, expectedVersion: number, record: RecordedWrite): Promise<boolean> {
-    return this.#bounded('recordWriteAtVersion', async () => this.#inner.recordWriteAtVersion(userId, expectedVersion, record));
+    return this.#bounded('recordWriteAtVersion', async () =>
+      this.#inner.recordWriteAtVersion(userId, expectedVersion, record),
+    );
   }
 }
 
 /** Throws `DeadlinePassedError` when `deadline` has passed: what every store operation checks before it starts. */
-export function checkDeadline(operation: string, deadline: number | undefined, now: () => number, observer?: StoreBoundsObserver): void {
+export function checkDeadline(
+  operation: string,
+  deadline: number | undefined,
+  now: () => number,
+  observer?: StoreBoundsObserver,
+): void {
   if (deadline === undefined || now() < deadline) return;
   observer?.storeOperationAbandoned(operation, 'not-started');
   throw new DeadlinePassedError(`the request's deadline had passed before ${operation} was started`);
@@ -171,13 +189,20 @@ export function checkDeadline(operation: string, deadline: number | undefined, n
  * request waiting for its turn, or for a store shared with other
  * requests, is answered). `work` goes on; its outcome is then dropped.
  */
-export async function beforeDeadline<T>(work: Promise<T>, deadline: number | undefined, now: () => number = () => Date.now()): Promise<T> {
+export async function beforeDeadline<T>(
+  work: Promise<T>,
+  deadline: number | undefined,
+  now: () => number = () => Date.now(),
+): Promise<T> {
   if (deadline === undefined) return work;
   let timer: NodeJS.Timeout | undefined;
   const passed = new Promise<never>((_resolve, reject) => {
-    timer = setTimeout(() => {
-      reject(new DeadlinePassedError("the request's deadline came while it waited for its turn or for the store"));
-    }, Math.max(0, deadline - now()));
+    timer = setTimeout(
+      () => {
+        reject(new DeadlinePassedError("the request's deadline came while it waited for its turn or for the store"));
+      },
+      Math.max(0, deadline - now()),
+    );
   });
   try {
     return await Promise.race([work, passed]);

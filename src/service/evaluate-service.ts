@@ -97,7 +97,11 @@ export class EvaluateService {
     const { deadline } = context;
     const stats = { recipients: request.recipients.length, notified: 0, cacheHits: 0, loaded: 0, storeQueries: 0 };
     try {
-      const rulesets = await beforeDeadline(this.#rulesetsOf(request.recipients, request.event.sender, stats, deadline), deadline, this.#now);
+      const rulesets = await beforeDeadline(
+        this.#rulesetsOf(request.recipients, request.event.sender, stats, deadline),
+        deadline,
+        this.#now,
+      );
       const evaluation = startEvaluation(request);
       const rulesetFor = (recipient: EvaluationRecipient) => rulesets.get(recipient.user_id) ?? sharedDefaultRuleset();
       await this.#inSlices((shouldPause) => evaluateUntil(evaluation, rulesetFor, shouldPause));
@@ -134,7 +138,8 @@ export class EvaluateService {
     }
     stats.cacheHits = rulesets.size;
     const chunks: string[][] = [];
-    for (let start = 0; start < missing.length; start += loadChunkSize) chunks.push(missing.slice(start, start + loadChunkSize));
+    for (let start = 0; start < missing.length; start += loadChunkSize)
+      chunks.push(missing.slice(start, start + loadChunkSize));
     // Registered before the first await, so that evaluations arriving meanwhile join these reads.
     const reads = chunks.map((chunk) => this.#startLoad(chunk));
     const loadOne = async (index: number) => {
@@ -168,7 +173,8 @@ export class EvaluateService {
    */
   #startLoad(chunk: readonly string[]): { run: () => Promise<Map<string, CompiledRuleset>>; abandon: () => void } {
     const { cache } = this.#options;
-    let settle: { resolve: (value: Map<string, CompiledRuleset>) => void; reject: (error: unknown) => void } | undefined;
+    let settle:
+      { resolve: (value: Map<string, CompiledRuleset>) => void; reject: (error: unknown) => void } | undefined;
     const done = new Promise<Map<string, CompiledRuleset>>((resolve, reject) => {
       settle = { resolve, reject };
     });
@@ -197,7 +203,12 @@ export class EvaluateService {
             next += 1;
             const ruleset = this.#compile(userId, loaded.get(userId));
             compiled.set(userId, ruleset);
-            cache.set(userId, ruleset, ruleset.shared ? SHARED_ENTRY_BYTES : SHARED_ENTRY_BYTES + ruleset.estimatedBytes, ticket);
+            cache.set(
+              userId,
+              ruleset,
+              ruleset.shared ? SHARED_ENTRY_BYTES : SHARED_ENTRY_BYTES + ruleset.estimatedBytes,
+              ticket,
+            );
             if (shouldPause()) return false;
           }
           return true;
@@ -253,4 +264,3 @@ async function inBatches<T>(items: readonly T[], concurrency: number, work: (ite
   });
   await Promise.all(lanes);
 }
-

@@ -29,7 +29,11 @@ export interface FailureOutcome {
  */
 export function failureOutcome(error: unknown): FailureOutcome {
   if (error instanceof DeadlinePassedError) {
-    return { reply: failure(matrixError('Unavailable', MESSAGES.deadlinePassed)), cause: error.message, deadlinePassed: true };
+    return {
+      reply: failure(matrixError('Unavailable', MESSAGES.deadlinePassed)),
+      cause: error.message,
+      deadlinePassed: true,
+    };
   }
   if (error instanceof StoreUnavailableError) {
     return { reply: failure(matrixError('Unavailable', MESSAGES.storeUnavailable)), cause: error.message };

@@ -12,7 +12,12 @@ import { DEFAULT_RULES_REVISION } from '../push-rules/server-default-rules.js';
 import { checkRulesetGrowth, type RulesetLimits } from '../push-rules/ruleset-limits.js';
 import { leavesRulesetUnchanged } from '../push-rules/ruleset-unchanged.js';
 import { setPushRule } from '../push-rules/set-push-rule.js';
-import { decidePusherSet, resolveEnabled, type PusherPolicy, type RawPusherSetAction } from '../pushers/decide-pusher-set.js';
+import {
+  decidePusherSet,
+  resolveEnabled,
+  type PusherPolicy,
+  type RawPusherSetAction,
+} from '../pushers/decide-pusher-set.js';
 import type { PusherDeletion } from '../pushers/pusher-deletion.js';
 import { pusherMatches, toWirePusher, type PusherKey, type StoredPusher } from '../pushers/pusher.js';
 import { mapResult, type Result } from '../result/result.js';
@@ -130,7 +135,9 @@ export class PushService {
     const { deadline, messageId } = context;
     const { operationTimeoutMs, observer } = this.#options;
     const bounded = deadline !== undefined || (operationTimeoutMs ?? 0) > 0;
-    const store = bounded ? new BoundedStore(this.#store, { deadline, operationTimeoutMs, now: this.#now, observer }) : this.#store;
+    const store = bounded
+      ? new BoundedStore(this.#store, { deadline, operationTimeoutMs, now: this.#now, observer })
+      : this.#store;
     try {
       return await beforeDeadline(this.#dispatch(store, command, messageId), deadline, this.#now);
     } catch (error) {
@@ -146,17 +153,25 @@ export class PushService {
       case 'get_pushrule':
         return this.#read(store, userId, (view) => getPushRule(view, command.address));
       case 'get_pushrule_actions':
-        return this.#read(store, userId, (view) => mapResult(getPushRuleActions(view, command.address), (actions) => ({ actions })));
+        return this.#read(store, userId, (view) =>
+          mapResult(getPushRuleActions(view, command.address), (actions) => ({ actions })),
+        );
       case 'get_pushrule_enabled':
-        return this.#read(store, userId, (view) => mapResult(getPushRuleEnabled(view, command.address), (enabled) => ({ enabled })));
+        return this.#read(store, userId, (view) =>
+          mapResult(getPushRuleEnabled(view, command.address), (enabled) => ({ enabled })),
+        );
       case 'set_pushrule':
         return this.#write(store, userId, messageId, (view) => setPushRule(view, command.request));
       case 'delete_pushrule':
         return this.#write(store, userId, messageId, (view) => deletePushRule(view, command.address));
       case 'set_pushrule_actions':
-        return this.#write(store, userId, messageId, (view) => setPushRuleActions(view, command.address, command.actions));
+        return this.#write(store, userId, messageId, (view) =>
+          setPushRuleActions(view, command.address, command.actions),
+        );
       case 'set_pushrule_enabled':
-        return this.#write(store, userId, messageId, (view) => setPushRuleEnabled(view, command.address, command.enabled));
+        return this.#write(store, userId, messageId, (view) =>
+          setPushRuleEnabled(view, command.address, command.enabled),
+        );
       case 'get_pushers': {
         const pushers = await store.listPushers(userId);
         return { reply: success({ pushers: pushers.map(toWirePusher) }), conflicts: 0 };
@@ -164,7 +179,11 @@ export class PushService {
       case 'set_pusher':
         return this.#setPusher(store, userId, messageId, command.action, command.deviceId);
       case 'delete_pushers':
-        return this.#deletePushers(store, messageId, { userId, devices: command.devices, includeEmail: command.includeEmail });
+        return this.#deletePushers(store, messageId, {
+          userId,
+          devices: command.devices,
+          includeEmail: command.includeEmail,
+        });
       case 'delete_user_data':
         return this.#deleteUserData(store, userId, messageId);
     }
@@ -182,35 +201,60 @@ export class PushService {
       if (persist === 'store-if-absent') {
         // Version 1 for a new user; the next version for one whose data was erased.
         const inserted = await store.insertPushRulesIfAbsent(userId, ruleset, DEFAULT_RULES_REVISION);
-        return { done: reply, ...(inserted.saved ? { changes: [{ user_id: userId, type: 'm.push_rules', version: inserted.version }] } : {}) };
+        return {
+          done: reply,
+          ...(inserted.saved
+            ? { changes: [{ user_id: userId, type: 'm.push_rules', version: inserted.version }] }
+            : {}),
+        };
       }
       return this.#save(store, userId, loaded.version, ruleset, reply);
     });
   }
 
-  async #read(store: PushStore, userId: string, operation: (view: PushRulesEventView) => Result<unknown>): Promise<HandleOutcome> {
+  async #read(
+    store: PushStore,
+    userId: string,
+    operation: (view: PushRulesEventView) => Result<unknown>,
+  ): Promise<HandleOutcome> {
     const loaded = await store.loadPushRules(userId);
     const result = operation(viewOf(loaded, userId));
     return { reply: result.ok ? success(result.value) : failure(result.error), conflicts: 0 };
   }
 
-  async #write(store: PushStore, userId: string, messageId: string | undefined, operation: RulesetWrite): Promise<HandleOutcome> {
-    return this.#perUser.run(userId, async () => this.#withRetries(async () => {
-      // Looked up on every attempt: after a conflict, the winner may have
-      // been a redelivered copy of this very request.
-      const loaded = await store.loadPushRules(userId, messageId);
-      if (loaded.recorded !== undefined) return replayAnnounced(userId, loaded.version, loaded.recorded);
-      // What a write holds until the database has answered grows with the
-      // ruleset: large ones take turns (small ones weigh little).
-      return this.#writesInFlight.run(loaded.storedChars ?? 0, async () => this.#apply(store, userId, loaded, messageId, operation));
-    }));
+  async #write(
+    store: PushStore,
+    userId: string,
+    messageId: string | undefined,
+    operation: RulesetWrite,
+  ): Promise<HandleOutcome> {
+    return this.#perUser.run(userId, async () =>
+      this.#withRetries(async () => {
+        // Looked up on every attempt: after a conflict, the winner may have
+        // been a redelivered copy of this very request.
+        const loaded = await store.loadPushRules(userId, messageId);
+        if (loaded.recorded !== undefined) return replayAnnounced(userId, loaded.version, loaded.recorded);
+        // What a write holds until the database has answered grows with the
+        // ruleset: large ones take turns (small ones weigh little).
+        return this.#writesInFlight.run(loaded.storedChars ?? 0, async () =>
+          this.#apply(store, userId, loaded, messageId, operation),
+        );
+      }),
+    );
   }
 
-  async #apply(store: PushStore, userId: string, loaded: LoadedPushRules, messageId: string | undefined, operation: RulesetWrite): Promise<Attempt> {
+  async #apply(
+    store: PushStore,
+    userId: string,
+    loaded: LoadedPushRules,
+    messageId: string | undefined,
+    operation: RulesetWrite,
+  ): Promise<Attempt> {
     const view = viewOf(loaded, userId);
     const result = operation(view);
     if (!result.ok) return { done: failure(result.error) };
-    if (leavesRulesetUnchanged(view, result.value)) return this.#recordUnchanged(store, userId, loaded.version, success({}), messageId);
+    if (leavesRulesetUnchanged(view, result.value))
+      return this.#recordUnchanged(store, userId, loaded.version, success({}), messageId);
     // An operation only succeeds on a valid view.
     const before = view.status === 'valid' ? view.ruleset : result.value;
     const limited = checkRulesetGrowth(before, result.value, this.#options.limits);
@@ -218,7 +262,14 @@ export class PushService {
     return this.#save(store, userId, loaded.version, result.value, success({}), messageId);
   }
 
-  async #save(store: PushStore, userId: string, version: number, ruleset: Ruleset, reply: Reply, messageId?: string): Promise<Attempt> {
+  async #save(
+    store: PushStore,
+    userId: string,
+    version: number,
+    ruleset: Ruleset,
+    reply: Reply,
+    messageId?: string,
+  ): Promise<Attempt> {
     const record = recordOf(messageId, reply);
     const saved = await store.savePushRules(userId, version, ruleset, DEFAULT_RULES_REVISION, record);
     if (!saved.saved) return { conflict: true };
@@ -246,7 +297,13 @@ export class PushService {
    *
    * Without a `messageId` nothing is written at all.
    */
-  async #recordUnchanged(store: PushStore, userId: string, version: number, reply: Reply, messageId: string | undefined): Promise<Attempt> {
+  async #recordUnchanged(
+    store: PushStore,
+    userId: string,
+    version: number,
+    reply: Reply,
+    messageId: string | undefined,
+  ): Promise<Attempt> {
     const record = recordOf(messageId, reply, true);
     if (record !== undefined && !(await store.recordWriteAtVersion(userId, version, record))) return { conflict: true };
     return { done: reply, unchanged: true };
@@ -325,7 +382,11 @@ export class PushService {
    * a crash between the delete and its record deletes nothing more and
    * counts only what it deleted.
    */
-  async #deletePushers(store: PushStore, messageId: string | undefined, deletion: PusherDeletion): Promise<HandleOutcome> {
+  async #deletePushers(
+    store: PushStore,
+    messageId: string | undefined,
+    deletion: PusherDeletion,
+  ): Promise<HandleOutcome> {
     const { userId } = deletion;
     return this.#perUser.run(userId, async () => {
       if (messageId !== undefined) {
@@ -338,7 +399,13 @@ export class PushService {
   }
 
   /** After a pusher write: the record, and a version bump with its change event when something changed. */
-  async #pushersWritten(store: PushStore, userId: string, messageId: string | undefined, reply: Reply, changed: boolean): Promise<HandleOutcome> {
+  async #pushersWritten(
+    store: PushStore,
+    userId: string,
+    messageId: string | undefined,
+    reply: Reply,
+    changed: boolean,
+  ): Promise<HandleOutcome> {
     const record = recordOf(messageId, reply, !changed);
     if (!changed) {
       if (record !== undefined) await store.recordWrite(userId, record);
@@ -423,7 +490,9 @@ function recordOf(messageId: string | undefined, reply: Reply, unchanged = false
  */
 function replayAnnounced(userId: string, version: number, recorded: RecordedWrite): Attempt {
   const reply = replayOf(recorded);
-  return recorded.unchanged !== true ? { done: reply, replayed: true, changes: [{ user_id: userId, type: 'm.push_rules', version }] } : { done: reply, replayed: true };
+  return recorded.unchanged !== true
+    ? { done: reply, replayed: true, changes: [{ user_id: userId, type: 'm.push_rules', version }] }
+    : { done: reply, replayed: true };
 }
 
 /**
@@ -435,7 +504,12 @@ function replayAnnounced(userId: string, version: number, recorded: RecordedWrit
 function pushersReplayAnnounced(userId: string, recorded: FoundWrite): HandleOutcome {
   const reply = replayOf(recorded);
   return recorded.unchanged !== true
-    ? { reply, conflicts: 0, replayed: true, changes: [{ user_id: userId, type: 'm.pushers', version: recorded.pushersVersion }] }
+    ? {
+        reply,
+        conflicts: 0,
+        replayed: true,
+        changes: [{ user_id: userId, type: 'm.pushers', version: recorded.pushersVersion }],
+      }
     : { reply, conflicts: 0, replayed: true };
 }
 

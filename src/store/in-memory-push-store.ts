@@ -47,7 +47,8 @@ export class InMemoryPushStore implements PushStore {
     const doc = this.#doc(userId);
     const lookup = readPushRulesEntry(doc.pushRules);
     const chars = doc.pushRules?.contentJson?.length ?? 0;
-    const loaded: LoadedPushRules = chars > 0 ? { version: doc.version, lookup, storedChars: chars } : { version: doc.version, lookup };
+    const loaded: LoadedPushRules =
+      chars > 0 ? { version: doc.version, lookup, storedChars: chars } : { version: doc.version, lookup };
     const recorded = messageId === undefined ? undefined : findRecorded(doc, messageId);
     return recorded === undefined ? loaded : { ...loaded, recorded };
   }

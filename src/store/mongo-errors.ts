@@ -1,4 +1,10 @@
-import { MongoError, MongoNetworkError, MongoNetworkTimeoutError, MongoOperationTimeoutError, MongoServerSelectionError } from 'mongodb';
+import {
+  MongoError,
+  MongoNetworkError,
+  MongoNetworkTimeoutError,
+  MongoOperationTimeoutError,
+  MongoServerSelectionError,
+} from 'mongodb';
 import { StoreFailedError, StoreUnavailableError } from './push-store.js';
 
 /** Server error codes that mean "not now", not "never" (shutdown, failover). */
@@ -34,12 +40,24 @@ export const DUPLICATE_KEY = 11000;
  * been ended by the other party"), not as a MongoNetworkError.
  */
 const SOCKET_ERROR_CODES = new Set([
-  'EPIPE', 'ECONNRESET', 'ECONNREFUSED', 'ECONNABORTED', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH',
-  'ERR_STREAM_DESTROYED', 'ERR_SOCKET_CLOSED', 'ERR_STREAM_WRITE_AFTER_END',
+  'EPIPE',
+  'ECONNRESET',
+  'ECONNREFUSED',
+  'ECONNABORTED',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ERR_STREAM_DESTROYED',
+  'ERR_SOCKET_CLOSED',
+  'ERR_STREAM_WRITE_AFTER_END',
 ]);
 
 function isSocketError(error: unknown): boolean {
-  for (let current: unknown = error, depth = 0; current instanceof Error && depth < 5; current = current.cause, depth += 1) {
+  for (
+    let current: unknown = error, depth = 0;
+    current instanceof Error && depth < 5;
+    current = current.cause, depth += 1
+  ) {
     const code = (current as { code?: unknown }).code;
     if (typeof code === 'string' && SOCKET_ERROR_CODES.has(code)) return true;
   }
@@ -84,7 +102,8 @@ export function classifyMongoError(error: unknown): unknown {
         error.name === 'MongoNotConnectedError' ||
         error.name === 'MongoTopologyClosedError' ||
         error.name === 'MongoPoolClearedError'));
-  if (transient) return new StoreUnavailableError(`MongoDB is unavailable: ${(error as Error).message}`, { cause: error });
+  if (transient)
+    return new StoreUnavailableError(`MongoDB is unavailable: ${(error as Error).message}`, { cause: error });
   if (error instanceof MongoError) return new StoreFailedError(`MongoDB failed: ${error.message}`, { cause: error });
   return error;
 }

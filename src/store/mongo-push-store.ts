@@ -94,7 +94,11 @@ export class MongoPushStore implements PushStore {
     });
     this.#pusherBatchDocs = options.pusherBatchDocs ?? 1_000_000;
     this.#pusherReads = new ReadBatcher({
-      fetchOne: async (userId) => this.#pushers.find({ user_id: userId }, { projection: { _id: 0 } }).sort({ app_id: 1, pushkey: 1 }).toArray(),
+      fetchOne: async (userId) =>
+        this.#pushers
+          .find({ user_id: userId }, { projection: { _id: 0 } })
+          .sort({ app_id: 1, pushkey: 1 })
+          .toArray(),
       fetchMany: async (userIds) => this.#pushersOf(userIds),
       maxBatch: options.readBatchSize ?? DEFAULT_READ_BATCH_SIZE,
     });
@@ -112,12 +116,18 @@ export class MongoPushStore implements PushStore {
 
   async loadPushRules(userId: string, messageId?: string): Promise<LoadedPushRules> {
     const doc = await guard(async () =>
-      messageId === undefined ? this.#ruleReads.load(userId) : this.#findAccountData(userId, { ...RULES_PROJECTION, recent_writes: 1 }),
+      messageId === undefined
+        ? this.#ruleReads.load(userId)
+        : this.#findAccountData(userId, { ...RULES_PROJECTION, recent_writes: 1 }),
     );
     const entry = doc?.push_rules;
     const version = doc?.version ?? 0;
     const read = () =>
-      readPushRulesEntry(entry === undefined ? undefined : { contentJson: entry.content_json, defaultsRevision: entry.defaults_revision });
+      readPushRulesEntry(
+        entry === undefined
+          ? undefined
+          : { contentJson: entry.content_json, defaultsRevision: entry.defaults_revision },
+      );
     const contentJson = entry?.content_json;
     const lookup =
       this.#parsed !== undefined && typeof contentJson === 'string'
@@ -125,7 +135,10 @@ export class MongoPushStore implements PushStore {
           this.#parsed.lookup(userId, version, contentJson, entry?.defaults_revision, read, messageId === undefined)
         : read();
     const recorded = messageId === undefined ? undefined : findRecorded(doc, messageId);
-    const sized = typeof contentJson === 'string' && contentJson.length > 0 ? { version, lookup, storedChars: contentJson.length } : { version, lookup };
+    const sized =
+      typeof contentJson === 'string' && contentJson.length > 0
+        ? { version, lookup, storedChars: contentJson.length }
+        : { version, lookup };
     return recorded === undefined ? sized : { ...sized, recorded };
   }
 
@@ -215,7 +228,9 @@ export class MongoPushStore implements PushStore {
           projection: { version: 1, pushers_version: 1 },
         }),
       );
-      return doc === null ? { saved: false } : { saved: true, version: doc.version ?? 0, pushersVersion: doc.pushers_version ?? 0 };
+      return doc === null
+        ? { saved: false }
+        : { saved: true, version: doc.version ?? 0, pushersVersion: doc.pushers_version ?? 0 };
     } catch (error) {
       if (isDuplicateKey(error)) return { saved: false };
       throw error;
@@ -243,9 +258,12 @@ export class MongoPushStore implements PushStore {
     // Cursor IDs are 64-bit: kept as Long so that a cursor left open can be closed.
     const reply = await this.#command(this.#pushers, find, { promoteLongs: false });
     const cursor = reply['cursor'] as { id?: unknown; firstBatch?: unknown } | undefined;
-    if (!Array.isArray(cursor?.firstBatch) || !(cursor.id instanceof Long)) throw new Error('find reply without cursor.id and cursor.firstBatch');
+    if (!Array.isArray(cursor?.firstBatch) || !(cursor.id instanceof Long))
+      throw new Error('find reply without cursor.id and cursor.firstBatch');
     if (!cursor.id.isZero()) {
-      await this.#db.command({ killCursors: this.#pushers.collectionName, cursors: [cursor.id] }).catch(() => undefined);
+      await this.#db
+        .command({ killCursors: this.#pushers.collectionName, cursors: [cursor.id] })
+        .catch(() => undefined);
       return new Map();
     }
     const byUser = new Map<string, PusherDocument[]>(userIds.map((userId) => [userId, []]));
@@ -254,7 +272,14 @@ export class MongoPushStore implements PushStore {
   }
 
   async upsertPusher(pusher: StoredPusher): Promise<'created' | 'updated' | 'unchanged'> {
-    const { user_id: userId, app_id: appId, pushkey, profile_tag: profileTag, device_id: deviceId, ...values } = toDocument(pusher);
+    const {
+      user_id: userId,
+      app_id: appId,
+      pushkey,
+      profile_tag: profileTag,
+      device_id: deviceId,
+      ...values
+    } = toDocument(pusher);
     const filter = { user_id: userId, app_id: appId, pushkey };
     // Field by field, not a replacement: MongoDB skips a $set to the value a
     // field already has (and an $unset of a field that is not there), so an
@@ -268,7 +293,10 @@ export class MongoPushStore implements PushStore {
       // A pusher stored before devices were recorded takes this device, in
       // the same update as its new values.
       const adopted = await guard(async () =>
-        this.#pushers.updateOne({ ...filter, device_id: { $exists: false } }, { $set: { ...set, device_id: deviceId }, ...unset }),
+        this.#pushers.updateOne(
+          { ...filter, device_id: { $exists: false } },
+          { $set: { ...set, device_id: deviceId }, ...unset },
+        ),
       );
       if (adopted.matchedCount === 1) return 'updated';
     }
@@ -349,8 +377,16 @@ export class MongoPushStore implements PushStore {
    * A user missing from the answer may have no document, or the batch may
    * have been cut at the server's 16 MiB: the batcher reads them alone.
    */
-  async #findAccountDataOf(userIds: readonly string[], projection: Document): Promise<ReadonlyMap<string, AccountDataDocument>> {
-    const batch = await this.#find({ filter: { _id: { $in: userIds } }, projection, singleBatch: true, batchSize: userIds.length });
+  async #findAccountDataOf(
+    userIds: readonly string[],
+    projection: Document,
+  ): Promise<ReadonlyMap<string, AccountDataDocument>> {
+    const batch = await this.#find({
+      filter: { _id: { $in: userIds } },
+      projection,
+      singleBatch: true,
+      batchSize: userIds.length,
+    });
     return new Map(batch.map((doc) => [doc._id, doc]));
   }
 
@@ -363,7 +399,11 @@ export class MongoPushStore implements PushStore {
    * A read command on a collection, with the collection's read preference
    * and read concern; retried once on what the driver retries reads on.
    */
-  async #command(collection: Collection<AccountDataDocument> | Collection<PusherDocument>, read: Document, options: { promoteLongs?: boolean } = {}): Promise<Document> {
+  async #command(
+    collection: Collection<AccountDataDocument> | Collection<PusherDocument>,
+    read: Document,
+    options: { promoteLongs?: boolean } = {},
+  ): Promise<Document> {
     const { readPreference, readConcern } = collection;
     const command: Document = readConcern === undefined ? read : { ...read, readConcern: readConcern.toJSON() };
     for (let attempt = 0; ; attempt += 1) {
@@ -380,7 +420,9 @@ export class MongoPushStore implements PushStore {
   }
 
   async recordWriteAtVersion(userId: string, expectedVersion: number, record: RecordedWrite): Promise<boolean> {
-    const result = await guard(async () => this.#accountData.updateOne(versionFilter(userId, expectedVersion), this.#pushRecord(record)));
+    const result = await guard(async () =>
+      this.#accountData.updateOne(versionFilter(userId, expectedVersion), this.#pushRecord(record)),
+    );
     return result.matchedCount === 1;
   }
 
@@ -408,7 +450,10 @@ function versionFilter(userId: string, version: number): Filter<AccountDataDocum
   return version === 0 ? { _id: userId, version: { $exists: false } } : { _id: userId, version };
 }
 
-function findRecorded(doc: Pick<AccountDataDocument, 'recent_writes'> | null, messageId: string): RecordedWrite | undefined {
+function findRecorded(
+  doc: Pick<AccountDataDocument, 'recent_writes'> | null,
+  messageId: string,
+): RecordedWrite | undefined {
   // Newest first: an id recorded twice (see PushService) answers as last recorded.
   const entry = doc?.recent_writes?.findLast((w) => w.message_id === messageId);
   if (entry === undefined) return undefined;

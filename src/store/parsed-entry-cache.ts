@@ -42,9 +42,21 @@ export class ParsedEntryCache {
    * for next time unless `keep` is false (a load for a write: the write
    * changes the version, so its parse would never be used again).
    */
-  lookup(userId: string, version: number, contentJson: string, defaultsRevision: string | undefined, parse: () => Lookup, keep = true): Lookup {
+  lookup(
+    userId: string,
+    version: number,
+    contentJson: string,
+    defaultsRevision: string | undefined,
+    parse: () => Lookup,
+    keep = true,
+  ): Lookup {
     const cached = this.#entries.get(userId);
-    if (cached !== undefined && cached.version === version && cached.defaultsRevision === defaultsRevision && cached.contentJson === contentJson) {
+    if (
+      cached !== undefined &&
+      cached.version === version &&
+      cached.defaultsRevision === defaultsRevision &&
+      cached.contentJson === contentJson
+    ) {
       this.#entries.delete(userId);
       this.#entries.set(userId, cached);
       return cached.lookup;

@@ -65,8 +65,7 @@ export interface UserDataErasure {
 }
 
 export type ErasureOutcome =
-  | { readonly saved: true; readonly version: number; readonly pushersVersion: number }
-  | { readonly saved: false };
+  { readonly saved: true; readonly version: number; readonly pushersVersion: number } | { readonly saved: false };
 
 /**
  * The storage port the worker needs. Owned by the domain side; adapters:

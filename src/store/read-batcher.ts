@@ -55,7 +55,7 @@ export class ReadBatcher<T> {
   #flush(): void {
     const queued = this.#queued;
     this.#queued = [];
-    for (let at = 0; at < queued.length; ) {
+    for (let at = 0; at < queued.length;) {
       // A batch of distinct keys; a key asked for twice is answered by one read.
       const batch = new Map<string, Waiter<T>[]>();
       for (; at < queued.length && (batch.size < this.#maxBatch || batch.has(queued[at]?.key ?? '')); at += 1) {
@@ -73,7 +73,8 @@ export class ReadBatcher<T> {
     const keys = [...batch.keys()];
     let found: ReadonlyMap<string, T>;
     try {
-      found = keys.length === 1 ? singleton(keys[0] ?? '', await this.#fetchOne(keys[0] ?? '')) : await this.#fetchMany(keys);
+      found =
+        keys.length === 1 ? singleton(keys[0] ?? '', await this.#fetchOne(keys[0] ?? '')) : await this.#fetchMany(keys);
     } catch (error) {
       for (const waiters of batch.values()) for (const waiter of waiters) waiter.reject(error);
       return;

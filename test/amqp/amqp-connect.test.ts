@@ -9,7 +9,11 @@ describe('withHeartbeat', () => {
     ['amqp://guest:guest@127.0.0.1:5672/', 0, 'amqp://guest:guest@127.0.0.1:5672/?heartbeat=0'],
     ['amqp://u@h/vhost?frameMax=8192', 5, 'amqp://u@h/vhost?frameMax=8192&heartbeat=5'],
     ['amqp://u@h?heartbeat=60', 7, 'amqp://u@h?heartbeat=7'],
-    ['amqps://front:p%40ss%2Fw%3Ard@rabbit.example.org:5671/%2F', 15, 'amqps://front:p%40ss%2Fw%3Ard@rabbit.example.org:5671/%2F?heartbeat=15'],
+    [
+      'amqps://front:p%40ss%2Fw%3Ard@rabbit.example.org:5671/%2F',
+      15,
+      'amqps://front:p%40ss%2Fw%3Ard@rabbit.example.org:5671/%2F?heartbeat=15',
+    ],
   ])('%s with %i s → %s', (url, seconds, expected) => {
     expect(withHeartbeat(url, seconds)).toBe(expected);
   });
@@ -44,6 +48,10 @@ describe('coalesceWrites', () => {
 
   it('changes nothing when amqplib is not shaped as expected', () => {
     expect(coalesceWrites({} as unknown as ChannelModel)).toBe(false);
-    expect(coalesceWrites({ connection: { stream: {}, muxer: { _readIncoming: () => undefined } } } as unknown as ChannelModel)).toBe(false);
+    expect(
+      coalesceWrites({
+        connection: { stream: {}, muxer: { _readIncoming: () => undefined } },
+      } as unknown as ChannelModel),
+    ).toBe(false);
   });
 });

@@ -15,7 +15,11 @@ describe('parseBrokerAddresses', () => {
   it.each([
     ['one URL', 'amqp://guest:guest@127.0.0.1:5672', ['127.0.0.1:5672']],
     ['the default ports', 'amqp://rabbit, amqps://rabbit-tls', ['rabbit:5672', 'rabbit-tls:5671']],
-    ['a comma-separated list, blanks around entries', ' amqp://a:5681 ,amqp://b:5682,  amqp://c:5683', ['a:5681', 'b:5682', 'c:5683']],
+    [
+      'a comma-separated list, blanks around entries',
+      ' amqp://a:5681 ,amqp://b:5682,  amqp://c:5683',
+      ['a:5681', 'b:5682', 'c:5683'],
+    ],
     ['an array', ['amqp://a:5681', 'amqp://b:5682'], ['a:5681', 'b:5682']],
     ['IPv6 hosts', 'amqp://[::1]:5672', ['[::1]:5672']],
   ])('reads %s', (_case, urls, expected) => {
@@ -80,7 +84,12 @@ describe('AddressRotation', () => {
 
   it('goes round-robin, the node after the last one on each take', () => {
     const rotation = new AddressRotation(nodes('a', 'b', 'c'), randomOf(0.99));
-    expect([rotation.take(), rotation.take(), rotation.take(), rotation.take()].map((a) => a.label)).toEqual(['a', 'b', 'c', 'a']);
+    expect([rotation.take(), rotation.take(), rotation.take(), rotation.take()].map((a) => a.label)).toEqual([
+      'a',
+      'b',
+      'c',
+      'a',
+    ]);
   });
 
   it('asks for a backoff only after a whole round failed, counting the rounds', () => {

@@ -3,7 +3,12 @@ import type { ChannelModel } from 'amqplib';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { AmqpConnectOptions } from '../../src/amqp/amqp-connect.js';
-import { BrokerConnection, BrokerUnavailableError, type BrokerConnectionOptions, type BrokerLink } from '../../src/amqp/broker-connection.js';
+import {
+  BrokerConnection,
+  BrokerUnavailableError,
+  type BrokerConnectionOptions,
+  type BrokerLink,
+} from '../../src/amqp/broker-connection.js';
 
 /** A connection as far as the layer uses it: `close()`, and the `close` event when it goes. */
 class FakeConnection extends EventEmitter {
@@ -66,7 +71,10 @@ afterEach(async () => {
 });
 
 /** A layer over nodes a, b, c in that order (random near 1 keeps the order), on the fake broker. */
-function layer(broker: FakeBroker, overrides: Partial<BrokerConnectionOptions<FakeSession>> = {}): BrokerConnection<FakeSession> {
+function layer(
+  broker: FakeBroker,
+  overrides: Partial<BrokerConnectionOptions<FakeSession>> = {},
+): BrokerConnection<FakeSession> {
   const connection = new BrokerConnection<FakeSession>({
     urls: 'amqp://a:5672,amqp://b:5672,amqp://c:5672',
     role: 'test',
@@ -97,7 +105,9 @@ describe('BrokerConnection', () => {
   it('connects to the first node of its order and sets the session up there', async () => {
     const broker = new FakeBroker();
     const connected: string[] = [];
-    const connection = layer(broker, { observer: { connected: (address, again) => connected.push(`${address.label} again=${again}`) } });
+    const connection = layer(broker, {
+      observer: { connected: (address, again) => connected.push(`${address.label} again=${again}`) },
+    });
     const session = await connection.start();
     expect(session?.node).toBe('a:5672');
     expect(connection.address?.label).toBe('a:5672');
@@ -115,17 +125,31 @@ describe('BrokerConnection', () => {
   it('on loss, retires the session, then tries the next node at once (no wait)', async () => {
     const broker = new FakeBroker();
     const lost: string[] = [];
-    const connection = layer(broker, { observer: { lost: (address, reason) => lost.push(`${address.label}: ${reason}`) } });
+    const connection = layer(broker, {
+      observer: { lost: (address, reason) => lost.push(`${address.label}: ${reason}`) },
+    });
     await connection.start();
     broker.live()?.drop();
     await settle();
-    expect(broker.events).toEqual(['attempt a', 'setup a:5672', 'retire a:5672: connection closed', 'attempt b', 'setup b:5672']);
+    expect(broker.events).toEqual([
+      'attempt a',
+      'setup a:5672',
+      'retire a:5672: connection closed',
+      'attempt b',
+      'setup b:5672',
+    ]);
     expect(lost).toEqual(['a:5672: connection closed']);
     expect(connection.current?.node).toBe('b:5672');
   });
 
   it.each([
-    ['the broker closed it', new Error('Connection closed: 320 (CONNECTION-FORCED) with message "CONNECTION_FORCED - broker forced connection closure with reason \'shutdown\'"'), 'connection closed: Connection closed: 320 (CONNECTION-FORCED) with message "CONNECTION_FORCED - broker forced connection closure with reason \'shutdown\'"'],
+    [
+      'the broker closed it',
+      new Error(
+        'Connection closed: 320 (CONNECTION-FORCED) with message "CONNECTION_FORCED - broker forced connection closure with reason \'shutdown\'"',
+      ),
+      'connection closed: Connection closed: 320 (CONNECTION-FORCED) with message "CONNECTION_FORCED - broker forced connection closure with reason \'shutdown\'"',
+    ],
     ['a heartbeat was missed', new Error('Heartbeat timeout'), 'connection closed: Heartbeat timeout'],
     ['the socket failed', new Error('read ECONNRESET'), 'connection closed: read ECONNRESET'],
     ['no cause was given', undefined, 'connection closed'],
@@ -143,7 +167,10 @@ describe('BrokerConnection', () => {
   it('logs each reconnect attempt with its target, and how long the attempt and the whole outage took', async () => {
     const broker = new FakeBroker();
     const lines: Record<string, unknown>[] = [];
-    const logger = pino({ level: 'info' }, { write: (line: string) => lines.push(JSON.parse(line) as Record<string, unknown>) });
+    const logger = pino(
+      { level: 'info' },
+      { write: (line: string) => lines.push(JSON.parse(line) as Record<string, unknown>) },
+    );
     const connection = layer(broker, { logger });
     await connection.start();
     broker.down.add('b');
@@ -166,14 +193,21 @@ describe('BrokerConnection', () => {
   it('logs the cause when the connection closes after its owner already lost the session to a closed channel', async () => {
     const broker = new FakeBroker();
     const lines: Record<string, unknown>[] = [];
-    const logger = pino({ level: 'info' }, { write: (line: string) => lines.push(JSON.parse(line) as Record<string, unknown>) });
+    const logger = pino(
+      { level: 'info' },
+      { write: (line: string) => lines.push(JSON.parse(line) as Record<string, unknown>) },
+    );
     const connection = layer(broker, { logger });
     const session = await connection.start();
     // amqplib's order: the channels close first (the owner loses the session), then the connection with its error.
     session?.link.lose('change-event publishing channel closed');
     broker.connections[0]?.drop(new Error('Unexpected close'));
     await settle();
-    expect(lines.filter((l) => String(l['msg']).includes('closed') || String(l['msg']).startsWith('lost')).map((l) => [l['msg'], l['reason']])).toEqual([
+    expect(
+      lines
+        .filter((l) => String(l['msg']).includes('closed') || String(l['msg']).startsWith('lost'))
+        .map((l) => [l['msg'], l['reason']]),
+    ).toEqual([
       ['lost the broker connection; reconnecting', 'change-event publishing channel closed'],
       ['the broker connection closed', 'connection closed: Unexpected close'],
     ]);
@@ -330,7 +364,9 @@ describe('BrokerConnection', () => {
           });
         },
       });
-      await expect(connection.session()).rejects.toThrow(new BrokerUnavailableError('cannot reach the broker: connect ECONNREFUSED c'));
+      await expect(connection.session()).rejects.toThrow(
+        new BrokerUnavailableError('cannot reach the broker: connect ECONNREFUSED c'),
+      );
       // Waiting out the backoff now: no attempt is under way, so no waiting for one.
       await expect(connection.session()).rejects.toThrow('cannot reach the broker');
       broker.down.clear();
@@ -353,7 +389,10 @@ describe('BrokerConnection', () => {
       });
       await connection.start();
       const drained: string[] = [];
-      await Promise.all([connection.close((s) => void drained.push(s.node)), connection.close((s) => void drained.push(`second ${s.node}`))]);
+      await Promise.all([
+        connection.close((s) => void drained.push(s.node)),
+        connection.close((s) => void drained.push(`second ${s.node}`)),
+      ]);
       expect(drained).toEqual(['a:5672']);
       expect(broker.connections[0]?.closed).toBe(true);
       expect(closed).toEqual(['closed']);

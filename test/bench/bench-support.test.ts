@@ -1,7 +1,12 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { percentile, runClosedLoop } from '../../bench/support/closed-loop.js';
-import { checkTargets, cpuMicrosPerRequest, workerMicrosPerRequest, type ScenarioResult } from '../../bench/support/report.js';
+import {
+  checkTargets,
+  cpuMicrosPerRequest,
+  workerMicrosPerRequest,
+  type ScenarioResult,
+} from '../../bench/support/report.js';
 import { workerNodeFlags } from '../../bench/support/processes.js';
 import { nextWrite, UserPool } from '../../bench/support/workloads.js';
 
@@ -43,7 +48,12 @@ describe('percentile', () => {
     [0.99, 99],
     [1, 100],
   ])('nearest rank %f of 1..100 is %i', (q, expected) => {
-    expect(percentile(Array.from({ length: 100 }, (_, i) => i + 1), q)).toBe(expected);
+    expect(
+      percentile(
+        Array.from({ length: 100 }, (_, i) => i + 1),
+        q,
+      ),
+    ).toBe(expected);
   });
 
   it('is NaN without samples', () => {
@@ -149,12 +159,17 @@ describe('checkTargets for reads on the read queue (issue 17)', () => {
     aResult({ group: 'broker', op: 'echo-classic', concurrency, p50Ms, throughput }),
     aResult({ group: 'store', op: 'rules-read', concurrency, p50Ms: 0.2, throughput: 8_000 }),
   ];
-  const issue17 = (checks: readonly { target: string; met: boolean }[]) => checks.filter((c) => c.target.includes('classic echo') || c.target.includes('CPU'));
+  const issue17 = (checks: readonly { target: string; met: boolean }[]) =>
+    checks.filter((c) => c.target.includes('classic echo') || c.target.includes('CPU'));
 
   it('judges p50 at c=1 against classic echo p50 + store p50 + 0.15 ms', () => {
     const base = at(1, 0.5, 2_000);
-    expect(issue17(checkTargets([...base, aResult({ op: 'get_pushrule_enabled', concurrency: 1, p50Ms: 0.85 })], []))).toMatchObject([{ met: true }]);
-    expect(issue17(checkTargets([...base, aResult({ op: 'get_pushrules', concurrency: 1, p50Ms: 0.86 })], []))).toMatchObject([{ met: false }]);
+    expect(
+      issue17(checkTargets([...base, aResult({ op: 'get_pushrule_enabled', concurrency: 1, p50Ms: 0.85 })], [])),
+    ).toMatchObject([{ met: true }]);
+    expect(
+      issue17(checkTargets([...base, aResult({ op: 'get_pushrules', concurrency: 1, p50Ms: 0.86 })], [])),
+    ).toMatchObject([{ met: false }]);
   });
 
   it('judges every read at c=64 against 60% of min(classic echo, store) and the worker CPU per get_pushrule_enabled', () => {
@@ -193,7 +208,9 @@ describe('checkTargets for reads on the read queue (issue 17)', () => {
   it('judges writes against their ratio to the store in the issue 6 run, within 10%', () => {
     const store = aResult({ group: 'store', op: 'rules-write', throughput: 1_000 });
     const check = (throughput: number) =>
-      checkTargets([store, aResult({ op: 'set_pushrule_enabled', throughput })], []).find((c) => c.target.includes('issue 6 run'))?.met;
+      checkTargets([store, aResult({ op: 'set_pushrule_enabled', throughput })], []).find((c) =>
+        c.target.includes('issue 6 run'),
+      )?.met;
     expect(check(442)).toBe(true);
     expect(check(440)).toBe(false);
   });
@@ -201,7 +218,9 @@ describe('checkTargets for reads on the read queue (issue 17)', () => {
 
 describe('workerMicrosPerRequest', () => {
   it('divides the CPU of the worker processes alone by the requests answered', () => {
-    expect(workerMicrosPerRequest(aResult({ throughput: 2_000, cpu: { worker1: 10, worker2: 10, rabbitmq: 100 } }))).toBe(100);
+    expect(
+      workerMicrosPerRequest(aResult({ throughput: 2_000, cpu: { worker1: 10, worker2: 10, rabbitmq: 100 } })),
+    ).toBe(100);
   });
 });
 

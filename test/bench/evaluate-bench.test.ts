@@ -61,9 +61,19 @@ describe('parseSynapseResults', () => {
       python: '3.11.7',
       load_average_at_start: 2.5,
       reps_min: 5,
-      rows: [{ row: 'rules10', pairs: 2600, us_per_pair_run_only: 26.2, us_per_pair_with_setup: 27.5, samples_ms_with_setup: [1, 2, 3] }],
+      rows: [
+        {
+          row: 'rules10',
+          pairs: 2600,
+          us_per_pair_run_only: 26.2,
+          us_per_pair_with_setup: 27.5,
+          samples_ms_with_setup: [1, 2, 3],
+        },
+      ],
     });
-    expect(parsed.rows).toEqual([{ row: 'rules10', pairs: 2600, usPerPairWithSetup: 27.5, usPerPairRunOnly: 26.2, samples: 3 }]);
+    expect(parsed.rows).toEqual([
+      { row: 'rules10', pairs: 2600, usPerPairWithSetup: 27.5, usPerPairRunOnly: 26.2, samples: 3 },
+    ]);
     expect(parsed.loadAverageAtStart).toBe(2.5);
   });
 
@@ -74,7 +84,7 @@ describe('parseSynapseResults', () => {
 });
 
 describe('kernelVsSynapse', () => {
-  it('divides our median by Synapse\'s of the same row, and leaves rows Synapse did not run without a ratio', () => {
+  it("divides our median by Synapse's of the same row, and leaves rows Synapse did not run without a ratio", () => {
     const rows = kernelVsSynapse([kernelRow('defaults', 0.5), kernelRow('globs10', 1)], synapse);
     expect(rows[0]).toMatchObject({ row: 'defaults', synapseUsPerPair: 10, ratio: 0.05 });
     expect(rows[1]).toMatchObject({ row: 'globs10', synapseUsPerPair: undefined, ratio: undefined });
@@ -88,12 +98,22 @@ describe('kernelVsSynapse', () => {
 
 describe('latencyRow', () => {
   it('gives nearest-rank p50 and p99 and the maximum of the latencies, in any order', () => {
-    const row = latencyRow({ id: 'x', what: 'y', recipients: 10 }, Array.from({ length: 200 }, (_, i) => 200 - i));
+    const row = latencyRow(
+      { id: 'x', what: 'y', recipients: 10 },
+      Array.from({ length: 200 }, (_, i) => 200 - i),
+    );
     expect(row).toMatchObject({ samples: 200, p50Ms: 100, p99Ms: 198, maxMs: 200, errors: 0, excluded: 0 });
   });
 });
 
-const loop = (p99Ms: number, ops = 100): LoopSummary => ({ ops, throughput: ops, p50Ms: p99Ms / 2, p99Ms, errors: 0, cpu: {} });
+const loop = (p99Ms: number, ops = 100): LoopSummary => ({
+  ops,
+  throughput: ops,
+  p50Ms: p99Ms / 2,
+  p99Ms,
+  errors: 0,
+  cpu: {},
+});
 
 function isolationOf(before: LoopSummary, loaded: LoopSummary): IsolationResult {
   return {
@@ -103,9 +123,30 @@ function isolationOf(before: LoopSummary, loaded: LoopSummary): IsolationResult 
     before,
     loaded,
     after: before,
-    sender: { ratePerSecond: 10, sent: 30, answered: 30, errors: 0, firstError: undefined, p50Ms: 50, p99Ms: 90, maxMs: 95, maxInFlight: 2, maxSendLagMs: 1 },
+    sender: {
+      ratePerSecond: 10,
+      sent: 30,
+      answered: 30,
+      errors: 0,
+      firstError: undefined,
+      p50Ms: 50,
+      p99Ms: 90,
+      maxMs: 95,
+      maxInFlight: 2,
+      maxSendLagMs: 1,
+    },
     senderRecipients: 10_000,
-    evaluateCounters: { recipients: 0, hits: 0, misses: 0, storeQueries: 0, staleRefreshes: 0, evictions: 0, entries: 0, bytes: 0, inFlight: 0 },
+    evaluateCounters: {
+      recipients: 0,
+      hits: 0,
+      misses: 0,
+      storeQueries: 0,
+      staleRefreshes: 0,
+      evictions: 0,
+      entries: 0,
+      bytes: 0,
+      inFlight: 0,
+    },
   };
 }
 
@@ -129,7 +170,12 @@ const sample = (rssBytes: number, heapUsed: number, cacheEntries: number, cacheB
 
 describe('memoryGrowth', () => {
   it('subtracts before from after and divides by the users cached in between', () => {
-    const memory: MemoryResult = { users: 100_000, before: sample(100 * MB, 20 * MB, 10_000, 1_600_000), after: sample(125 * MB, 34 * MB, 110_000, 17_600_000), method: '' };
+    const memory: MemoryResult = {
+      users: 100_000,
+      before: sample(100 * MB, 20 * MB, 10_000, 1_600_000),
+      after: sample(125 * MB, 34 * MB, 110_000, 17_600_000),
+      method: '',
+    };
     const growth = memoryGrowth(memory);
     expect(growth.rss).toBe(25 * MB);
     expect(growth.perUserRss).toBeCloseTo((25 * MB) / 100_000, 9);
@@ -140,7 +186,9 @@ describe('memoryGrowth', () => {
 
 describe('checkEvaluateTargets', () => {
   it('judges each kernel row at a fifth of Synapse, and says when Synapse was not measured', () => {
-    const checks = checkEvaluateTargets(results({ kernel: [kernelRow('defaults', 2), kernelRow('mentions', 1.01), kernelRow('globs10', 1)], synapse }));
+    const checks = checkEvaluateTargets(
+      results({ kernel: [kernelRow('defaults', 2), kernelRow('mentions', 1.01), kernelRow('globs10', 1)], synapse }),
+    );
     expect(checks.map((c) => [c.met, c.unjudged ?? false])).toEqual([
       [true, false],
       [false, false],
@@ -163,15 +211,25 @@ describe('checkEvaluateTargets', () => {
 
   it('judges isolation at twice the p99 alone, on the judged case only', () => {
     const met = checkEvaluateTargets(results({ isolation: [isolationOf(loop(10), loop(20))] }));
-    const missed = checkEvaluateTargets(results({ isolation: [isolationOf(loop(10), loop(20.1)), { ...isolationOf(loop(10), loop(5)), judged: false }] }));
+    const missed = checkEvaluateTargets(
+      results({ isolation: [isolationOf(loop(10), loop(20.1)), { ...isolationOf(loop(10), loop(5)), judged: false }] }),
+    );
     const starved = checkEvaluateTargets(results({ isolation: [isolationOf(loop(10), loop(Number.NaN, 0))] }));
     expect(met.map((c) => c.met)).toEqual([true]);
     expect(missed.map((c) => c.met)).toEqual([false]);
-    expect(starved[0]).toMatchObject({ met: false, measured: expect.stringMatching(/no get_pushrule_enabled answered/) as unknown });
+    expect(starved[0]).toMatchObject({
+      met: false,
+      measured: expect.stringMatching(/no get_pushrule_enabled answered/) as unknown,
+    });
   });
 
   it('judges RSS growth at 30 MB', () => {
-    const memory = (after: number): MemoryResult => ({ users: 100_000, before: sample(100 * MB, 0, 0, 0), after: sample(100 * MB + after, 0, 100_000, 0), method: '' });
+    const memory = (after: number): MemoryResult => ({
+      users: 100_000,
+      before: sample(100 * MB, 0, 0, 0),
+      after: sample(100 * MB + after, 0, 100_000, 0),
+      method: '',
+    });
     expect(checkEvaluateTargets(results({ memory: memory(30 * MB) }))[0]?.met).toBe(true);
     expect(checkEvaluateTargets(results({ memory: memory(30 * MB + 1) }))[0]?.met).toBe(false);
   });
@@ -183,7 +241,12 @@ describe('checkEvaluateTargets', () => {
         synapse,
         latency: [latencyRow({ id: 'evaluate/warm/1000', what: 'cache warm', recipients: 1000 }, [1])],
         isolation: [isolationOf(loop(10), loop(20))],
-        memory: { users: 100_000, before: sample(100 * MB, 0, 0, 0), after: sample(120 * MB, 0, 100_000, 0), method: 'how' },
+        memory: {
+          users: 100_000,
+          before: sample(100 * MB, 0, 0, 0),
+          after: sample(120 * MB, 0, 100_000, 0),
+          method: 'how',
+        },
       }),
     );
     expect(text).toMatch(/^\| `defaults` \| 100 \| 0\.500 \| 5 \| 10\.0 \| 7 \| 0\.0500 \| ≤ 0\.2 \| yes \|$/m);
@@ -205,7 +268,13 @@ describe('parseEvaluateCounters', () => {
   ].join('\n');
 
   it('reads the evaluate counters and gauges, 0 for those absent', () => {
-    expect(parseEvaluateCounters(text)).toMatchObject({ hits: 9000, misses: 1000, entries: 10_000, storeQueries: 0, inFlight: 2 });
+    expect(parseEvaluateCounters(text)).toMatchObject({
+      hits: 9000,
+      misses: 1000,
+      entries: 10_000,
+      storeQueries: 0,
+      inFlight: 2,
+    });
   });
 
   it('subtracts one reading from another', () => {
@@ -251,7 +320,14 @@ describe('runOpenLoop', () => {
           }
         }),
     });
-    expect(result).toMatchObject({ sent: 5, answered: 4, errors: 1, firstError: 'boom', maxInFlight: 10, maxSendLagMs: 0 });
+    expect(result).toMatchObject({
+      sent: 5,
+      answered: 4,
+      errors: 1,
+      firstError: 'boom',
+      maxInFlight: 10,
+      maxSendLagMs: 0,
+    });
     // Requests 2, 4, 5 and 6 (3 failed), sent at 200, 400, 500 and 600 ms, all answered at 950 ms.
     expect(result.maxMs).toBe(750);
     expect(result.p50Ms).toBe(450);
@@ -260,7 +336,12 @@ describe('runOpenLoop', () => {
 
 describe('summarizeHeapSnapshot and heapGrowth', () => {
   const snapshot = (extraStrings: number) => ({
-    snapshot: { meta: { node_fields: ['type', 'name', 'id', 'self_size', 'edge_count'], node_types: [['hidden', 'object', 'string', 'number']] } },
+    snapshot: {
+      meta: {
+        node_fields: ['type', 'name', 'id', 'self_size', 'edge_count'],
+        node_types: [['hidden', 'object', 'string', 'number']],
+      },
+    },
     strings: ['', 'Object', 'some text', 'Map'],
     nodes: [
       ...[1, 1, 1, 48, 0],

@@ -20,7 +20,10 @@ describe('evaluate kernel benchmark', () => {
 
   it('prints one table line per row', () => {
     if (mentions === undefined) throw new Error('no mentions row');
-    const table = kernelMarkdown([{ ...mentions, usPerPairMedian: 0.5 }, { ...mentions, row: 'slow', usPerPairMedian: 2 }]);
+    const table = kernelMarkdown([
+      { ...mentions, usPerPairMedian: 0.5 },
+      { ...mentions, row: 'slow', usPerPairMedian: 2 },
+    ]);
     expect(table).toMatch(/^\| `mentions` \| 6,000 \| 3 \| 0\.500 \| [\d.]+ \| 5\.70 \| 1\.14 \| 11× \| yes \|$/m);
     expect(table).toMatch(/^\| `slow` \| .* \| \*\*no\*\* \|$/m);
   });

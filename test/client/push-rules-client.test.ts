@@ -1,6 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { PushRulesClient, PushRulesError, type RpcTransport } from '../../src/client/push-rules-client.js';
-import { RpcClient, RpcRequestError, RpcTransportError, type RequestOptions, type TransportFailure } from '../../src/client/rpc-client.js';
+import {
+  RpcClient,
+  RpcRequestError,
+  RpcTransportError,
+  type RequestOptions,
+  type TransportFailure,
+} from '../../src/client/rpc-client.js';
 import type { JsonValue } from '../../src/matrix/json.js';
 import type { Reply } from '../../src/contract/reply.js';
 import { aPusherSetAction } from '../support/builders.js';
@@ -11,7 +17,9 @@ interface Sent {
 }
 
 /** A transport that records what it is asked to send and answers `reply`. */
-function recordingTransport(answer: (body: Record<string, unknown>) => Promise<Reply> = async () => Promise.resolve({ ok: true, body: {} })) {
+function recordingTransport(
+  answer: (body: Record<string, unknown>) => Promise<Reply> = async () => Promise.resolve({ ok: true, body: {} }),
+) {
   const sent: Sent[] = [];
   const closes = { count: 0 };
   const transport: RpcTransport = {
@@ -38,14 +46,25 @@ describe('PushRulesClient requests', () => {
   it.each<[string, Call, Record<string, unknown>]>([
     ['getPushRules', async (c) => c.getPushRules(USER), { op: 'get_pushrules', user_id: USER }],
     ['getPushRule', async (c) => c.getPushRule(USER, ADDRESS), { op: 'get_pushrule', user_id: USER, ...WIRE_ADDRESS }],
-    ['getPushRuleActions', async (c) => c.getPushRuleActions(USER, ADDRESS), { op: 'get_pushrule_actions', user_id: USER, ...WIRE_ADDRESS }],
-    ['getPushRuleEnabled', async (c) => c.getPushRuleEnabled(USER, ADDRESS), { op: 'get_pushrule_enabled', user_id: USER, ...WIRE_ADDRESS }],
+    [
+      'getPushRuleActions',
+      async (c) => c.getPushRuleActions(USER, ADDRESS),
+      { op: 'get_pushrule_actions', user_id: USER, ...WIRE_ADDRESS },
+    ],
+    [
+      'getPushRuleEnabled',
+      async (c) => c.getPushRuleEnabled(USER, ADDRESS),
+      { op: 'get_pushrule_enabled', user_id: USER, ...WIRE_ADDRESS },
+    ],
     ['getPushers', async (c) => c.getPushers(USER), { op: 'get_pushers', user_id: USER }],
-  ])('%s sends the contract body as a read (the read queue may serve it) and no messageId', async (_name, call, expected) => {
-    const { client, sent } = recordingTransport();
-    await call(client);
-    expect(sent).toEqual([{ body: expected, options: { read: true } }]);
-  });
+  ])(
+    '%s sends the contract body as a read (the read queue may serve it) and no messageId',
+    async (_name, call, expected) => {
+      const { client, sent } = recordingTransport();
+      await call(client);
+      expect(sent).toEqual([{ body: expected, options: { read: true } }]);
+    },
+  );
 
   it.each<[string, Call, Record<string, unknown>]>([
     [
@@ -58,11 +77,20 @@ describe('PushRulesClient requests', () => {
       async (c) => c.setPushRule(USER, ADDRESS, { actions: [] }, { before: 'b', after: 'a' }),
       { op: 'set_pushrule', user_id: USER, ...WIRE_ADDRESS, rule: { actions: [] }, before: 'b', after: 'a' },
     ],
-    ['deletePushRule', async (c) => c.deletePushRule(USER, ADDRESS), { op: 'delete_pushrule', user_id: USER, ...WIRE_ADDRESS }],
+    [
+      'deletePushRule',
+      async (c) => c.deletePushRule(USER, ADDRESS),
+      { op: 'delete_pushrule', user_id: USER, ...WIRE_ADDRESS },
+    ],
     [
       'setPushRuleActions',
       async (c) => c.setPushRuleActions(USER, ADDRESS, ['notify', { set_tweak: 'sound', value: 'default' }]),
-      { op: 'set_pushrule_actions', user_id: USER, ...WIRE_ADDRESS, actions: ['notify', { set_tweak: 'sound', value: 'default' }] },
+      {
+        op: 'set_pushrule_actions',
+        user_id: USER,
+        ...WIRE_ADDRESS,
+        actions: ['notify', { set_tweak: 'sound', value: 'default' }],
+      },
     ],
     [
       'setPushRuleEnabled',
@@ -108,16 +136,26 @@ describe('PushRulesClient requests', () => {
   });
 
   it('sends the messageId a homeserver op is given, and resolves with its body', async () => {
-    const { client, sent } = recordingTransport(async (body) => Promise.resolve({ ok: true, body: body['op'] === 'delete_pushers' ? { deleted: 2 } : {} }));
-    expect(await client.deletePushers(USER, { all: true }, { messageId: 'logout-1', timeoutMs: 50 })).toEqual({ deleted: 2 });
+    const { client, sent } = recordingTransport(async (body) =>
+      Promise.resolve({ ok: true, body: body['op'] === 'delete_pushers' ? { deleted: 2 } : {} }),
+    );
+    expect(await client.deletePushers(USER, { all: true }, { messageId: 'logout-1', timeoutMs: 50 })).toEqual({
+      deleted: 2,
+    });
     expect(await client.deleteUserData(USER, { messageId: 'deactivate-1' })).toEqual({});
-    expect(sent.map((s) => s.options)).toEqual([{ messageId: 'logout-1', timeoutMs: 50 }, { messageId: 'deactivate-1' }]);
+    expect(sent.map((s) => s.options)).toEqual([
+      { messageId: 'logout-1', timeoutMs: 50 },
+      { messageId: 'deactivate-1' },
+    ]);
   });
 
   it('passes a worker refusal of a homeserver op on as PushRulesError', async () => {
     const error = { kind: 'Forbidden', errcode: 'M_FORBIDDEN', error: 'no', status: 403 } as const;
     const { client } = recordingTransport(async () => Promise.resolve({ ok: false, error }));
-    await expect(client.deletePushers(USER, { deviceIds: ['D'] })).rejects.toMatchObject({ kind: 'Forbidden', status: 403 });
+    await expect(client.deletePushers(USER, { deviceIds: ['D'] })).rejects.toMatchObject({
+      kind: 'Forbidden',
+      status: 403,
+    });
     await expect(client.deleteUserData(USER)).rejects.toBeInstanceOf(PushRulesError);
   });
 
@@ -139,8 +177,17 @@ describe('PushRulesClient replies', () => {
     const { client } = recordingTransport(async () => Promise.resolve({ ok: false, error }));
     const thrown = await client.getPushRule(USER, ADDRESS).catch((e: unknown) => e);
     expect(thrown).toBeInstanceOf(PushRulesError);
-    expect(thrown).toMatchObject({ kind: 'NotFound', errcode: 'M_NOT_FOUND', status: 404, message: 'Push rule not found.', reason: undefined });
-    expect((thrown as PushRulesError).toMatrixBody()).toEqual({ errcode: 'M_NOT_FOUND', error: 'Push rule not found.' });
+    expect(thrown).toMatchObject({
+      kind: 'NotFound',
+      errcode: 'M_NOT_FOUND',
+      status: 404,
+      message: 'Push rule not found.',
+      reason: undefined,
+    });
+    expect((thrown as PushRulesError).toMatrixBody()).toEqual({
+      errcode: 'M_NOT_FOUND',
+      error: 'Push rule not found.',
+    });
   });
 
   it.each<TransportFailure>(['timeout', 'connection-lost', 'unroutable', 'closed', 'bad-reply'])(
@@ -172,11 +219,16 @@ describe('PushRulesClient with a body that cannot be serialized', () => {
   const BAD_JSON = { kind: 'BadJson', errcode: 'M_BAD_JSON', status: 400, reason: undefined };
 
   it('turns the transport refusing the body into BadJson 400, without a reason', async () => {
-    const { client } = recordingTransport(async () => Promise.reject(new RpcRequestError('the request body cannot be serialized as JSON: x')));
+    const { client } = recordingTransport(async () =>
+      Promise.reject(new RpcRequestError('the request body cannot be serialized as JSON: x')),
+    );
     const thrown = await client.setPusher(USER, PUSHER).catch((e: unknown) => e);
     expect(thrown).toBeInstanceOf(PushRulesError);
     expect(thrown).toMatchObject(BAD_JSON);
-    expect((thrown as PushRulesError).toMatrixBody()).toEqual({ errcode: 'M_BAD_JSON', error: expect.stringContaining('cannot be serialized as JSON') as unknown });
+    expect((thrown as PushRulesError).toMatrixBody()).toEqual({
+      errcode: 'M_BAD_JSON',
+      error: expect.stringContaining('cannot be serialized as JSON') as unknown,
+    });
   });
 
   // The real transport, pointed at a port nothing listens on: a body it
@@ -186,7 +238,10 @@ describe('PushRulesClient with a body that cannot be serialized', () => {
   cyclic['self'] = cyclic;
 
   it.each<[string, object]>([
-    ['nested 10,000 deep (past JSON.stringify’s stack)', { op: 'set_pusher', user_id: USER, action: deepPusher(10_000) }],
+    [
+      'nested 10,000 deep (past JSON.stringify’s stack)',
+      { op: 'set_pusher', user_id: USER, action: deepPusher(10_000) },
+    ],
     ['cyclic', { op: 'set_pusher', user_id: USER, action: cyclic }],
     ['holding a BigInt', { op: 'set_pusher', user_id: USER, action: { n: 1n } }],
   ])('RpcClient refuses a body %s with RpcRequestError, before it connects', async (_case, body) => {
@@ -207,7 +262,12 @@ describe('PushRulesClient with a body that cannot be serialized', () => {
 });
 
 describe('PushRulesClient.evaluate', () => {
-  const EVENT = { type: 'm.room.message', room_id: '!r:example.org', sender: '@s:example.org', content: { body: 'hi' } };
+  const EVENT = {
+    type: 'm.room.message',
+    room_id: '!r:example.org',
+    sender: '@s:example.org',
+    content: { body: 'hi' },
+  };
   const ROOM = { member_count: 2, sender_power_level: 0 };
   const RECIPIENTS = [{ user_id: USER, display_name: 'Alice' }];
 
@@ -216,8 +276,14 @@ describe('PushRulesClient.evaluate', () => {
     await client.evaluate(EVENT, ROOM, RECIPIENTS);
     await client.evaluate(EVENT, ROOM, RECIPIENTS, { explain: true, timeoutMs: 50 });
     expect(sent).toEqual([
-      { body: { op: 'evaluate', event: EVENT, room: ROOM, recipients: RECIPIENTS }, options: { queue: 'matrix.push.evaluate' } },
-      { body: { op: 'evaluate', event: EVENT, room: ROOM, recipients: RECIPIENTS, explain: true }, options: { queue: 'matrix.push.evaluate', timeoutMs: 50 } },
+      {
+        body: { op: 'evaluate', event: EVENT, room: ROOM, recipients: RECIPIENTS },
+        options: { queue: 'matrix.push.evaluate' },
+      },
+      {
+        body: { op: 'evaluate', event: EVENT, room: ROOM, recipients: RECIPIENTS, explain: true },
+        options: { queue: 'matrix.push.evaluate', timeoutMs: 50 },
+      },
     ]);
   });
 
@@ -236,8 +302,17 @@ describe('PushRulesClient.evaluate', () => {
   });
 
   it('rejects with the worker error as PushRulesError', async () => {
-    const error = { kind: 'TooLarge', errcode: 'M_TOO_LARGE', error: 'Too many recipients: an evaluate request may name at most 5.', status: 413 } as const;
+    const error = {
+      kind: 'TooLarge',
+      errcode: 'M_TOO_LARGE',
+      error: 'Too many recipients: an evaluate request may name at most 5.',
+      status: 413,
+    } as const;
     const { client } = recordingTransport(async () => Promise.resolve({ ok: false, error }));
-    await expect(client.evaluate(EVENT, ROOM, RECIPIENTS)).rejects.toMatchObject({ kind: 'TooLarge', status: 413, message: error.error });
+    await expect(client.evaluate(EVENT, ROOM, RECIPIENTS)).rejects.toMatchObject({
+      kind: 'TooLarge',
+      status: 413,
+      message: error.error,
+    });
   });
 });

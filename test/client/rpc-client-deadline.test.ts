@@ -20,14 +20,24 @@ afterEach(async () => {
 describe('RpcClient deadline', () => {
   it('runs from the call: a connection that hangs fails the call with timeout at its deadline, not after the attempt', async () => {
     const node = await silentNode();
-    const client = new RpcClient({ url: `amqp://guest:guest@127.0.0.1:${node.port}`, queue: 'q', connectTimeoutMs: 10_000 });
+    const client = new RpcClient({
+      url: `amqp://guest:guest@127.0.0.1:${node.port}`,
+      queue: 'q',
+      connectTimeoutMs: 10_000,
+    });
     opened.push(async () => {
       await client.close();
       for (const socket of node.sockets) socket.destroy();
-      await new Promise<void>((resolve) => node.server.close(() => { resolve(); }));
+      await new Promise<void>((resolve) =>
+        node.server.close(() => {
+          resolve();
+        }),
+      );
     });
     const started = Date.now();
-    const failure = await client.request({ op: 'get_pushers', user_id: '@x:example.org' }, { timeoutMs: 300 }).catch((error: unknown) => error);
+    const failure = await client
+      .request({ op: 'get_pushers', user_id: '@x:example.org' }, { timeoutMs: 300 })
+      .catch((error: unknown) => error);
     expect(failure).toBeInstanceOf(RpcTransportError);
     expect(failure).toMatchObject({ reason: 'timeout', message: 'no broker connection within 300 ms' });
     // Well before the 10 s attempt timeout.

@@ -7,7 +7,9 @@ import { ENVIRONMENT } from '../../src/config/config-schema.js';
 
 /** The default file with `amqp.url` replaced, written where CONFIG_FILE can point. */
 function configFileWithBrokers(url: unknown): string {
-  const defaults = JSON.parse(readFileSync(new URL('../../config/default.json', import.meta.url), 'utf8')) as { amqp: Record<string, unknown> };
+  const defaults = JSON.parse(readFileSync(new URL('../../config/default.json', import.meta.url), 'utf8')) as {
+    amqp: Record<string, unknown>;
+  };
   const file = join(mkdtempSync(join(tmpdir(), 'push-config-')), 'config.json');
   writeFileSync(file, JSON.stringify({ ...defaults, amqp: { ...defaults.amqp, url } }));
   return file;
@@ -23,7 +25,12 @@ describe('configuration', () => {
   });
 
   it('applies environment variables', () => {
-    const config = loadConfig({ AMQP_URL: 'amqp://u:p@broker:5672/v', RPC_PREFETCH: '8', ALLOW_INSECURE_PUSH_GATEWAYS: 'true', LOG_LEVEL: 'debug' });
+    const config = loadConfig({
+      AMQP_URL: 'amqp://u:p@broker:5672/v',
+      RPC_PREFETCH: '8',
+      ALLOW_INSECURE_PUSH_GATEWAYS: 'true',
+      LOG_LEVEL: 'debug',
+    });
     expect(config.amqp.url).toEqual(['amqp://u:p@broker:5672/v']);
     expect(config.amqp.prefetch).toBe(8);
     expect(config.pushers.allowInsecureGateways).toBe(true);
@@ -31,44 +38,73 @@ describe('configuration', () => {
   });
 
   it('reads a list variable as comma-separated names', () => {
-    expect(loadConfig({ TRUSTED_PUBLISHERS: ' front-1, front-2 ,,' }).amqp.trustedPublishers).toEqual(['front-1', 'front-2']);
+    expect(loadConfig({ TRUSTED_PUBLISHERS: ' front-1, front-2 ,,' }).amqp.trustedPublishers).toEqual([
+      'front-1',
+      'front-2',
+    ]);
     expect(loadConfig({}).amqp.trustedPublishers).toEqual([]);
   });
 
   it('reads AMQP_URL as the nodes of a cluster, comma-separated', () => {
     const urls = 'amqp://u:p@rabbit-1:5672/v, amqp://u:p@rabbit-2:5672/v,amqp://u:p@rabbit-3/v';
-    expect(loadConfig({ AMQP_URL: urls }).amqp.url).toEqual(['amqp://u:p@rabbit-1:5672/v', 'amqp://u:p@rabbit-2:5672/v', 'amqp://u:p@rabbit-3/v']);
+    expect(loadConfig({ AMQP_URL: urls }).amqp.url).toEqual([
+      'amqp://u:p@rabbit-1:5672/v',
+      'amqp://u:p@rabbit-2:5672/v',
+      'amqp://u:p@rabbit-3/v',
+    ]);
   });
 
   it('takes the nodes of a cluster as an array in the file, and one URL as a string', () => {
     const nodes = ['amqp://u:p@rabbit-1:5672', 'amqp://u:p@rabbit-2:5672'];
     expect(loadConfig({ CONFIG_FILE: configFileWithBrokers(nodes) }).amqp.url).toEqual(nodes);
-    expect(loadConfig({ CONFIG_FILE: configFileWithBrokers('amqp://u:p@rabbit-1:5672') }).amqp.url).toBe('amqp://u:p@rabbit-1:5672');
+    expect(loadConfig({ CONFIG_FILE: configFileWithBrokers('amqp://u:p@rabbit-1:5672') }).amqp.url).toBe(
+      'amqp://u:p@rabbit-1:5672',
+    );
   });
 
   it.each([
     ['an empty list', [], 'amqp.url (AMQP_URL)'],
-    ['a list with a bad entry', ['amqp://rabbit-1', 'https://rabbit-2'], 'amqp.url (AMQP_URL): broker URL #2 must start with amqp:// or amqps://'],
+    [
+      'a list with a bad entry',
+      ['amqp://rabbit-1', 'https://rabbit-2'],
+      'amqp.url (AMQP_URL): broker URL #2 must start with amqp:// or amqps://',
+    ],
   ])('refuses amqp.url in the file as %s', (_case, url, message) => {
     expect(() => loadConfig({ CONFIG_FILE: configFileWithBrokers(url) })).toThrow(message);
   });
 
   it.each([
-    ['a scheme that is not AMQP', 'http://rabbit:5672', 'amqp.url (AMQP_URL): broker URL #1 must start with amqp:// or amqps://'],
-    ['one bad entry of three', 'amqp://a:5672,rabbit-2:5672,amqp://c:5672', 'amqp.url (AMQP_URL): broker URL #2 must start with amqp:// or amqps://'],
-    ['the same node twice (the default port spelled out once)', 'amqp://rabbit:5672,amqp://rabbit', 'broker rabbit:5672 is listed twice'],
+    [
+      'a scheme that is not AMQP',
+      'http://rabbit:5672',
+      'amqp.url (AMQP_URL): broker URL #1 must start with amqp:// or amqps://',
+    ],
+    [
+      'one bad entry of three',
+      'amqp://a:5672,rabbit-2:5672,amqp://c:5672',
+      'amqp.url (AMQP_URL): broker URL #2 must start with amqp:// or amqps://',
+    ],
+    [
+      'the same node twice (the default port spelled out once)',
+      'amqp://rabbit:5672,amqp://rabbit',
+      'broker rabbit:5672 is listed twice',
+    ],
     ['a URL that does not parse', 'amqp://rabbit:port', 'broker URL #1 is not a URL'],
   ])('refuses AMQP_URL with %s', (_case, url, message) => {
     expect(() => loadConfig({ AMQP_URL: url })).toThrow(message);
   });
 
   it('never puts a password into a broker URL error', () => {
-    expect(() => loadConfig({ AMQP_URL: 'amqp://user:s3cret@rabbit:port' })).toThrow('amqp.url (AMQP_URL): broker URL #1 is not a URL');
+    expect(() => loadConfig({ AMQP_URL: 'amqp://user:s3cret@rabbit:port' })).toThrow(
+      'amqp.url (AMQP_URL): broker URL #1 is not a URL',
+    );
     expect(() => loadConfig({ AMQP_URL: 'amqp://user:s3cret@rabbit:port' })).not.toThrow(/s3cret/);
   });
 
   it('refuses a reconnect backoff whose base is above its cap', () => {
-    expect(() => loadConfig({ AMQP_RECONNECT_BASE_MS: '2000', AMQP_RECONNECT_MAX_MS: '1000' })).toThrow('must not exceed amqp.reconnectMaxMs');
+    expect(() => loadConfig({ AMQP_RECONNECT_BASE_MS: '2000', AMQP_RECONNECT_MAX_MS: '1000' })).toThrow(
+      'must not exceed amqp.reconnectMaxMs',
+    );
   });
 
   it('knows nothing of fault injection: no such section, no FAULT_* variable (the fault tests have an entry point of their own)', () => {
@@ -77,7 +113,9 @@ describe('configuration', () => {
   });
 
   it('keeps the ruleset limit far below the 16 MiB MongoDB document limit', () => {
-    expect(() => loadConfig({ MAX_RULESET_BYTES: String(16 * 1024 * 1024) })).toThrow('limits.maxRulesetBytes (MAX_RULESET_BYTES) must be <= 8388608');
+    expect(() => loadConfig({ MAX_RULESET_BYTES: String(16 * 1024 * 1024) })).toThrow(
+      'limits.maxRulesetBytes (MAX_RULESET_BYTES) must be <= 8388608',
+    );
   });
 
   it.each([

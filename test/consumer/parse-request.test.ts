@@ -4,7 +4,12 @@ import { OPS } from '../../src/contract/ops.js';
 import { ALICE } from '../support/builders.js';
 import { DEFAULT_LIMITS } from '../support/default-config.js';
 import { expectError, expectOk } from '../support/expect-result.js';
-import { expectCleanPrototype, forbiddenKeyMessage, POISONED_CASES, prototypeKeys } from '../support/poisoned-bodies.js';
+import {
+  expectCleanPrototype,
+  forbiddenKeyMessage,
+  POISONED_CASES,
+  prototypeKeys,
+} from '../support/poisoned-bodies.js';
 
 const LIMIT = DEFAULT_LIMITS;
 const encode = (value: unknown) => new TextEncoder().encode(typeof value === 'string' ? value : JSON.stringify(value));
@@ -66,7 +71,8 @@ describe('parsing requests: one per op', () => {
 });
 
 describe('parsing requests: pushers of devices', () => {
-  const setPusher = (fields: Record<string, unknown>) => parse({ op: 'set_pusher', user_id: ALICE, action: { kind: null, app_id: 'a', pushkey: 'k' }, ...fields });
+  const setPusher = (fields: Record<string, unknown>) =>
+    parse({ op: 'set_pusher', user_id: ALICE, action: { kind: null, app_id: 'a', pushkey: 'k' }, ...fields });
 
   it('set_pusher takes the device from the envelope, and only from there', () => {
     expect(expectOk(setPusher({ device_id: 'PHONE' }))).toEqual({
@@ -77,7 +83,13 @@ describe('parsing requests: pushers of devices', () => {
     });
     expect(expectOk(setPusher({}))).not.toHaveProperty('deviceId');
     // The client's device_id keys stay in the action, which nothing reads them from.
-    const posted = { kind: null, app_id: 'a', pushkey: 'k', device_id: 'STOLEN', 'org.matrix.msc3881.device_id': 'STOLEN' };
+    const posted = {
+      kind: null,
+      app_id: 'a',
+      pushkey: 'k',
+      device_id: 'STOLEN',
+      'org.matrix.msc3881.device_id': 'STOLEN',
+    };
     expect(expectOk(setPusher({ action: posted }))).not.toHaveProperty('deviceId');
     // Any type: it is ignored, not validated.
     expect(setPusher({ action: { ...posted, device_id: 5 } }).ok).toBe(true);
@@ -87,7 +99,10 @@ describe('parsing requests: pushers of devices', () => {
     [{ device_id: '' }, 'device_id must NOT have fewer than 1 characters.'],
     [{ device_id: 7 }, 'device_id must be string.'],
     [{ action: { kind: null, app_id: 'a', pushkey: 'k', enabled: 'no' } }, 'action.enabled must be boolean,null.'],
-    [{ action: { kind: null, app_id: 'a', pushkey: 'k', 'org.matrix.msc3881.enabled': 0 } }, 'action.org.matrix.msc3881.enabled must be boolean,null.'],
+    [
+      { action: { kind: null, app_id: 'a', pushkey: 'k', 'org.matrix.msc3881.enabled': 0 } },
+      'action.org.matrix.msc3881.enabled must be boolean,null.',
+    ],
   ])('set_pusher refuses %j → BadJson', (fields, message) => {
     expectError(setPusher(fields), 'BadJson', message);
   });
@@ -111,9 +126,21 @@ describe('parsing requests: pushers of devices', () => {
   it.each([
     ['no selector', {}, 'delete_pushers needs one of device_ids, except_device_id or all.'],
     ['only include_email', { include_email: true }, 'delete_pushers needs one of device_ids, except_device_id or all.'],
-    ['all and device_ids', { all: true, device_ids: ['A'] }, 'delete_pushers takes only one of device_ids, except_device_id and all.'],
-    ['device_ids and except_device_id', { device_ids: ['A'], except_device_id: 'B' }, 'delete_pushers takes only one of device_ids, except_device_id and all.'],
-    ['all three', { all: true, device_ids: [], except_device_id: 'B' }, 'delete_pushers takes only one of device_ids, except_device_id and all.'],
+    [
+      'all and device_ids',
+      { all: true, device_ids: ['A'] },
+      'delete_pushers takes only one of device_ids, except_device_id and all.',
+    ],
+    [
+      'device_ids and except_device_id',
+      { device_ids: ['A'], except_device_id: 'B' },
+      'delete_pushers takes only one of device_ids, except_device_id and all.',
+    ],
+    [
+      'all three',
+      { all: true, device_ids: [], except_device_id: 'B' },
+      'delete_pushers takes only one of device_ids, except_device_id and all.',
+    ],
     ['all: false', { all: false }, 'all must be true when given.'],
     ['device_ids not an array', { device_ids: 'A' }, 'device_ids must be array.'],
     ['device_ids with a number', { device_ids: ['A', 2] }, 'device_ids.1 must be string.'],
@@ -126,7 +153,10 @@ describe('parsing requests: pushers of devices', () => {
   });
 
   it('delete_user_data needs a valid user_id', () => {
-    expect(expectOk(parse({ op: 'delete_user_data', user_id: ALICE }))).toEqual({ op: 'delete_user_data', userId: ALICE });
+    expect(expectOk(parse({ op: 'delete_user_data', user_id: ALICE }))).toEqual({
+      op: 'delete_user_data',
+      userId: ALICE,
+    });
     expectError(parse({ op: 'delete_user_data', user_id: '@:' }), 'BadJson', 'user_id is not a valid Matrix user ID.');
     expectError(parse({ op: 'delete_user_data' }), 'BadJson', "request must have required property 'user_id'.");
   });
@@ -142,27 +172,101 @@ describe('parsing requests: refusals', () => {
     ['a numeric op', { op: 1, user_id: ALICE }, 'BadJson', 'Request needs a string op.'],
     ['an unknown op', { op: 'launch_rockets', user_id: ALICE }, 'Unrecognized', 'Unrecognized op: "launch_rockets".'],
     ['no user_id', { op: 'get_pushrules' }, 'BadJson', "request must have required property 'user_id'."],
-    ['an invalid user_id', { op: 'get_pushrules', user_id: 'alice' }, 'BadJson', 'user_id is not a valid Matrix user ID.'],
-    ['a missing field', { op: 'get_pushrule', user_id: ALICE, scope: 'global', kind: 'override' }, 'BadJson', "request must have required property 'rule_id'."],
-    ['an empty rule_id', { op: 'get_pushrule', user_id: ALICE, ...address, rule_id: '' }, 'BadJson', 'rule_id must NOT have fewer than 1 characters.'],
-    ['a wrong field type', { op: 'set_pushrule_enabled', user_id: ALICE, ...address, enabled: 'yes' }, 'BadJson', 'enabled must be boolean.'],
-    ['an unknown kind on set_pushrule', { op: 'set_pushrule', user_id: ALICE, ...address, kind: 'nonsense', rule: { actions: [] } }, 'BadJson', /^kind /],
-    ['a rule without actions', { op: 'set_pushrule', user_id: ALICE, ...address, rule: { conditions: [] } }, 'BadJson', "rule must have required property 'actions'."],
-    ['a rule whose actions is not a list', { op: 'set_pushrule', user_id: ALICE, ...address, rule: { actions: 'notify', conditions: [] } }, 'BadJson', 'rule.actions must be array.'],
-    ['a rule invalid for its kind', { op: 'set_pushrule', user_id: ALICE, ...address, rule: { actions: [] } }, 'BadJson', 'override rules need conditions.'],
-    ['a rule with an invalid action', { op: 'set_pushrule', user_id: ALICE, ...address, rule: { actions: [1], conditions: [] } }, 'BadJson', 'actions[0] must be a string or an object.'],
-    ['set actions with an invalid action', { op: 'set_pushrule_actions', user_id: ALICE, ...address, actions: [null] }, 'BadJson', 'actions[0] must be a string or an object.'],
-    ['a non-string before', { op: 'set_pushrule', user_id: ALICE, ...address, rule: { actions: [], conditions: [] }, before: 1 }, 'BadJson', 'before must be string.'],
-    ['a pusher action that is not an object', { op: 'set_pusher', user_id: ALICE, action: [] }, 'BadJson', 'action must be object.'],
-    ['a pusher kind of the wrong type', { op: 'set_pusher', user_id: ALICE, action: { kind: 1 } }, 'BadJson', 'action.kind must be string,null.'],
-    ['pusher data that is not an object', { op: 'set_pusher', user_id: ALICE, action: { data: 'x' } }, 'BadJson', 'action.data must be object.'],
+    [
+      'an invalid user_id',
+      { op: 'get_pushrules', user_id: 'alice' },
+      'BadJson',
+      'user_id is not a valid Matrix user ID.',
+    ],
+    [
+      'a missing field',
+      { op: 'get_pushrule', user_id: ALICE, scope: 'global', kind: 'override' },
+      'BadJson',
+      "request must have required property 'rule_id'.",
+    ],
+    [
+      'an empty rule_id',
+      { op: 'get_pushrule', user_id: ALICE, ...address, rule_id: '' },
+      'BadJson',
+      'rule_id must NOT have fewer than 1 characters.',
+    ],
+    [
+      'a wrong field type',
+      { op: 'set_pushrule_enabled', user_id: ALICE, ...address, enabled: 'yes' },
+      'BadJson',
+      'enabled must be boolean.',
+    ],
+    [
+      'an unknown kind on set_pushrule',
+      { op: 'set_pushrule', user_id: ALICE, ...address, kind: 'nonsense', rule: { actions: [] } },
+      'BadJson',
+      /^kind /,
+    ],
+    [
+      'a rule without actions',
+      { op: 'set_pushrule', user_id: ALICE, ...address, rule: { conditions: [] } },
+      'BadJson',
+      "rule must have required property 'actions'.",
+    ],
+    [
+      'a rule whose actions is not a list',
+      { op: 'set_pushrule', user_id: ALICE, ...address, rule: { actions: 'notify', conditions: [] } },
+      'BadJson',
+      'rule.actions must be array.',
+    ],
+    [
+      'a rule invalid for its kind',
+      { op: 'set_pushrule', user_id: ALICE, ...address, rule: { actions: [] } },
+      'BadJson',
+      'override rules need conditions.',
+    ],
+    [
+      'a rule with an invalid action',
+      { op: 'set_pushrule', user_id: ALICE, ...address, rule: { actions: [1], conditions: [] } },
+      'BadJson',
+      'actions[0] must be a string or an object.',
+    ],
+    [
+      'set actions with an invalid action',
+      { op: 'set_pushrule_actions', user_id: ALICE, ...address, actions: [null] },
+      'BadJson',
+      'actions[0] must be a string or an object.',
+    ],
+    [
+      'a non-string before',
+      { op: 'set_pushrule', user_id: ALICE, ...address, rule: { actions: [], conditions: [] }, before: 1 },
+      'BadJson',
+      'before must be string.',
+    ],
+    [
+      'a pusher action that is not an object',
+      { op: 'set_pusher', user_id: ALICE, action: [] },
+      'BadJson',
+      'action must be object.',
+    ],
+    [
+      'a pusher kind of the wrong type',
+      { op: 'set_pusher', user_id: ALICE, action: { kind: 1 } },
+      'BadJson',
+      'action.kind must be string,null.',
+    ],
+    [
+      'pusher data that is not an object',
+      { op: 'set_pusher', user_id: ALICE, action: { data: 'x' } },
+      'BadJson',
+      'action.data must be object.',
+    ],
   ] as const)('%s → %s', (_case, body, kind, message) => {
     expectError(parse(body), kind, message);
   });
 
   it('refuses a body over the size limit before parsing it', () => {
     const body = encode({ op: 'get_pushrules', user_id: ALICE, pad: 'x'.repeat(100) });
-    expectError(parseRequest(body, { ...LIMIT, maxRequestBytes: 50 }), 'TooLarge', 'Request body is larger than 50 bytes.');
+    expectError(
+      parseRequest(body, { ...LIMIT, maxRequestBytes: 50 }),
+      'TooLarge',
+      'Request body is larger than 50 bytes.',
+    );
     expect(parseRequest(body, { ...LIMIT, maxRequestBytes: body.byteLength }).ok).toBe(true);
   });
 
@@ -172,26 +276,82 @@ describe('parsing requests: refusals', () => {
     const limited = (body: unknown) => parseRequest(encode(body), limits);
 
     it.each([
-      ['a rule_id', { op: 'delete_pushrule', user_id: ALICE, ...address, rule_id: 'r'.repeat(65) }, 'rule_id is longer than 64 bytes.'],
-      ['a condition pattern', { op: 'set_pushrule', user_id: ALICE, ...address, rule: { actions: [], conditions: [cond('p'.repeat(65))] } }, 'rule.conditions.0.pattern is longer than 64 bytes.'],
-      ['a string counted in UTF-8 bytes', { op: 'set_pushrule', user_id: ALICE, ...address, rule: { actions: [], conditions: [cond('é'.repeat(33))] } }, 'rule.conditions.0.pattern is longer than 64 bytes.'],
-      ['a tweak value', { op: 'set_pushrule_actions', user_id: ALICE, ...address, actions: [{ set_tweak: 'sound', value: 's'.repeat(65) }] }, 'actions.0.value is longer than 64 bytes.'],
-      ['a pusher field', { op: 'set_pusher', user_id: ALICE, action: { app_display_name: 'n'.repeat(65) } }, 'action.app_display_name is longer than 64 bytes.'],
-      ['a key in pusher data', { op: 'set_pusher', user_id: ALICE, action: { data: { ['k'.repeat(65)]: 1 } } }, 'A key in action.data is longer than 64 bytes.'],
-      ['too many actions', { op: 'set_pushrule_actions', user_id: ALICE, ...address, actions: ['notify', 'notify', 'notify'] }, 'Too many actions: a rule may have at most 2.'],
-      ['too many actions in a rule', { op: 'set_pushrule', user_id: ALICE, ...address, rule: { actions: ['notify', 'notify', 'notify'], conditions: [] } }, 'Too many actions: a rule may have at most 2.'],
-      ['too many conditions', { op: 'set_pushrule', user_id: ALICE, ...address, rule: { actions: [], conditions: [cond('a'), cond('b')] } }, 'Too many conditions: a rule may have at most 1.'],
+      [
+        'a rule_id',
+        { op: 'delete_pushrule', user_id: ALICE, ...address, rule_id: 'r'.repeat(65) },
+        'rule_id is longer than 64 bytes.',
+      ],
+      [
+        'a condition pattern',
+        { op: 'set_pushrule', user_id: ALICE, ...address, rule: { actions: [], conditions: [cond('p'.repeat(65))] } },
+        'rule.conditions.0.pattern is longer than 64 bytes.',
+      ],
+      [
+        'a string counted in UTF-8 bytes',
+        { op: 'set_pushrule', user_id: ALICE, ...address, rule: { actions: [], conditions: [cond('é'.repeat(33))] } },
+        'rule.conditions.0.pattern is longer than 64 bytes.',
+      ],
+      [
+        'a tweak value',
+        {
+          op: 'set_pushrule_actions',
+          user_id: ALICE,
+          ...address,
+          actions: [{ set_tweak: 'sound', value: 's'.repeat(65) }],
+        },
+        'actions.0.value is longer than 64 bytes.',
+      ],
+      [
+        'a pusher field',
+        { op: 'set_pusher', user_id: ALICE, action: { app_display_name: 'n'.repeat(65) } },
+        'action.app_display_name is longer than 64 bytes.',
+      ],
+      [
+        'a key in pusher data',
+        { op: 'set_pusher', user_id: ALICE, action: { data: { ['k'.repeat(65)]: 1 } } },
+        'A key in action.data is longer than 64 bytes.',
+      ],
+      [
+        'too many actions',
+        { op: 'set_pushrule_actions', user_id: ALICE, ...address, actions: ['notify', 'notify', 'notify'] },
+        'Too many actions: a rule may have at most 2.',
+      ],
+      [
+        'too many actions in a rule',
+        {
+          op: 'set_pushrule',
+          user_id: ALICE,
+          ...address,
+          rule: { actions: ['notify', 'notify', 'notify'], conditions: [] },
+        },
+        'Too many actions: a rule may have at most 2.',
+      ],
+      [
+        'too many conditions',
+        { op: 'set_pushrule', user_id: ALICE, ...address, rule: { actions: [], conditions: [cond('a'), cond('b')] } },
+        'Too many conditions: a rule may have at most 1.',
+      ],
     ])('%s over the limit', (_case, body, message) => {
       expectError(limited(body), 'InvalidParam', message);
     });
 
     it('accepts everything exactly at the limits', () => {
-      const atLimit = { op: 'set_pushrule', user_id: ALICE, ...address, rule_id: 'r'.repeat(64), rule: { actions: ['notify', 'notify'], conditions: [cond('é'.repeat(32))] } };
+      const atLimit = {
+        op: 'set_pushrule',
+        user_id: ALICE,
+        ...address,
+        rule_id: 'r'.repeat(64),
+        rule: { actions: ['notify', 'notify'], conditions: [cond('é'.repeat(32))] },
+      };
       expectOk(limited(atLimit));
     });
 
     it('a malformed request is BadJson before any limit is checked', () => {
-      expectError(limited({ op: 'set_pushrule', user_id: ALICE, ...address, rule: { actions: 'x'.repeat(100) } }), 'BadJson', 'rule.actions must be array.');
+      expectError(
+        limited({ op: 'set_pushrule', user_id: ALICE, ...address, rule: { actions: 'x'.repeat(100) } }),
+        'BadJson',
+        'rule.actions must be array.',
+      );
     });
   });
 });
@@ -242,7 +402,11 @@ describe('parsing requests: nesting depth (BadJson naming the limit, never a thr
   it('follows the configured limit', () => {
     const text = pusherWithData(`{"x": ${nested(10)}}`);
     expectOk(parseRequest(encode(text), { ...LIMIT, maxJsonDepth: 13 }));
-    expectError(parseRequest(encode(text), { ...LIMIT, maxJsonDepth: 12 }), 'BadJson', 'Request body nests arrays and objects deeper than 12 levels.');
+    expectError(
+      parseRequest(encode(text), { ...LIMIT, maxJsonDepth: 12 }),
+      'BadJson',
+      'Request body nests arrays and objects deeper than 12 levels.',
+    );
   });
 });
 
@@ -257,9 +421,21 @@ describe('parsing requests: keys that reach a prototype (BadJson naming the key 
   });
 
   it.each([
-    ['a key spelled with an escape', `{"op": "get_pushers", "user_id": "${ALICE}", "x": {"__pro\\u0074o__": 1}}`, 'x.__proto__'],
-    ['the first of several, in document order', `{"op": "get_pushers", "user_id": "${ALICE}", "a": [{"b": {"constructor": {"prototype": 1}}}]}`, 'a.0.b.constructor'],
-    ['a key inside an array of an unknown field', `{"op": "get_pushers", "user_id": "${ALICE}", "x": [[{"prototype": null}]]}`, 'x.0.0.prototype'],
+    [
+      'a key spelled with an escape',
+      `{"op": "get_pushers", "user_id": "${ALICE}", "x": {"__pro\\u0074o__": 1}}`,
+      'x.__proto__',
+    ],
+    [
+      'the first of several, in document order',
+      `{"op": "get_pushers", "user_id": "${ALICE}", "a": [{"b": {"constructor": {"prototype": 1}}}]}`,
+      'a.0.b.constructor',
+    ],
+    [
+      'a key inside an array of an unknown field',
+      `{"op": "get_pushers", "user_id": "${ALICE}", "x": [[{"prototype": null}]]}`,
+      'x.0.0.prototype',
+    ],
   ])('%s', (_case, text, path) => {
     expectError(parse(text), 'BadJson', forbiddenKeyMessage(path));
     expectCleanPrototype(before);

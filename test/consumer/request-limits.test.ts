@@ -20,7 +20,11 @@ describe('checkRequestLimits walks the request without recursion', () => {
   it.each([
     ['a short string', 'fine', undefined],
     ['a long string', 'x'.repeat(DEFAULT_LIMITS.maxStringBytes + 1), /^data(\.0){100000} is longer than 4096 bytes\.$/],
-    ['a long key', { ['k'.repeat(DEFAULT_LIMITS.maxStringBytes + 1)]: 1 }, /^A key in data(\.0){100000} is longer than 4096 bytes\.$/],
+    [
+      'a long key',
+      { ['k'.repeat(DEFAULT_LIMITS.maxStringBytes + 1)]: 1 },
+      /^A key in data(\.0){100000} is longer than 4096 bytes\.$/,
+    ],
   ])('%s 100,000 levels down', (_case, leaf, message) => {
     const raw = { op: 'get_pushers', user_id: ALICE, data: buried(leaf, 100_000) };
     const result = checkRequestLimits(raw, command, DEFAULT_LIMITS);

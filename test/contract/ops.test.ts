@@ -20,7 +20,11 @@ const CONTRACT: Record<string, { readOnly: boolean; homeserverOnly: boolean }> =
   delete_user_data: { readOnly: false, homeserverOnly: true },
 };
 
-const json = (file: string) => JSON.parse(readFileSync(new URL(`../../config/${file}`, import.meta.url), 'utf8')) as Record<string, Record<string, unknown>>;
+const json = (file: string) =>
+  JSON.parse(readFileSync(new URL(`../../config/${file}`, import.meta.url), 'utf8')) as Record<
+    string,
+    Record<string, unknown>
+  >;
 
 describe('the op table', () => {
   it('has one entry per schema, and every op of the contract', () => {
@@ -33,19 +37,29 @@ describe('the op table', () => {
     expect({ readOnly: isReadOp(op), homeserverOnly: isHomeserverOp(op) }).toEqual(traits);
   });
 
-  it.each(['evaluate', 'get_push_rules', '__proto__', 'toString', ''])('%j is not an op of the request queue', (name) => {
-    expect(isOp(name)).toBe(false);
-  });
+  it.each(['evaluate', 'get_push_rules', '__proto__', 'toString', ''])(
+    '%j is not an op of the request queue',
+    (name) => {
+      expect(isOp(name)).toBe(false);
+    },
+  );
 });
 
 describe('the default queue names', () => {
-  it('are the workers\' defaults', () => {
+  it("are the workers' defaults", () => {
     const worker = json('default.json');
-    expect(DEFAULT_QUEUES).toEqual({ request: worker['amqp']?.['queue'], read: worker['amqp']?.['readQueue'], evaluate: worker['evaluate']?.['queue'] });
+    expect(DEFAULT_QUEUES).toEqual({
+      request: worker['amqp']?.['queue'],
+      read: worker['amqp']?.['readQueue'],
+      evaluate: worker['evaluate']?.['queue'],
+    });
   });
 
-  it('are the gateway\'s defaults', () => {
+  it("are the gateway's defaults", () => {
     const gateway = json('gateway.json');
-    expect({ request: gateway['amqp']?.['queue'], read: gateway['amqp']?.['readQueue'] }).toEqual({ request: DEFAULT_QUEUES.request, read: DEFAULT_QUEUES.read });
+    expect({ request: gateway['amqp']?.['queue'], read: gateway['amqp']?.['readQueue'] }).toEqual({
+      request: DEFAULT_QUEUES.request,
+      read: DEFAULT_QUEUES.read,
+    });
   });
 });

@@ -16,6 +16,8 @@ describe('encodeReply', () => {
     const body = { global: 'x' };
     expect(encodeReply(successEncoded(body, '"as given"'))).toBe('{"ok":true,"body":"as given"}');
     expect(encodeReply(success({ global: 'x' }))).toBe('{"ok":true,"body":{"global":"x"}}');
-    expect(encodeReply({ user_id: '@a:example.org', type: 'm.push_rules', version: 2 })).toBe('{"user_id":"@a:example.org","type":"m.push_rules","version":2}');
+    expect(encodeReply({ user_id: '@a:example.org', type: 'm.push_rules', version: 2 })).toBe(
+      '{"user_id":"@a:example.org","type":"m.push_rules","version":2}',
+    );
   });
 });

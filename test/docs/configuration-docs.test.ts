@@ -38,7 +38,10 @@ function rowsOf(name: string): Row[] {
 }
 
 function defaultOf(file: string, setting: string): string {
-  const config = JSON.parse(readFileSync(new URL(`../../${file}`, import.meta.url), 'utf8')) as Record<string, Record<string, unknown>>;
+  const config = JSON.parse(readFileSync(new URL(`../../${file}`, import.meta.url), 'utf8')) as Record<
+    string,
+    Record<string, unknown>
+  >;
   const [section = '', key = ''] = setting.split('.');
   const value = config[section]?.[key];
   return Array.isArray(value) ? value.join(',') : String(value);
@@ -58,15 +61,20 @@ describe('docs/configuration.md', () => {
       expect(listed.sort()).toEqual(source.environment.map((v) => v.name).sort());
     });
 
-    it.each(source.environment.map((v) => [v.name, v] as const))('%s: setting and default as in the file', (variable, { path }) => {
-      const row = rows.find((r) => r.variable === variable);
-      expect(row?.setting).toBe(path.join('.'));
-      expect(row?.default).toBe(defaultOf(source.defaultFile, path.join('.')));
-    });
+    it.each(source.environment.map((v) => [v.name, v] as const))(
+      '%s: setting and default as in the file',
+      (variable, { path }) => {
+        const row = rows.find((r) => r.variable === variable);
+        expect(row?.setting).toBe(path.join('.'));
+        expect(row?.default).toBe(defaultOf(source.defaultFile, path.join('.')));
+      },
+    );
 
     it('lists every setting of the schema, those without a variable too', () => {
       const schema = source.schema as { properties: Record<string, { properties: Record<string, unknown> }> };
-      const settings = Object.entries(schema.properties).flatMap(([section, s]) => Object.keys(s.properties).map((key) => `${section}.${key}`));
+      const settings = Object.entries(schema.properties).flatMap(([section, s]) =>
+        Object.keys(s.properties).map((key) => `${section}.${key}`),
+      );
       expect(rows.map((r) => r.setting)).toEqual(settings);
     });
   });
@@ -77,7 +85,9 @@ describe('the generator', () => {
 
   it('refuses a setting without a description', () => {
     const schema = { properties: { log: { properties: { level: { type: 'string' } } } } };
-    expect(() => settingRows({ ...source, schema }, { log: { level: 'info' } })).toThrow('schema.ts: log.level has no description');
+    expect(() => settingRows({ ...source, schema }, { log: { level: 'info' } })).toThrow(
+      'schema.ts: log.level has no description',
+    );
   });
 
   it('refuses a setting without a default', () => {
@@ -89,8 +99,13 @@ describe('the generator', () => {
     expect(valuesText({ type: 'integer', minimum: 0, maximum: 10 })).toBe('integer, 0–10');
     expect(valuesText({ anyOf: [{ const: 'a' }, { const: 'b' }] })).toBe('one of `a`, `b`');
     expect(valuesText({ type: 'string', minLength: 1 })).toBe('text, not empty');
-    expect(valuesText({ anyOf: [{ type: 'string', maxLength: 9 }, { type: 'array', items: { type: 'string', maxLength: 9 }, minItems: 1, maxItems: 3 }] })).toBe(
-      'text, at most 9 characters; or a list of 1–3 of them',
-    );
+    expect(
+      valuesText({
+        anyOf: [
+          { type: 'string', maxLength: 9 },
+          { type: 'array', items: { type: 'string', maxLength: 9 }, minItems: 1, maxItems: 3 },
+        ],
+      }),
+    ).toBe('text, at most 9 characters; or a list of 1–3 of them');
   });
 });

@@ -77,7 +77,8 @@ function linksOf(page: string): Link[] {
   const links: Link[] = [];
   for (const { line, number } of proseLines(readFileSync(join(ROOT, page), 'utf8'))) {
     const prose = line.replace(/(`+)[^`]*?\1/g, ''); // code spans are not links
-    for (const match of prose.matchAll(/\]\(\s*<?([^)\s>]+)>?(?:\s+"[^"]*")?\s*\)/g)) links.push({ page, number, target: match[1] ?? '' });
+    for (const match of prose.matchAll(/\]\(\s*<?([^)\s>]+)>?(?:\s+"[^"]*")?\s*\)/g))
+      links.push({ page, number, target: match[1] ?? '' });
     const definition = /^\s{0,3}\[[^\]]+\]:\s*<?(\S+?)>?(?:\s+.*)?$/.exec(prose)?.[1];
     if (definition !== undefined) links.push({ page, number, target: definition });
   }
@@ -93,12 +94,16 @@ function problemOf(link: Link): string | undefined {
   const file = path === '' ? join(ROOT, link.page) : join(ROOT, dirname(link.page), path);
   if (!existsSync(file)) return `no file ${relative(ROOT, file)}`;
   if (anchor === undefined || !file.endsWith('.md') || statSync(file).isDirectory()) return undefined;
-  return anchorsOf(readFileSync(file, 'utf8')).has(anchor) ? undefined : `no heading #${anchor} in ${relative(ROOT, file)}`;
+  return anchorsOf(readFileSync(file, 'utf8')).has(anchor)
+    ? undefined
+    : `no heading #${anchor} in ${relative(ROOT, file)}`;
 }
 
 describe('links in the documentation', () => {
   it('finds the pages', () => {
-    expect(PAGES).toEqual(expect.arrayContaining(['README.md', 'docs/rpc-contract.md', 'docs/behaviour.md', 'bench/README.md']));
+    expect(PAGES).toEqual(
+      expect.arrayContaining(['README.md', 'docs/rpc-contract.md', 'docs/behaviour.md', 'bench/README.md']),
+    );
   });
 
   it.each(PAGES)('%s: every relative link and anchor resolves', (page) => {
@@ -114,8 +119,12 @@ describe('slug', () => {
   it('follows GitHub: lowercase, punctuation dropped, spaces as hyphens', () => {
     expect(slug('Who is notified of an event: `evaluate`')).toBe('who-is-notified-of-an-event-evaluate');
     expect(slug('The evaluate part (issue 14)')).toBe('the-evaluate-part-issue-14');
-    expect(slug('Pushers follow devices and accounts: wiring your homeserver')).toBe('pushers-follow-devices-and-accounts-wiring-your-homeserver');
-    expect(slug('What a replica-set election looks like to a caller')).toBe('what-a-replica-set-election-looks-like-to-a-caller');
+    expect(slug('Pushers follow devices and accounts: wiring your homeserver')).toBe(
+      'pushers-follow-devices-and-accounts-wiring-your-homeserver',
+    );
+    expect(slug('What a replica-set election looks like to a caller')).toBe(
+      'what-a-replica-set-election-looks-like-to-a-caller',
+    );
     expect(slug('`account_data`: one document per user')).toBe('account_data-one-document-per-user');
     expect(slug('Deleting, actions, enabled')).toBe('deleting-actions-enabled');
   });

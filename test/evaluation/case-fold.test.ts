@@ -23,7 +23,8 @@ describe('foldCase: the equivalence of a `iu` regular expression on the running 
       const regex = new RegExp(`^${escape(c)}$`, 'iu');
       const folded = foldCase(c);
       for (const d of CASED) {
-        if (regex.test(d) !== (foldCase(d) === folded)) wrong.push(`U+${c.codePointAt(0)?.toString(16)} U+${d.codePointAt(0)?.toString(16)}`);
+        if (regex.test(d) !== (foldCase(d) === folded))
+          wrong.push(`U+${c.codePointAt(0)?.toString(16)} U+${d.codePointAt(0)?.toString(16)}`);
       }
     }
     expect(wrong).toEqual([]);
@@ -44,7 +45,9 @@ describe('foldCase: the equivalence of a `iu` regular expression on the running 
   });
 
   it('folds nothing from outside [A-Za-z0-9_] into it but ſ and the Kelvin sign', () => {
-    const intoWord = ALL.filter((c) => !isAsciiWordUnit(c.charCodeAt(0)) && c.length === 1 && isAsciiWordUnit(foldCodePoint(c).charCodeAt(0)));
+    const intoWord = ALL.filter(
+      (c) => !isAsciiWordUnit(c.charCodeAt(0)) && c.length === 1 && isAsciiWordUnit(foldCodePoint(c).charCodeAt(0)),
+    );
     expect(intoWord).toEqual(['\u017f', '\u212a']);
   });
 

@@ -6,7 +6,8 @@ import { aBody, aMessage, aRecipient, aRoom, conditionMatches, outcomeOf } from 
 
 const match = (key: string, pattern: string): PushCondition => ({ kind: 'event_match', key, pattern });
 const is = (key: string, value: unknown): PushCondition => ({ kind: 'event_property_is', key, value }) as PushCondition;
-const contains = (key: string, value: unknown): PushCondition => ({ kind: 'event_property_contains', key, value }) as PushCondition;
+const contains = (key: string, value: unknown): PushCondition =>
+  ({ kind: 'event_property_contains', key, value }) as PushCondition;
 const memberCount = (value: unknown): PushCondition => ({ kind: 'room_member_count', is: value }) as PushCondition;
 const permission = (key: string): PushCondition => ({ kind: 'sender_notification_permission', key });
 const DISPLAY_NAME: PushCondition = { kind: 'contains_display_name' };
@@ -125,7 +126,9 @@ describe('contains_display_name', () => {
   });
 
   it('never matches a body that is not a string', () => {
-    expect(conditionMatches(DISPLAY_NAME, aMessage({}, { body: 5 }), aRoom(), aRecipient({ display_name: '5' }))).toBe(false);
+    expect(conditionMatches(DISPLAY_NAME, aMessage({}, { body: 5 }), aRoom(), aRecipient({ display_name: '5' }))).toBe(
+      false,
+    );
   });
 });
 
@@ -197,15 +200,27 @@ describe('conditions that never match', () => {
     ['event_match without key', { kind: 'event_match', pattern: '*' }],
     ['event_match with a number pattern', { kind: 'event_match', key: 'content.count', pattern: 5 }],
     ['event_property_is without value', { kind: 'event_property_is', key: 'content.nothing' }],
-    ['event_property_is with an object value', { kind: 'event_property_is', key: 'content.nested', value: { deep: 'value' } }],
+    [
+      'event_property_is with an object value',
+      { kind: 'event_property_is', key: 'content.nested', value: { deep: 'value' } },
+    ],
     ['event_property_is with a fraction', { kind: 'event_property_is', key: 'content.count', value: 5.5 }],
-    ['event_property_contains with an array value', { kind: 'event_property_contains', key: 'content.list', value: ['nested'] }],
+    [
+      'event_property_contains with an array value',
+      { kind: 'event_property_contains', key: 'content.list', value: ['nested'] },
+    ],
     ['event_property_contains without key', { kind: 'event_property_contains', value: 'a' }],
     ['room_member_count without is', { kind: 'room_member_count' }],
     ['sender_notification_permission without key', { kind: 'sender_notification_permission' }],
     ['sender_notification_permission with a number key', { kind: 'sender_notification_permission', key: 50 }],
   ])('%s never matches, and disables its rule', (_what, condition) => {
-    const rule = { rule_id: 'never', default: false, enabled: true, conditions: [condition as PushCondition, match('type', '*')], actions: ['notify'] };
+    const rule = {
+      rule_id: 'never',
+      default: false,
+      enabled: true,
+      conditions: [condition as PushCondition, match('type', '*')],
+      actions: ['notify'],
+    };
     const fallback = { rule_id: 'fallback', default: false, enabled: true, conditions: [], actions: [] };
     const outcome = outcomeOf(
       { override: [rule, fallback], content: [], room: [], sender: [], underride: [] },

@@ -18,11 +18,21 @@ const keywordUser = '@keyword:example.org';
 const mutedUser = '@muted:example.org';
 const keywordRules = compileRuleset({
   ...EMPTY_RULESET,
-  content: [aContentRule({ rule_id: 'lunch', pattern: 'lunch', actions: ['notify', 'dont_notify', { set_tweak: 'highlight' }] })],
+  content: [
+    aContentRule({
+      rule_id: 'lunch',
+      pattern: 'lunch',
+      actions: ['notify', 'dont_notify', { set_tweak: 'highlight' }],
+    }),
+  ],
 });
 const mutedRules = compileRuleset(EMPTY_RULESET);
 const lookup: RulesetLookup = (recipient) =>
-  recipient.user_id === keywordUser ? keywordRules : recipient.user_id === mutedUser ? mutedRules : sharedDefaultRuleset();
+  recipient.user_id === keywordUser
+    ? keywordRules
+    : recipient.user_id === mutedUser
+      ? mutedRules
+      : sharedDefaultRuleset();
 
 const recipients: EvaluationRecipient[] = [
   { user_id: '@a:example.org', display_name: 'A' },
@@ -55,7 +65,7 @@ describe('evaluateRequest', () => {
     expect(evaluateRequest(request(false), lookup)).not.toHaveProperty('rule_ids');
   });
 
-  it('with explain, names every recipient\'s rule: null for the sender and for no match', () => {
+  it("with explain, names every recipient's rule: null for the sender and for no match", () => {
     const ruleIds = evaluateRequest(request(true), lookup).rule_ids ?? {};
     expect(Object.keys(ruleIds)).toHaveLength(recipients.length);
     expect(ruleIds[keywordUser]).toBe('lunch');
@@ -64,7 +74,7 @@ describe('evaluateRequest', () => {
     expect(ruleIds[mutedUser]).toBeNull();
   });
 
-  it('never looks up the sender\'s rules', () => {
+  it("never looks up the sender's rules", () => {
     const spy = vi.fn(lookup);
     evaluateRequest(request(), spy);
     expect(spy).toHaveBeenCalledTimes(recipients.length - 1);
@@ -72,7 +82,11 @@ describe('evaluateRequest', () => {
   });
 
   it('answers an empty recipient list', () => {
-    expect(evaluateRequest({ ...request(true), recipients: [] }, lookup)).toEqual({ notify: {}, evaluated: 0, rule_ids: {} });
+    expect(evaluateRequest({ ...request(true), recipients: [] }, lookup)).toEqual({
+      notify: {},
+      evaluated: 0,
+      rule_ids: {},
+    });
   });
 });
 

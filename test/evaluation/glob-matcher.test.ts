@@ -7,7 +7,8 @@ const KELVIN = '\u212a';
 const LONG_S = '\u017f';
 
 const whole = (pattern: string, value: string) => new GlobMatcher(pattern).matchesWhole(new FoldedText(value));
-const words = (pattern: string, value: string) => new GlobMatcher(pattern).matchesAtWordBoundaries(new FoldedText(value));
+const words = (pattern: string, value: string) =>
+  new GlobMatcher(pattern).matchesAtWordBoundaries(new FoldedText(value));
 
 describe('glob, whole value (every key but content.body)', () => {
   it.each([
@@ -154,7 +155,11 @@ describe('matcher cache', () => {
   });
 
   it('knows a literal from a glob', () => {
-    expect([globMatcher('cake').isLiteral, globMatcher('c*ke').isLiteral, globMatcher('c?ke').isLiteral]).toEqual([true, false, false]);
+    expect([globMatcher('cake').isLiteral, globMatcher('c*ke').isLiteral, globMatcher('c?ke').isLiteral]).toEqual([
+      true,
+      false,
+      false,
+    ]);
   });
 
   it('drops the least recently used entry beyond its capacity', () => {

@@ -34,7 +34,7 @@ describe('valueAtPath', () => {
       '': { '': 'empty keys' },
       nothing: null,
     },
-    '__proto__': { polluted: 'own property only' },
+    __proto__: { polluted: 'own property only' },
   };
 
   it.each([

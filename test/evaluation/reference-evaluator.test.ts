@@ -4,7 +4,13 @@ import { compileRuleset, compileUserRuleset } from '../../src/evaluation/compile
 import { evaluateRequest } from '../../src/evaluation/evaluate-request.js';
 import type { EvaluationEvent, EvaluationRecipient, EvaluationRoom } from '../../src/evaluation/evaluation-input.js';
 import { isJsonObject, type JsonObject, type JsonValue } from '../../src/matrix/json.js';
-import type { ConditionalPushRule, PushAction, PushCondition, PushRuleBase, Ruleset } from '../../src/push-rules/push-rule.js';
+import type {
+  ConditionalPushRule,
+  PushAction,
+  PushCondition,
+  PushRuleBase,
+  Ruleset,
+} from '../../src/push-rules/push-rule.js';
 import { serverDefaultRuleset } from '../../src/push-rules/server-default-rules.js';
 
 /*
@@ -19,7 +25,9 @@ const isWordChar = (character: string | undefined) => character !== undefined &&
 
 function globRegex(pattern: string): RegExp {
   const source = Array.from(pattern)
-    .map((character) => (character === '*' ? '[^]*' : character === '?' ? '[^]' : character.replace(/[\\^$.*+?()[\]{}|/]/g, '\\$&')))
+    .map((character) =>
+      character === '*' ? '[^]*' : character === '?' ? '[^]' : character.replace(/[\\^$.*+?()[\]{}|/]/g, '\\$&'),
+    )
     .join('');
   return new RegExp(`^(?:${source})$`, 'iu');
 }
@@ -71,9 +79,17 @@ function lookup(event: JsonObject, key: string): JsonValue | typeof MISSING {
 }
 
 const isScalar = (value: unknown) =>
-  value === null || typeof value === 'string' || typeof value === 'boolean' || (typeof value === 'number' && Number.isSafeInteger(value));
+  value === null ||
+  typeof value === 'string' ||
+  typeof value === 'boolean' ||
+  (typeof value === 'number' && Number.isSafeInteger(value));
 
-function referenceCondition(condition: PushCondition, event: EvaluationEvent, room: EvaluationRoom, recipient: EvaluationRecipient): boolean {
+function referenceCondition(
+  condition: PushCondition,
+  event: EvaluationEvent,
+  room: EvaluationRoom,
+  recipient: EvaluationRecipient,
+): boolean {
   const c = condition as Record<string, unknown>;
   switch (c['kind']) {
     case 'event_match': {
@@ -92,7 +108,12 @@ function referenceCondition(condition: PushCondition, event: EvaluationEvent, ro
       const name = recipient.display_name;
       const body = lookup(event, 'content.body');
       if (name === undefined || name === '' || typeof body !== 'string') return false;
-      const literal = new RegExp(`^${Array.from(name).map((ch) => ch.replace(/[\\^$.*+?()[\]{}|/]/g, '\\$&')).join('')}$`, 'iu');
+      const literal = new RegExp(
+        `^${Array.from(name)
+          .map((ch) => ch.replace(/[\\^$.*+?()[\]{}|/]/g, '\\$&'))
+          .join('')}$`,
+        'iu',
+      );
       return matchesSomewhereAtWordBoundaries(literal, body);
     }
     case 'room_member_count': {
@@ -100,7 +121,10 @@ function referenceCondition(condition: PushCondition, event: EvaluationEvent, ro
       if (parsed === null) return false;
       const n = Number(parsed[2]);
       const count = room.member_count;
-      return { '==': count === n, '<': count < n, '>': count > n, '<=': count <= n, '>=': count >= n }[parsed[1] ?? '=='] ?? false;
+      return (
+        { '==': count === n, '<': count < n, '>': count > n, '<=': count <= n, '>=': count >= n }[parsed[1] ?? '=='] ??
+        false
+      );
     }
     case 'sender_notification_permission': {
       if (typeof c['key'] !== 'string') return false;
@@ -120,17 +144,28 @@ interface ReferenceAnswer {
   readonly actions: readonly PushAction[] | undefined;
 }
 
-function referenceEvaluate(ruleset: Ruleset, event: EvaluationEvent, room: EvaluationRoom, recipient: EvaluationRecipient): ReferenceAnswer {
+function referenceEvaluate(
+  ruleset: Ruleset,
+  event: EvaluationEvent,
+  room: EvaluationRoom,
+  recipient: EvaluationRecipient,
+): ReferenceAnswer {
   if (recipient.user_id === event.sender) return { ruleId: null, actions: undefined };
   const decide = (rule: PushRuleBase): ReferenceAnswer => ({
     ruleId: rule.rule_id,
-    actions: rule.actions.includes('notify') ? rule.actions.filter((a) => a !== 'dont_notify' && a !== 'coalesce') : undefined,
+    actions: rule.actions.includes('notify')
+      ? rule.actions.filter((a) => a !== 'dont_notify' && a !== 'coalesce')
+      : undefined,
   });
   const body = lookup(event, 'content.body');
-  const conditionsHold = (rule: ConditionalPushRule) => rule.conditions.every((c) => referenceCondition(c, event, room, recipient));
+  const conditionsHold = (rule: ConditionalPushRule) =>
+    rule.conditions.every((c) => referenceCondition(c, event, room, recipient));
   const inOrder: [PushRuleBase, () => boolean][] = [
     ...ruleset.override.map((rule): [PushRuleBase, () => boolean] => [rule, () => conditionsHold(rule)]),
-    ...ruleset.content.map((rule): [PushRuleBase, () => boolean] => [rule, () => typeof body === 'string' && referenceGlob(rule.pattern, body, true)]),
+    ...ruleset.content.map((rule): [PushRuleBase, () => boolean] => [
+      rule,
+      () => typeof body === 'string' && referenceGlob(rule.pattern, body, true),
+    ]),
     ...ruleset.room.map((rule): [PushRuleBase, () => boolean] => [rule, () => event.room_id === rule.rule_id]),
     ...ruleset.sender.map((rule): [PushRuleBase, () => boolean] => [rule, () => event.sender === rule.rule_id]),
     ...ruleset.underride.map((rule): [PushRuleBase, () => boolean] => [rule, () => conditionsHold(rule)]),
@@ -144,24 +179,79 @@ function referenceEvaluate(ruleset: Ruleset, event: EvaluationEvent, room: Evalu
 // ---- Random data ----------------------------------------------------------
 
 /** Characters chosen for the corners: case folding, boundaries, astral and lone surrogates, newlines. */
-const CHARACTERS = ['a', 'b', 'A', 'B', 's', 'k', '_', '1', ' ', '.', '-', '#', '\n', 'é', 'É', '\u017f', '\u212a', 'σ', 'ς', 'Σ', '猫', '😀', '𐐀', '𐐨', '\ud83d'];
+const CHARACTERS = [
+  'a',
+  'b',
+  'A',
+  'B',
+  's',
+  'k',
+  '_',
+  '1',
+  ' ',
+  '.',
+  '-',
+  '#',
+  '\n',
+  'é',
+  'É',
+  '\u017f',
+  '\u212a',
+  'σ',
+  'ς',
+  'Σ',
+  '猫',
+  '😀',
+  '𐐀',
+  '𐐨',
+  '\ud83d',
+];
 const text = fc.array(fc.constantFrom(...CHARACTERS), { maxLength: 7 }).map((cs) => cs.join(''));
 const pattern = fc.array(fc.constantFrom(...CHARACTERS, '*', '?', '*'), { maxLength: 5 }).map((cs) => cs.join(''));
 const USERS = ['@sender:x', '@u:x', '@v:x', '@U:x'];
 const ROOMS = ['!a:x', '!A:x', '!b:x'];
 const KEYS = [
-  'content.body', 'content.msgtype', 'type', 'state_key', 'sender', 'room_id', 'content.m\\.relates_to.rel_type',
-  'content.org\\x', 'content.n', 'content.list', 'content.nested.deep', 'content', 'content.body.x', 'content.m\\.mentions.user_ids',
+  'content.body',
+  'content.msgtype',
+  'type',
+  'state_key',
+  'sender',
+  'room_id',
+  'content.m\\.relates_to.rel_type',
+  'content.org\\x',
+  'content.n',
+  'content.list',
+  'content.nested.deep',
+  'content',
+  'content.body.x',
+  'content.m\\.mentions.user_ids',
 ];
-const scalar = fc.oneof(text, fc.integer({ min: 0, max: 3 }), fc.boolean(), fc.constant(null), fc.constantFrom(...USERS));
+const scalar = fc.oneof(
+  text,
+  fc.integer({ min: 0, max: 3 }),
+  fc.boolean(),
+  fc.constant(null),
+  fc.constantFrom(...USERS),
+);
 
 const condition: fc.Arbitrary<PushCondition> = fc.oneof(
   fc.record({ kind: fc.constant('event_match'), key: fc.constantFrom(...KEYS), pattern }),
-  fc.record({ kind: fc.constantFrom('event_property_is', 'event_property_contains'), key: fc.constantFrom(...KEYS), value: scalar }),
+  fc.record({
+    kind: fc.constantFrom('event_property_is', 'event_property_contains'),
+    key: fc.constantFrom(...KEYS),
+    value: scalar,
+  }),
   fc.constant({ kind: 'contains_display_name' }),
-  fc.record({ kind: fc.constant('room_member_count'), is: fc.constantFrom('2', '==2', '<3', '>1', '<=0', '>=4', 'x', '=2', '') }),
+  fc.record({
+    kind: fc.constant('room_member_count'),
+    is: fc.constantFrom('2', '==2', '<3', '>1', '<=0', '>=4', 'x', '=2', ''),
+  }),
   fc.record({ kind: fc.constant('sender_notification_permission'), key: fc.constantFrom('room', 'x', 'y') }),
-  fc.constantFrom({ kind: 'org.example.unknown' }, { kind: 'event_match', key: 'type' }, { kind: 'event_property_is', key: 'type', value: 1.5 }),
+  fc.constantFrom(
+    { kind: 'org.example.unknown' },
+    { kind: 'event_match', key: 'type' },
+    { kind: 'event_property_is', key: 'type', value: 1.5 },
+  ),
 );
 
 const actions = fc.constantFrom<PushAction[]>(
@@ -172,13 +262,22 @@ const actions = fc.constantFrom<PushAction[]>(
   ['org.custom', 'notify', { set_tweak: 'highlight' }, 'dont_notify'],
 );
 const base = { default: fc.constant(false), enabled: fc.constantFrom(true, true, true, false), actions };
-const indexedIds = <T extends { rule_id: string }>(rules: T[]) => rules.map((rule, i) => ({ ...rule, rule_id: `${rule.rule_id}${i}` }));
+const indexedIds = <T extends { rule_id: string }>(rules: T[]) =>
+  rules.map((rule, i) => ({ ...rule, rule_id: `${rule.rule_id}${i}` }));
 const ruleset: fc.Arbitrary<Ruleset> = fc.record({
-  override: fc.array(fc.record({ rule_id: fc.constant('o'), conditions: fc.array(condition, { maxLength: 3 }), ...base }), { maxLength: 4 }).map(indexedIds),
+  override: fc
+    .array(fc.record({ rule_id: fc.constant('o'), conditions: fc.array(condition, { maxLength: 3 }), ...base }), {
+      maxLength: 4,
+    })
+    .map(indexedIds),
   content: fc.array(fc.record({ rule_id: fc.constant('c'), pattern, ...base }), { maxLength: 12 }).map(indexedIds),
   room: fc.array(fc.record({ rule_id: fc.constantFrom(...ROOMS), ...base }), { maxLength: 3 }),
   sender: fc.array(fc.record({ rule_id: fc.constantFrom(...USERS), ...base }), { maxLength: 3 }),
-  underride: fc.array(fc.record({ rule_id: fc.constant('u'), conditions: fc.array(condition, { maxLength: 3 }), ...base }), { maxLength: 4 }).map(indexedIds),
+  underride: fc
+    .array(fc.record({ rule_id: fc.constant('u'), conditions: fc.array(condition, { maxLength: 3 }), ...base }), {
+      maxLength: 4,
+    })
+    .map(indexedIds),
 });
 
 const event: fc.Arbitrary<EvaluationEvent> = fc
@@ -190,7 +289,11 @@ const event: fc.Arbitrary<EvaluationEvent> = fc
       state_key: fc.constantFrom(...USERS, ''),
       content: fc.record(
         {
-          body: fc.oneof(text, text.map((t) => `${t} ${t}`), fc.integer()),
+          body: fc.oneof(
+            text,
+            text.map((t) => `${t} ${t}`),
+            fc.integer(),
+          ),
           msgtype: fc.oneof(text, fc.constantFrom('m.text', 'm.notice')),
           membership: fc.constantFrom('invite', 'join'),
           'm.relates_to': fc.record({ rel_type: fc.oneof(text, fc.constant('m.replace')) }),
@@ -198,7 +301,10 @@ const event: fc.Arbitrary<EvaluationEvent> = fc
           n: fc.oneof(fc.integer({ min: 0, max: 3 }), fc.constant('1')),
           list: fc.array(scalar, { maxLength: 3 }),
           nested: fc.record({ deep: text }),
-          'm.mentions': fc.record({ user_ids: fc.subarray(USERS), room: fc.constantFrom<JsonValue>(true, false, 'true') }, { requiredKeys: [] }),
+          'm.mentions': fc.record(
+            { user_ids: fc.subarray(USERS), room: fc.constantFrom<JsonValue>(true, false, 'true') },
+            { requiredKeys: [] },
+          ),
         },
         { requiredKeys: [] },
       ),
@@ -211,16 +317,29 @@ const room: fc.Arbitrary<EvaluationRoom> = fc.record(
   {
     member_count: fc.integer({ min: 0, max: 4 }),
     sender_power_level: fc.oneof(fc.integer({ min: 0, max: 100 }), fc.constant(null)),
-    notification_power_levels: fc.record({ room: fc.integer({ min: 0, max: 100 }), x: fc.integer({ min: 0, max: 100 }) }, { requiredKeys: [] }),
+    notification_power_levels: fc.record(
+      { room: fc.integer({ min: 0, max: 100 }), x: fc.integer({ min: 0, max: 100 }) },
+      { requiredKeys: [] },
+    ),
   },
   { requiredKeys: ['member_count'] },
 );
 
 const recipients: fc.Arbitrary<EvaluationRecipient[]> = fc
   .uniqueArray(fc.constantFrom(...USERS), { minLength: 1, maxLength: USERS.length })
-  .chain((ids) => fc.tuple(...ids.map((id) => fc.record({ user_id: fc.constant(id), display_name: text }, { requiredKeys: ['user_id'] }))));
+  .chain((ids) =>
+    fc.tuple(
+      ...ids.map((id) => fc.record({ user_id: fc.constant(id), display_name: text }, { requiredKeys: ['user_id'] })),
+    ),
+  );
 
-function compare(rules: Ruleset, compiled: ReturnType<typeof compileRuleset>, e: EvaluationEvent, r: EvaluationRoom, rs: EvaluationRecipient[]) {
+function compare(
+  rules: Ruleset,
+  compiled: ReturnType<typeof compileRuleset>,
+  e: EvaluationEvent,
+  r: EvaluationRoom,
+  rs: EvaluationRecipient[],
+) {
   const reply = evaluateRequest({ event: e, room: r, recipients: rs, explain: true }, () => compiled);
   for (const recipient of rs) {
     const expected = referenceEvaluate(rules, e, r, recipient);
@@ -240,12 +359,21 @@ describe('against a plain reading of evaluation.md', () => {
   });
 
   it('agrees on random content keywords (enough to use the index) and bodies', () => {
-    const keywords = fc.array(fc.oneof(pattern, text, fc.constantFrom('ab', 'a b', 'ab_1', 'b', 'kk', 'ss')), { minLength: 8, maxLength: 40 });
+    const keywords = fc.array(fc.oneof(pattern, text, fc.constantFrom('ab', 'a b', 'ab_1', 'b', 'kk', 'ss')), {
+      minLength: 8,
+      maxLength: 40,
+    });
     fc.assert(
       fc.property(keywords, fc.array(text, { maxLength: 6 }), (patterns, words) => {
         const rules: Ruleset = {
           override: [],
-          content: patterns.map((p, i) => ({ rule_id: `c${i}`, default: false, enabled: i % 7 !== 3, pattern: p, actions: ['notify'] })),
+          content: patterns.map((p, i) => ({
+            rule_id: `c${i}`,
+            default: false,
+            enabled: i % 7 !== 3,
+            pattern: p,
+            actions: ['notify'],
+          })),
           room: [],
           sender: [],
           underride: [],

@@ -112,7 +112,11 @@ describe('which rule decides', () => {
   it('uses the first enabled room rule of an ID', () => {
     const ruleset = {
       ...EMPTY_RULESET,
-      room: [aSimpleRule({ enabled: false, actions: ['a'] }), aSimpleRule({ actions: ['b'] }), aSimpleRule({ actions: ['c'] })],
+      room: [
+        aSimpleRule({ enabled: false, actions: ['a'] }),
+        aSimpleRule({ actions: ['b'] }),
+        aSimpleRule({ actions: ['c'] }),
+      ],
     };
     expect(outcomeOf(ruleset).actions).toEqual(['b']);
   });
@@ -122,9 +126,19 @@ describe('actions', () => {
   it.each<[string, PushAction[], boolean, PushAction[]]>([
     ['notify', ['notify'], true, ['notify']],
     ['no actions', [], false, []],
-    ['tweaks in order', ['notify', { set_tweak: 'sound', value: 'default' }, { set_tweak: 'highlight' }], true, ['notify', { set_tweak: 'sound', value: 'default' }, { set_tweak: 'highlight' }]],
+    [
+      'tweaks in order',
+      ['notify', { set_tweak: 'sound', value: 'default' }, { set_tweak: 'highlight' }],
+      true,
+      ['notify', { set_tweak: 'sound', value: 'default' }, { set_tweak: 'highlight' }],
+    ],
     ['dont_notify and coalesce removed', ['dont_notify', 'notify', 'coalesce'], true, ['notify']],
-    ['unknown strings and tweaks kept', ['org.example.act', 'notify', { set_tweak: 'org.example', value: [1] }, { other: true }], true, ['org.example.act', 'notify', { set_tweak: 'org.example', value: [1] }, { other: true }]],
+    [
+      'unknown strings and tweaks kept',
+      ['org.example.act', 'notify', { set_tweak: 'org.example', value: [1] }, { other: true }],
+      true,
+      ['org.example.act', 'notify', { set_tweak: 'org.example', value: [1] }, { other: true }],
+    ],
     ['dont_notify alone', ['dont_notify'], false, []],
     ['tweaks without notify', [{ set_tweak: 'highlight' }], false, [{ set_tweak: 'highlight' }]],
   ])('%s', (_what, actions, notify, replied) => {
@@ -135,7 +149,11 @@ describe('actions', () => {
 
 describe('the sender', () => {
   it('is never notified of its own event, whatever its rules say', () => {
-    expect(outcomeOf(everyKind, aMessage(), aRoom(), aRecipient({ user_id: SENDER }))).toEqual({ ruleId: null, notify: false, actions: [] });
+    expect(outcomeOf(everyKind, aMessage(), aRoom(), aRecipient({ user_id: SENDER }))).toEqual({
+      ruleId: null,
+      notify: false,
+      actions: [],
+    });
     const event = prepareEvent(aMessage(), aRoom());
     expect(evaluateRecipient(event, sharedDefaultRuleset(), { user_id: SENDER }).notify).toBe(false);
   });
@@ -145,34 +163,62 @@ describe('content keywords (the index must keep rule order)', () => {
   const keywords = (patterns: string[]) =>
     patterns.map((pattern, i) => aContentRule({ rule_id: `k${i}:${pattern}`, pattern, actions: ['notify', `${i}`] }));
   const filler = Array.from({ length: 30 }, (_, i) => `rareword${i}`);
-  const decide = (patterns: string[], body: string) => outcomeOf({ ...EMPTY_RULESET, content: keywords(patterns) }, aBody(body)).ruleId;
+  const decide = (patterns: string[], body: string) =>
+    outcomeOf({ ...EMPTY_RULESET, content: keywords(patterns) }, aBody(body)).ruleId;
 
   it.each([
-    ['the first rule in order, not the first word of the body', [...filler, 'beta', 'alpha'], 'alpha then beta', 'k30:beta'],
-    ['a phrase sharing its first word with another keyword', [...filler, 'deploy now', 'deploy'], 'we deploy now', 'k30:deploy now'],
-    ['the later keyword when the phrase does not match', [...filler, 'deploy now', 'deploy'], 'we deploy later', 'k31:deploy'],
+    [
+      'the first rule in order, not the first word of the body',
+      [...filler, 'beta', 'alpha'],
+      'alpha then beta',
+      'k30:beta',
+    ],
+    [
+      'a phrase sharing its first word with another keyword',
+      [...filler, 'deploy now', 'deploy'],
+      'we deploy now',
+      'k30:deploy now',
+    ],
+    [
+      'the later keyword when the phrase does not match',
+      [...filler, 'deploy now', 'deploy'],
+      'we deploy later',
+      'k31:deploy',
+    ],
     ['a glob before an indexed literal', [...filler, 'gam?', 'alpha'], 'alpha game', 'k30:gam?'],
     ['an indexed literal before a glob', [...filler, 'alpha', 'gam?'], 'game alpha', 'k30:alpha'],
     ['a CJK keyword (not indexed) before a literal', [...filler, '猫', 'alpha'], 'alpha 我的猫很可爱', 'k30:猫'],
     ['a punctuation keyword (not indexed)', [...filler, '#ops', 'alpha'], 'alpha #ops', 'k30:#ops'],
     ['a literal with an upper-case keyword', [...filler, 'URGENT'], 'this is urgent!', 'k30:URGENT'],
     ['a keyword that is a prefix of a word does not match', [...filler, 'alp'], 'alpha', null],
-    ['a keyword matching with ſ in the body (index bypassed)', [...filler, 'stop', 'alpha'], 'alpha \u017ftop', 'k30:stop'],
+    [
+      'a keyword matching with ſ in the body (index bypassed)',
+      [...filler, 'stop', 'alpha'],
+      'alpha \u017ftop',
+      'k30:stop',
+    ],
     ['no keyword in the body', [...filler], 'nothing here', null],
     ['a repeated word', [...filler, 'echo'], 'echo echo echo', 'k30:echo'],
   ])('%s', (_what, patterns, body, expected) => {
     expect(decide(patterns, body)).toBe(expected);
     // The same answer without the index (fewer keywords than its threshold).
     const small = patterns.slice(filler.length);
-    const smallExpected = expected === null ? null : expected.replace(/^k(\d+)/, (_, n: string) => `k${Number(n) - filler.length}`);
+    const smallExpected =
+      expected === null ? null : expected.replace(/^k(\d+)/, (_, n: string) => `k${Number(n) - filler.length}`);
     expect(decide(small, body)).toBe(smallExpected);
   });
 });
 
 describe('the shared default ruleset', () => {
   const carol = '@carol:example.org';
-  const invite = (stateKey: string): EvaluationEvent =>
-    ({ event_id: '$i', type: 'm.room.member', room_id: ROOM_ID, sender: SENDER, state_key: stateKey, content: { membership: 'invite' } });
+  const invite = (stateKey: string): EvaluationEvent => ({
+    event_id: '$i',
+    type: 'm.room.member',
+    room_id: ROOM_ID,
+    sender: SENDER,
+    state_key: stateKey,
+    content: { membership: 'invite' },
+  });
   const mention = (userIds: string[]) => aMessage({}, { 'm.mentions': { user_ids: userIds } });
   const events: [string, EvaluationEvent, number][] = [
     ['an invite for bob', invite(BOB), 10],
@@ -187,7 +233,11 @@ describe('the shared default ruleset', () => {
     ['an edit', aMessage({}, { 'm.relates_to': { rel_type: 'm.replace' } }), 10],
     ['a room mention', aMessage({}, { 'm.mentions': { room: true } }), 10],
     ['a room mention as a string', aMessage({}, { 'm.mentions': { room: 'true' } }), 10],
-    ['a tombstone', { event_id: '$t', type: 'm.room.tombstone', room_id: ROOM_ID, sender: SENDER, state_key: '', content: {} }, 10],
+    [
+      'a tombstone',
+      { event_id: '$t', type: 'm.room.tombstone', room_id: ROOM_ID, sender: SENDER, state_key: '', content: {} },
+      10,
+    ],
   ];
 
   it.each(events)('answers %s for each recipient as their own defaults would', (_what, event, members) => {
@@ -216,11 +266,16 @@ describe('the shared default ruleset', () => {
     const stored = JSON.parse(JSON.stringify(serverDefaultRuleset(BOB))) as Ruleset;
     expect(compileUserRuleset(stored, BOB)).toBe(sharedDefaultRuleset());
     expect(compileUserRuleset(stored, carol)).not.toBe(sharedDefaultRuleset());
-    const changed = { ...stored, override: stored.override.map((r) => (r.rule_id === '.m.rule.master' ? { ...r, enabled: true } : r)) };
+    const changed = {
+      ...stored,
+      override: stored.override.map((r) => (r.rule_id === '.m.rule.master' ? { ...r, enabled: true } : r)),
+    };
     const compiled = compileUserRuleset(changed, BOB);
     expect(compiled).not.toBe(sharedDefaultRuleset());
     expect(compiled.shared).toBe(false);
-    expect(evaluateRecipient(prepareEvent(aMessage(), aRoom()), compiled, { user_id: BOB }).ruleId).toBe('.m.rule.master');
+    expect(evaluateRecipient(prepareEvent(aMessage(), aRoom()), compiled, { user_id: BOB }).ruleId).toBe(
+      '.m.rule.master',
+    );
   });
 });
 

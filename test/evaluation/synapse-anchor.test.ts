@@ -1,5 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { compileRowRulesets, loadExpected, loadWorkload, type ExpectedPair } from '../../bench/support/evaluate-workload.js';
+import {
+  compileRowRulesets,
+  loadExpected,
+  loadWorkload,
+  type ExpectedPair,
+} from '../../bench/support/evaluate-workload.js';
 import { evaluateRequest, type EvaluateReply } from '../../src/evaluation/evaluate-request.js';
 
 /*
@@ -16,7 +21,10 @@ const replies = new Map<string, EvaluateReply>();
 for (const row of workload.rows) {
   const rulesetFor = compileRowRulesets(row);
   row.events.forEach(({ event, room }, index) => {
-    replies.set(`${row.name}/${index}`, evaluateRequest({ event, room, recipients: row.recipients, explain: true }, rulesetFor));
+    replies.set(
+      `${row.name}/${index}`,
+      evaluateRequest({ event, room, recipients: row.recipients, explain: true }, rulesetFor),
+    );
   });
 }
 const replyFor = (pair: ExpectedPair): EvaluateReply => {
@@ -48,21 +56,26 @@ describe("the project's answers against Synapse's (expected.json)", () => {
   const agreed = expected.filter((pair) => pair.known_departure === null);
   const departures = expected.filter((pair) => pair.known_departure !== null);
 
-  it.each(workload.rows.map((row) => [row.name]))('agrees with Synapse on every unflagged pair of row %s', (rowName) => {
-    const mismatches: string[] = [];
-    for (const pair of agreed.filter((p) => p.row === rowName)) {
-      const reply = replyFor(pair);
-      const actions = reply.notify[pair.user_id];
-      const answered = pair.notified ? JSON.stringify(actions) === JSON.stringify(pair.actions) : actions === undefined;
-      const ruleId = SAME_ANSWER_OTHER_RULE[pairKey(pair)] ?? pair.rule_id;
-      if (!answered || reply.rule_ids?.[pair.user_id] !== ruleId) {
-        mismatches.push(`${pairKey(pair)}: ${JSON.stringify(actions)} by ${reply.rule_ids?.[pair.user_id]}`);
+  it.each(workload.rows.map((row) => [row.name]))(
+    'agrees with Synapse on every unflagged pair of row %s',
+    (rowName) => {
+      const mismatches: string[] = [];
+      for (const pair of agreed.filter((p) => p.row === rowName)) {
+        const reply = replyFor(pair);
+        const actions = reply.notify[pair.user_id];
+        const answered = pair.notified
+          ? JSON.stringify(actions) === JSON.stringify(pair.actions)
+          : actions === undefined;
+        const ruleId = SAME_ANSWER_OTHER_RULE[pairKey(pair)] ?? pair.rule_id;
+        if (!answered || reply.rule_ids?.[pair.user_id] !== ruleId) {
+          mismatches.push(`${pairKey(pair)}: ${JSON.stringify(actions)} by ${reply.rule_ids?.[pair.user_id]}`);
+        }
       }
-    }
-    expect(mismatches).toEqual([]);
-  });
+      expect(mismatches).toEqual([]);
+    },
+  );
 
-  it('matches a rule other than Synapse\'s only where evaluation.md decides so', () => {
+  it("matches a rule other than Synapse's only where evaluation.md decides so", () => {
     const differing = agreed.filter((pair) => replyFor(pair).rule_ids?.[pair.user_id] !== pair.rule_id).map(pairKey);
     expect(differing.sort()).toEqual(Object.keys(SAME_ANSWER_OTHER_RULE).sort());
   });

@@ -7,8 +7,22 @@ import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vi
 import { RpcClient } from '../../src/client/rpc-client.js';
 import { connectAmqp } from '../../src/amqp/amqp-connect.js';
 import { deleteTopology, uniqueNames, type Names } from '../integration/support/worker-harness.js';
-import { startServiceProcess, startWorkerProcess, stopWorkerProcess, workerEnvironment, type WorkerProcess } from '../integration/support/worker-processes.js';
-import { CLUSTER_HOOK_TIMEOUT_MS, clusterUp, killNode, restoreCluster, startNode, waitForLeader, type ClusterNode } from '../support/rabbit-cluster.js';
+import {
+  startServiceProcess,
+  startWorkerProcess,
+  stopWorkerProcess,
+  workerEnvironment,
+  type WorkerProcess,
+} from '../integration/support/worker-processes.js';
+import {
+  CLUSTER_HOOK_TIMEOUT_MS,
+  clusterUp,
+  killNode,
+  restoreCluster,
+  startNode,
+  waitForLeader,
+  type ClusterNode,
+} from '../support/rabbit-cluster.js';
 import { ruleWrites, tally, type LoadOutcome } from './support/load.js';
 
 /**
@@ -45,12 +59,16 @@ const nodeOfBroker = (broker: unknown) => nodes.find((n) => `127.0.0.1:${n.port}
 
 /** The node a worker process is connected to now: its last "connected"/"reconnected" line. */
 function workerNode(worker: WorkerProcess): ClusterNode | undefined {
-  const line = worker.lines.filter((l) => l['msg'] === 'connected to RabbitMQ' || l['msg'] === 'reconnected to RabbitMQ').at(-1);
+  const line = worker.lines
+    .filter((l) => l['msg'] === 'connected to RabbitMQ' || l['msg'] === 'reconnected to RabbitMQ')
+    .at(-1);
   return nodeOfBroker(line?.['broker']);
 }
 
 async function startWorker(extra: Record<string, string> = {}): Promise<WorkerProcess> {
-  const worker = await startWorkerProcess(workerEnvironment(names, { AMQP_URL: clusterUrls(), LOG_LEVEL: 'info', ...extra }));
+  const worker = await startWorkerProcess(
+    workerEnvironment(names, { AMQP_URL: clusterUrls(), LOG_LEVEL: 'info', ...extra }),
+  );
   workers.push(worker);
   return worker;
 }
@@ -97,9 +115,19 @@ afterAll(async () => {
 
 /** Version and rule IDs of a user's stored push rules. */
 async function stored(user: string): Promise<{ version: number; ruleIds: string[] }> {
-  const doc = await db.collection<{ _id: string; version?: number; push_rules?: { content_json?: string } }>('account_data').findOne({ _id: user });
-  const content = JSON.parse(doc?.push_rules?.content_json ?? '{"global":{}}') as { global: Record<string, { rule_id: string; default: boolean }[]> };
-  return { version: doc?.version ?? 0, ruleIds: Object.values(content.global).flat().filter((r) => !r.default).map((r) => r.rule_id) };
+  const doc = await db
+    .collection<{ _id: string; version?: number; push_rules?: { content_json?: string } }>('account_data')
+    .findOne({ _id: user });
+  const content = JSON.parse(doc?.push_rules?.content_json ?? '{"global":{}}') as {
+    global: Record<string, { rule_id: string; default: boolean }[]>;
+  };
+  return {
+    version: doc?.version ?? 0,
+    ruleIds: Object.values(content.global)
+      .flat()
+      .filter((r) => !r.default)
+      .map((r) => r.rule_id),
+  };
 }
 
 interface FailoverRun {
@@ -110,7 +138,12 @@ interface FailoverRun {
 }
 
 /** Writes under load for `beforeMs`, kills `victim()`, goes on for `afterMs`. */
-async function writesAcross(tag: string, victim: () => Promise<ClusterNode>, beforeMs: number, afterMs: number): Promise<FailoverRun & { node: ClusterNode }> {
+async function writesAcross(
+  tag: string,
+  victim: () => Promise<ClusterNode>,
+  beforeMs: number,
+  afterMs: number,
+): Promise<FailoverRun & { node: ClusterNode }> {
   const USERS = usersOf(tag);
   for (const user of USERS) expect((await client.request({ op: 'get_pushrules', user_id: user })).ok).toBe(true);
   const state = { running: true };
@@ -123,7 +156,10 @@ async function writesAcross(tag: string, victim: () => Promise<ClusterNode>, bef
   state.running = false;
   const outcomes = await load;
   // Every reply ok, in time order: the gap is the longest silence that spans the kill.
-  const oks = outcomes.filter((o) => o.outcome === 'ok').map((o) => o.doneAt).sort((x, y) => x - y);
+  const oks = outcomes
+    .filter((o) => o.outcome === 'ok')
+    .map((o) => o.doneAt)
+    .sort((x, y) => x - y);
   let gapMs = 0;
   for (let i = 1; i < oks.length; i += 1) {
     const [before, after] = [oks[i - 1] ?? 0, oks[i] ?? 0];
@@ -137,7 +173,9 @@ async function expectEachWriteOnce(outcomes: readonly LoadOutcome[], tag: string
   const USERS = usersOf(tag);
   expect(tally(outcomes.map((o) => o.outcome))).toEqual({ ok: outcomes.length });
   for (const user of USERS) {
-    const acknowledged = outcomes.filter((o) => o.request.user === user).map((o) => (o.request.body as { rule_id: string }).rule_id);
+    const acknowledged = outcomes
+      .filter((o) => o.request.user === user)
+      .map((o) => (o.request.body as { rule_id: string }).rule_id);
     const rules = (await stored(user)).ruleIds.filter((id) => id.startsWith(`!${tag}`));
     expect(rules.sort()).toEqual(acknowledged.sort());
   }
@@ -182,7 +220,9 @@ describe('a three-node broker cluster losing a node', () => {
     expect(metrics).toContain(`push_worker_amqp_connected{broker="127.0.0.1:${run.node.port}"} 0`);
     expect(metrics).toContain(`push_worker_amqp_connected{broker="127.0.0.1:${now?.port ?? 0}"} 1`);
     const lossLines = new Set(['lost the broker connection; reconnecting', 'the broker connection closed']);
-    const losses = worker.lines.filter((l) => lossLines.has(String(l['msg'])) && since(l)).map((l) => `${String(l['broker'])}: ${String(l['reason'])}`);
+    const losses = worker.lines
+      .filter((l) => lossLines.has(String(l['msg'])) && since(l))
+      .map((l) => `${String(l['broker'])}: ${String(l['reason'])}`);
     const retried = run.outcomes.filter((o) => o.failedAttempts.length > 0);
     console.info(
       `[fault: cluster node of a worker killed] ${run.node.name} killed; worker 0 consumed again through ${String(back?.['broker'])} after ${reconnectMs} ms ` +
@@ -261,7 +301,9 @@ describe('a three-node broker cluster losing a node', () => {
       state.running = false;
       await poller;
 
-      expect(new Set(statuses.map((s) => s.status))).toSatisfy((set: Set<number>) => [...set].every((status) => status === 200 || status === 503));
+      expect(new Set(statuses.map((s) => s.status))).toSatisfy((set: Set<number>) =>
+        [...set].every((status) => status === 200 || status === 503),
+      );
       const errors = statuses.filter((s) => s.status !== 200);
       // Errors only while failing over: none before the kill, none in the last seconds.
       expect(errors.every((e) => e.at >= killedAt && e.at < killedAt + SERVE_AGAIN_WITHIN_MS)).toBe(true);
@@ -282,14 +324,12 @@ describe('a three-node broker cluster losing a node', () => {
   it('the node leading the request queue: a survivor leads, the workers serve on; every write applied once', async () => {
     const survivors = () => nodes.filter((n) => !down.has(n));
     await waitForLeader(names.queue, survivors());
-    const run = await writesAcross(
-      'l',
-      async () => waitForLeader(names.queue, survivors()),
-      3_000,
-      12_000,
-    );
+    const run = await writesAcross('l', async () => waitForLeader(names.queue, survivors()), 3_000, 12_000);
     await expectEachWriteOnce(run.outcomes, 'l');
-    const leaderNow = await waitForLeader(names.queue, nodes.filter((n) => n !== run.node));
+    const leaderNow = await waitForLeader(
+      names.queue,
+      nodes.filter((n) => n !== run.node),
+    );
     expect(leaderNow).not.toBe(run.node);
     expect(run.gapMs).toBeLessThan(SERVE_AGAIN_WITHIN_MS);
     const retried = run.outcomes.filter((o) => o.failedAttempts.length > 0);
@@ -310,7 +350,10 @@ describe('a three-node broker cluster losing a node', () => {
     const connection = await connectAmqp(home.url);
     const channel = await connection.createChannel();
     for (const queue of [fresh.amqp.readQueue, evaluateQueue]) {
-      await channel.assertQueue(queue, { durable: true, arguments: { 'x-queue-type': 'classic', 'x-dead-letter-exchange': fresh.amqp.deadLetterExchange } });
+      await channel.assertQueue(queue, {
+        durable: true,
+        arguments: { 'x-queue-type': 'classic', 'x-dead-letter-exchange': fresh.amqp.deadLetterExchange },
+      });
     }
     await connection.close();
     await kill(home);
@@ -321,17 +364,41 @@ describe('a three-node broker cluster losing a node', () => {
     const startMs = Date.now() - started;
     const readiness = await fetch(`${worker.healthUrl}/readyz`);
     expect(readiness.status).toBe(200);
-    const freshClient = new RpcClient({ url: nodes.filter((n) => n !== home).map((n) => n.url), queue: fresh.queue, timeoutMs: 5_000, readQueue: fresh.amqp.readQueue });
+    const freshClient = new RpcClient({
+      url: nodes.filter((n) => n !== home).map((n) => n.url),
+      queue: fresh.queue,
+      timeoutMs: 5_000,
+      readQueue: fresh.amqp.readQueue,
+    });
     try {
       const user = '@started-degraded:example.org';
       expect((await freshClient.request({ op: 'get_pushrules', user_id: user })).ok).toBe(true);
-      expect((await freshClient.request({ op: 'set_pushrule', user_id: user, scope: 'global', kind: 'room', rule_id: '!x:example.org', rule: { actions: [] } })).ok).toBe(true);
+      expect(
+        (
+          await freshClient.request({
+            op: 'set_pushrule',
+            user_id: user,
+            scope: 'global',
+            kind: 'room',
+            rule_id: '!x:example.org',
+            rule: { actions: [] },
+          })
+        ).ok,
+      ).toBe(true);
       // A read while the read queue is down goes to the request queue.
-      expect(await freshClient.request({ op: 'get_pushrule_enabled', user_id: user, scope: 'global', kind: 'room', rule_id: '!x:example.org' }, { read: true })).toEqual({
+      expect(
+        await freshClient.request(
+          { op: 'get_pushrule_enabled', user_id: user, scope: 'global', kind: 'room', rule_id: '!x:example.org' },
+          { read: true },
+        ),
+      ).toEqual({
         ok: true,
         body: { enabled: true },
       });
-      const consuming = async () => (await (await fetch(`${worker.healthUrl}/metrics`)).text()).match(/push_worker_queue_consuming\{queue="(\w+)"\} 1/g) ?? [];
+      const consuming = async () =>
+        (await (await fetch(`${worker.healthUrl}/metrics`)).text()).match(
+          /push_worker_queue_consuming\{queue="(\w+)"\} 1/g,
+        ) ?? [];
       expect(await consuming()).toEqual(['push_worker_queue_consuming{queue="request"} 1']);
 
       await revive(home);
@@ -342,12 +409,17 @@ describe('a three-node broker cluster losing a node', () => {
         'push_worker_queue_consuming{queue="read"} 1',
         'push_worker_queue_consuming{queue="request"} 1',
       ]);
-      console.info(`[fault: worker started with a node down] started and ready in ${startMs} ms with ${home.name} down; consumed its queues again once it was back`);
+      console.info(
+        `[fault: worker started with a node down] started and ready in ${startMs} ms with ${home.name} down; consumed its queues again once it was back`,
+      );
     } finally {
       await freshClient.close();
       await stopWorkerProcess(worker, 'SIGTERM');
       await deleteTopology(fresh).catch(() => undefined);
-      await mongo.db(fresh.database).dropDatabase().catch(() => undefined);
+      await mongo
+        .db(fresh.database)
+        .dropDatabase()
+        .catch(() => undefined);
     }
   });
 });

@@ -37,7 +37,9 @@ describe('RabbitMQ restarted under load', () => {
     const watcher = (async () => {
       while (state.running) {
         if (Date.now() > restartedAt && firstOkAfterRestart === undefined) {
-          const reply = await world.client.request({ op: 'get_pushers', user_id: USERS[0] }, { timeoutMs: 1_000 }).catch(() => undefined);
+          const reply = await world.client
+            .request({ op: 'get_pushers', user_id: USERS[0] }, { timeoutMs: 1_000 })
+            .catch(() => undefined);
           if (reply?.ok === true) firstOkAfterRestart = Date.now();
         }
         await sleep(50);
@@ -48,7 +50,7 @@ describe('RabbitMQ restarted under load', () => {
     const health = world.workers[0]?.healthUrl ?? '';
     const readiness = async () => {
       const response = await fetch(`${health}/readyz`);
-      return { status: response.status, body: (await response.json()) };
+      return { status: response.status, body: await response.json() };
     };
     expect(await readiness()).toEqual({ status: 200, body: { consuming: true, database: true } });
     await services('stop-rabbitmq');
@@ -63,7 +65,8 @@ describe('RabbitMQ restarted under load', () => {
     restartedAt = Date.now();
     await services('start-rabbitmq');
     const deadline = restartedAt + SERVE_AGAIN_WITHIN_MS;
-    while (logLines(world, 'reconnected to RabbitMQ').length < world.workers.length && Date.now() < deadline) await sleep(100);
+    while (logLines(world, 'reconnected to RabbitMQ').length < world.workers.length && Date.now() < deadline)
+      await sleep(100);
     await sleep(2_000);
     state.running = false;
     const [outcomes] = await Promise.all([load, watcher]);

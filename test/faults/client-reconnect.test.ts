@@ -18,7 +18,13 @@ let client: PushRulesClient;
 
 beforeAll(async () => {
   world = await openFaultWorld(1);
-  client = new PushRulesClient({ url: world.names.amqp.url, queue: world.names.queue, readQueue: world.names.amqp.readQueue, timeoutMs: 30_000, publisherUserId: 'guest' });
+  client = new PushRulesClient({
+    url: world.names.amqp.url,
+    queue: world.names.queue,
+    readQueue: world.names.amqp.readQueue,
+    timeoutMs: 30_000,
+    publisherUserId: 'guest',
+  });
 });
 afterAll(async () => {
   await services('start-rabbitmq');

@@ -50,9 +50,17 @@ describe('the MongoDB stand-in restarted under load', () => {
       running: () => running,
       next: (i) => {
         const user = USERS[i % USERS.length] ?? '';
-        const body = i % 2 === 0
-          ? { op: 'set_pushrule', user_id: user, scope: 'global', kind: 'room', rule_id: `!d${i}:example.org`, rule: { actions: [] } }
-          : { op: 'get_pushrules', user_id: user };
+        const body =
+          i % 2 === 0
+            ? {
+                op: 'set_pushrule',
+                user_id: user,
+                scope: 'global',
+                kind: 'room',
+                rule_id: `!d${i}:example.org`,
+                rule: { actions: [] },
+              }
+            : { op: 'get_pushrules', user_id: user };
         return { user, messageId: `db-${i}`, body };
       },
     });
@@ -68,7 +76,9 @@ describe('the MongoDB stand-in restarted under load', () => {
     const outcomes = await load;
 
     const counts = tally(outcomes.map((o) => o.outcome));
-    const unexpected = logLines(world, 'request failed unexpectedly').map((l) => (l['err'] as { message?: string; type?: string } | undefined));
+    const unexpected = logLines(world, 'request failed unexpectedly').map(
+      (l) => l['err'] as { message?: string; type?: string } | undefined,
+    );
     expect({ kinds: Object.keys(counts).sort(), unexpected }).toEqual({ kinds: ['Unavailable', 'ok'], unexpected: [] });
     const unavailable = outcomes.filter((o) => o.outcome === 'Unavailable');
     // Unavailable only for requests that met the outage. Every request was
@@ -76,7 +86,8 @@ describe('the MongoDB stand-in restarted under load', () => {
     for (const o of unavailable) expect(o.doneAt).toBeGreaterThan(stoppedAt);
     expect(unavailable.length).toBeGreaterThan(0);
     // Recovered: the last Unavailable came soon after the start, and every request since was served.
-    const firstOkMs = Math.min(...outcomes.filter((o) => o.outcome === 'ok' && o.sentAt > startedAt).map((o) => o.doneAt)) - startedAt;
+    const firstOkMs =
+      Math.min(...outcomes.filter((o) => o.outcome === 'ok' && o.sentAt > startedAt).map((o) => o.doneAt)) - startedAt;
     const lastUnavailableMs = Math.max(...unavailable.map((o) => o.doneAt)) - startedAt;
     expect(lastUnavailableMs).toBeLessThan(RECOVER_WITHIN_MS);
     expect(outcomes.filter((o) => o.sentAt > stoppedAt && o.outcome === 'ok').length).toBeGreaterThan(0);
@@ -95,7 +106,11 @@ describe('the MongoDB stand-in restarted under load', () => {
     // Operators see why: every Unavailable reply is logged with its cause.
     const notServed = logLines(world, 'request not served');
     expect(notServed.length).toBeGreaterThan(0);
-    for (const line of notServed) expect(line).toMatchObject({ outcome: 'Unavailable', cause: expect.stringMatching(STORE_OUTAGE_CAUSE) as unknown });
+    for (const line of notServed)
+      expect(line).toMatchObject({
+        outcome: 'Unavailable',
+        cause: expect.stringMatching(STORE_OUTAGE_CAUSE) as unknown,
+      });
     const late = notServed.filter((l) => Date.parse(String(l['time'])) > startedAt + 1_000);
     if (late.length > 0) console.info(late.slice(0, 3));
     console.info(

@@ -8,7 +8,10 @@ import '../integration/global-setup.js';
  * `scripts/services.sh` on 127.0.0.1, whatever AMQP_URL / MONGODB_URL say.
  */
 export default function setup(project: TestProject): void {
-  execFileSync(new URL('../../scripts/services.sh', import.meta.url).pathname, ['up'], { stdio: 'inherit', env: localEnv() });
+  execFileSync(new URL('../../scripts/services.sh', import.meta.url).pathname, ['up'], {
+    stdio: 'inherit',
+    env: localEnv(),
+  });
   project.provide('amqpUrl', 'amqp://guest:guest@127.0.0.1:5672');
   project.provide('mongoUrl', 'mongodb://127.0.0.1:27017');
 }

@@ -34,9 +34,23 @@ describe('SIGTERM during load', () => {
         messageId: `term-${i}`,
         // Every write sets actions no earlier one set, so each is a change
         // and bumps the version once (a write that changes nothing does not).
-        body: i % 4 === 0
-          ? { op: 'set_pushrule_actions', user_id: USER, scope: 'global', kind: 'override', rule_id: '.m.rule.master', actions: [{ set_tweak: 'sound', value: `term-${i}` }] }
-          : { op: 'get_pushrule_enabled', user_id: USER, scope: 'global', kind: 'override', rule_id: '.m.rule.master' },
+        body:
+          i % 4 === 0
+            ? {
+                op: 'set_pushrule_actions',
+                user_id: USER,
+                scope: 'global',
+                kind: 'override',
+                rule_id: '.m.rule.master',
+                actions: [{ set_tweak: 'sound', value: `term-${i}` }],
+              }
+            : {
+                op: 'get_pushrule_enabled',
+                user_id: USER,
+                scope: 'global',
+                kind: 'override',
+                rule_id: '.m.rule.master',
+              },
       }),
     });
     await sleep(1_500);

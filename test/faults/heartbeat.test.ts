@@ -20,9 +20,13 @@ interface BrokerConnection {
 
 /** What the broker itself holds for each connection: its heartbeat timeout and client properties. */
 async function brokerConnections(): Promise<BrokerConnection[]> {
-  const { stdout } = await run('rabbitmqctl', ['-q', 'list_connections', 'timeout', 'client_properties', '--formatter', 'json'], {
-    env: { ...process.env, PATH: `${process.env['PATH'] ?? ''}:/usr/sbin` },
-  });
+  const { stdout } = await run(
+    'rabbitmqctl',
+    ['-q', 'list_connections', 'timeout', 'client_properties', '--formatter', 'json'],
+    {
+      env: { ...process.env, PATH: `${process.env['PATH'] ?? ''}:/usr/sbin` },
+    },
+  );
   return JSON.parse(stdout) as BrokerConnection[];
 }
 
@@ -30,8 +34,12 @@ describe('AMQP_HEARTBEAT_SECONDS', () => {
   it("is the heartbeat the broker runs the worker's connection with", async () => {
     const pid = world.workers[0]?.child.pid;
     expect(pid).toBeDefined();
-    const mine = (await brokerConnections()).filter((c) => JSON.stringify(c.client_properties).includes(`:${String(pid)}`));
+    const mine = (await brokerConnections()).filter((c) =>
+      JSON.stringify(c.client_properties).includes(`:${String(pid)}`),
+    );
     expect(mine.map((c) => c.timeout)).toEqual([7]);
-    console.log(`[fault: heartbeat] AMQP_HEARTBEAT_SECONDS=7 → the broker reports timeout ${String(mine[0]?.timeout)} s for the worker's connection`);
+    console.log(
+      `[fault: heartbeat] AMQP_HEARTBEAT_SECONDS=7 → the broker reports timeout ${String(mine[0]?.timeout)} s for the worker's connection`,
+    );
   });
 });

@@ -83,7 +83,11 @@ describe('a poison request', () => {
         user: USER,
         messageId: `bystander-${i}`,
         body: {
-          op: 'set_pushrule_actions', user_id: USER, scope: 'global', kind: 'override', rule_id: '.m.rule.master',
+          op: 'set_pushrule_actions',
+          user_id: USER,
+          scope: 'global',
+          kind: 'override',
+          rule_id: '.m.rule.master',
           actions: [{ set_tweak: 'sound', value: `bystander-${i}` }],
         },
       }),
@@ -112,7 +116,10 @@ describe('a poison request', () => {
     let servedAgain: { ok: boolean; ms: number } | undefined;
     while (servedAgain === undefined && Date.now() - parkedAt < SERVE_AGAIN_WITHIN_MS) {
       const reply = await world.client
-        .request({ op: 'get_pushrule_enabled', user_id: USER, scope: 'global', kind: 'override', rule_id: '.m.rule.master' }, { timeoutMs: 5_000 })
+        .request(
+          { op: 'get_pushrule_enabled', user_id: USER, scope: 'global', kind: 'override', rule_id: '.m.rule.master' },
+          { timeoutMs: 5_000 },
+        )
         .catch(() => undefined);
       if (reply !== undefined) servedAgain = { ok: reply.ok, ms: Date.now() - parkedAt };
     }
@@ -131,7 +138,9 @@ describe('a poison request', () => {
     expect(JSON.parse(parked.content.toString())).toEqual({ op: 'get_pushrules', user_id: POISON });
     // The broker's own account of it (RabbitMQ keeps no x-delivery-count on
     // the dead-lettered copy; x-death says why and from where, once).
-    const headers = (parked.properties.headers ?? {}) as { 'x-death'?: { reason?: string; queue?: string; count?: number }[] };
+    const headers = (parked.properties.headers ?? {}) as {
+      'x-death'?: { reason?: string; queue?: string; count?: number }[];
+    };
     expect(headers['x-death']).toMatchObject([{ reason: 'delivery_limit', queue: world.names.queue, count: 1 }]);
     expect(await poisoned).toBeInstanceOf(RpcTransportError);
 
@@ -145,7 +154,9 @@ describe('a poison request', () => {
     // Each applied once, however often delivered: get_pushrules stored version 1.
     expect((await world.stored(USER)).version).toBe(1 + outcomes.length);
 
-    expect(servedAgain?.ok, `a request answered within ${SERVE_AGAIN_WITHIN_MS} ms of the poison being parked`).toBe(true);
+    expect(servedAgain?.ok, `a request answered within ${SERVE_AGAIN_WITHIN_MS} ms of the poison being parked`).toBe(
+      true,
+    );
 
     const crashes = logLines(world, 'fault injection: crashing').length;
     const servedMeanwhile = outcomes.filter((o) => o.doneAt < parkedAt).length;

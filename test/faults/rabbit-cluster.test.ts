@@ -33,7 +33,10 @@ const connections: ChannelModel[] = [];
 let killed: ClusterNode | undefined;
 
 /** A connection to `node` with a name `cluster-connection-node` finds it by. */
-async function connectTo(node: ClusterNode, role: string): Promise<{ connection: ChannelModel; channel: ConfirmChannel; name: string }> {
+async function connectTo(
+  node: ClusterNode,
+  role: string,
+): Promise<{ connection: ChannelModel; channel: ConfirmChannel; name: string }> {
   const name = `cluster smoke ${role} ${process.pid}`;
   const connection = await connectAmqp(node.url, { connectionName: name });
   // The node it is on may be killed: the error then is expected, and an
@@ -92,7 +95,8 @@ describe('three-node RabbitMQ cluster', () => {
         await channel.waitForConfirms();
         break;
       } catch (error: unknown) {
-        if (!(error instanceof Error && error.message === 'message nacked') || Date.now() - killedAt > 20_000) throw error;
+        if (!(error instanceof Error && error.message === 'message nacked') || Date.now() - killedAt > 20_000)
+          throw error;
         nacks += 1;
         await channel.close().catch(() => undefined);
         await sleep(100);
@@ -105,7 +109,9 @@ describe('three-node RabbitMQ cluster', () => {
     // Consumed through the other survivor.
     const consumer = await connectTo(consumeVia, 'consumer');
     const received = await new Promise<ConsumeMessage>((resolve, reject) => {
-      const timer = setTimeout(() => { reject(new Error('nothing consumed within 30 s')); }, 30_000);
+      const timer = setTimeout(() => {
+        reject(new Error('nothing consumed within 30 s'));
+      }, 30_000);
       void consumer.channel.consume(QUEUE, (message) => {
         if (message === null) return;
         clearTimeout(timer);

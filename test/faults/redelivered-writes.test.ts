@@ -30,8 +30,16 @@ afterAll(async () => {
 
 describe('a write redelivered after the worker applied it', () => {
   it.each([
-    ['set_pushrule', { op: 'set_pushrule', scope: 'global', kind: 'room', rule_id: '!new:example.org', rule: { actions: ['notify'] } }, ['!doomed:example.org', '!new:example.org']],
-    ['delete_pushrule', { op: 'delete_pushrule', scope: 'global', kind: 'room', rule_id: '!doomed:example.org' }, ['!new:example.org']],
+    [
+      'set_pushrule',
+      { op: 'set_pushrule', scope: 'global', kind: 'room', rule_id: '!new:example.org', rule: { actions: ['notify'] } },
+      ['!doomed:example.org', '!new:example.org'],
+    ],
+    [
+      'delete_pushrule',
+      { op: 'delete_pushrule', scope: 'global', kind: 'room', rule_id: '!doomed:example.org' },
+      ['!new:example.org'],
+    ],
   ])('%s is applied once and answered as if nothing happened', async (op, body, expectedRules) => {
     const before = await world.stored(USER);
     const crashing = await world.startWorker({ FAULT_CRASH_AFTER_APPLY_ON_USER_ID: USER });
@@ -49,6 +57,8 @@ describe('a write redelivered after the worker applied it', () => {
     expect(served).toMatchObject([{ replayed: true }]);
     // Gracefully, for the same reason: the replay's ack must not be left for the next crashing worker.
     await stopWorkerProcess(successor, 'SIGTERM');
-    console.info(`[fault: redelivery] ${op}: applied by the crashing worker (version ${before.version} → ${afterCrash.version}), redelivered, answered from the record, version unchanged`);
+    console.info(
+      `[fault: redelivery] ${op}: applied by the crashing worker (version ${before.version} → ${afterCrash.version}), redelivered, answered from the record, version unchanged`,
+    );
   });
 });

@@ -3,7 +3,12 @@ import { MongoClient, type Db } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RpcClient, RpcTransportError } from '../../src/client/rpc-client.js';
 import { deleteTopology, uniqueNames, type Names } from '../integration/support/worker-harness.js';
-import { startWorkerProcess, stopWorkerProcess, workerEnvironment, type WorkerProcess } from '../integration/support/worker-processes.js';
+import {
+  startWorkerProcess,
+  stopWorkerProcess,
+  workerEnvironment,
+  type WorkerProcess,
+} from '../integration/support/worker-processes.js';
 import { startPrivateMongo, type PrivateMongo } from './support/private-mongo.js';
 
 /**
@@ -58,7 +63,14 @@ interface Sent {
 }
 
 function writeOf(sent: Sent) {
-  return { op: 'set_pushrule', user_id: sent.user, scope: 'global', kind: 'room', rule_id: sent.ruleId, rule: { actions: ['notify'] } };
+  return {
+    op: 'set_pushrule',
+    user_id: sent.user,
+    scope: 'global',
+    kind: 'room',
+    rule_id: sent.ruleId,
+    rule: { actions: ['notify'] },
+  };
 }
 
 async function send(sent: Sent): Promise<{ outcome: string; ms: number }> {
@@ -81,8 +93,12 @@ async function metric(line: RegExp): Promise<number> {
 }
 
 async function storedRuleIds(user: string): Promise<{ version: number; ruleIds: string[] }> {
-  const doc = await db.collection<{ _id: string; version?: number; push_rules?: { content_json?: string } }>('account_data').findOne({ _id: user });
-  const content = JSON.parse(doc?.push_rules?.content_json ?? '{"global":{"room":[]}}') as { global: { room: { rule_id: string }[] } };
+  const doc = await db
+    .collection<{ _id: string; version?: number; push_rules?: { content_json?: string } }>('account_data')
+    .findOne({ _id: user });
+  const content = JSON.parse(doc?.push_rules?.content_json ?? '{"global":{"room":[]}}') as {
+    global: { room: { rule_id: string }[] };
+  };
   return { version: doc?.version ?? 0, ruleIds: content.global.room.map((r) => r.rule_id) };
 }
 
@@ -119,7 +135,11 @@ describe('the MongoDB stand-in paused under writes', () => {
     // Serves again: a read per user answers ok (retried while the driver finds the server again).
     let recoveredMs = NaN;
     for (let attempt = 0; attempt < 100; attempt += 1) {
-      const replies = await Promise.all(USERS.map(async (user) => client.request({ op: 'get_pushrules', user_id: user }, { timeoutMs: 5_000 }).catch(() => undefined)));
+      const replies = await Promise.all(
+        USERS.map(async (user) =>
+          client.request({ op: 'get_pushrules', user_id: user }, { timeoutMs: 5_000 }).catch(() => undefined),
+        ),
+      );
       if (replies.every((r) => r?.ok === true)) {
         recoveredMs = Date.now() - resumedAt;
         break;
@@ -131,7 +151,9 @@ describe('the MongoDB stand-in paused under writes', () => {
     // Nothing of the stalled writes was applied: the heads' reads never came back in time, and the
     // queued writes never started a store operation (their deadline had passed when their turn came).
     for (const user of USERS) expect(await storedRuleIds(user)).toEqual({ version: 1, ruleIds: [] });
-    const notStarted = await metric(/^push_worker_store_operations_abandoned_total\{operation="loadPushRules",reason="not-started"\}/);
+    const notStarted = await metric(
+      /^push_worker_store_operations_abandoned_total\{operation="loadPushRules",reason="not-started"\}/,
+    );
     const givenUp = await metric(/^push_worker_store_operations_abandoned_total\{.*reason="deadline"\}/);
     const deadlinePassed = await metric(/^push_worker_deadline_passed_total\{op="set_pushrule",queue="request"\}/);
     expect(notStarted).toBeGreaterThanOrEqual(USERS.length * QUEUED_PER_USER);
@@ -139,11 +161,18 @@ describe('the MongoDB stand-in paused under writes', () => {
     expect(worker.lines.filter((l) => l['msg'] === 'request failed unexpectedly')).toEqual([]);
 
     // A caller's retry with the same messageId: applied once.
-    const retried = await Promise.all(writes.map(async (w) => client.request(writeOf(w), { messageId: w.messageId, timeoutMs: 10_000 })));
+    const retried = await Promise.all(
+      writes.map(async (w) => client.request(writeOf(w), { messageId: w.messageId, timeoutMs: 10_000 })),
+    );
     expect(retried.map((r) => r.ok)).toEqual(writes.map(() => true));
     for (const user of USERS) {
       const stored = await storedRuleIds(user);
-      expect(stored.ruleIds.sort()).toEqual(writes.filter((w) => w.user === user).map((w) => w.ruleId).sort());
+      expect(stored.ruleIds.sort()).toEqual(
+        writes
+          .filter((w) => w.user === user)
+          .map((w) => w.ruleId)
+          .sort(),
+      );
       expect(stored.version).toBe(1 + 1 + QUEUED_PER_USER);
     }
 

@@ -22,9 +22,19 @@ afterAll(async () => {
   await world.close();
 });
 
-const FORBIDDEN = { ok: false, error: { kind: 'Forbidden', ...CONTRACT_KINDS.Forbidden, error: 'The publisher of this request is not trusted.' } };
+const FORBIDDEN = {
+  ok: false,
+  error: { kind: 'Forbidden', ...CONTRACT_KINDS.Forbidden, error: 'The publisher of this request is not trusted.' },
+};
 const intruderUrl = () => world.names.amqp.url.replace('guest:guest@', `${INTRUDER.name}:${INTRUDER.password}@`);
-const write = { op: 'set_pushrule', user_id: USER, scope: 'global', kind: 'room', rule_id: '!evil:example.org', rule: { actions: ['notify'] } };
+const write = {
+  op: 'set_pushrule',
+  user_id: USER,
+  scope: 'global',
+  kind: 'room',
+  rule_id: '!evil:example.org',
+  rule: { actions: ['notify'] },
+};
 
 describe('an untrusted publisher', () => {
   it('is refused with Forbidden, with or without a userId, and changes nothing', async () => {
@@ -32,9 +42,13 @@ describe('an untrusted publisher', () => {
     const connection = await amqp.connect(intruderUrl());
     const channel = await connection.createChannel();
     const replies: unknown[] = [];
-    await channel.consume('amq.rabbitmq.reply-to', (m) => {
-      if (m !== null) replies.push(JSON.parse(m.content.toString()));
-    }, { noAck: true });
+    await channel.consume(
+      'amq.rabbitmq.reply-to',
+      (m) => {
+        if (m !== null) replies.push(JSON.parse(m.content.toString()));
+      },
+      { noAck: true },
+    );
     for (const userId of [INTRUDER.name, undefined]) {
       channel.sendToQueue(world.names.queue, Buffer.from(JSON.stringify(write)), {
         replyTo: 'amq.rabbitmq.reply-to',
@@ -52,13 +66,20 @@ describe('an untrusted publisher', () => {
     const connection = await amqp.connect(intruderUrl());
     const channel = await connection.createChannel();
     const closed = new Promise<Error>((resolve) => channel.once('error', resolve));
-    channel.sendToQueue(world.names.queue, Buffer.from(JSON.stringify(write)), { replyTo: 'amq.rabbitmq.reply-to', correlationId: 'forged', userId: 'guest' });
+    channel.sendToQueue(world.names.queue, Buffer.from(JSON.stringify(write)), {
+      replyTo: 'amq.rabbitmq.reply-to',
+      correlationId: 'forged',
+      userId: 'guest',
+    });
     expect((await closed).message).toMatch(/PRECONDITION_FAILED/);
     await connection.close().catch(() => undefined);
     expect((await world.stored(USER)).ruleIds).toEqual([]);
   });
 
   it('the trusted user is served', async () => {
-    expect(await world.client.request({ op: 'get_pushers', user_id: USER })).toEqual({ ok: true, body: { pushers: [] } });
+    expect(await world.client.request({ op: 'get_pushers', user_id: USER })).toEqual({
+      ok: true,
+      body: { pushers: [] },
+    });
   });
 });

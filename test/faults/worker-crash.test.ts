@@ -31,7 +31,18 @@ describe('a worker killed under load', () => {
       next: (i) => {
         const user = USERS[i % USERS.length] ?? '';
         const ruleId = `!w${i}:example.org`;
-        return { user, messageId: `crash-${i}`, body: { op: 'set_pushrule', user_id: user, scope: 'global', kind: 'room', rule_id: ruleId, rule: { actions: ['notify'] } } };
+        return {
+          user,
+          messageId: `crash-${i}`,
+          body: {
+            op: 'set_pushrule',
+            user_id: user,
+            scope: 'global',
+            kind: 'room',
+            rule_id: ruleId,
+            rule: { actions: ['notify'] },
+          },
+        };
       },
     });
     await sleep(1_500);
@@ -45,11 +56,14 @@ describe('a worker killed under load', () => {
 
     const counts = tally(outcomes.map((o) => o.outcome));
     // A caller only ever times out once its deadline (= its timeout) passed.
-    for (const o of outcomes.filter((x) => x.outcome === 'timeout')) expect(o.doneAt - o.sentAt).toBeGreaterThanOrEqual(o.timeoutMs);
+    for (const o of outcomes.filter((x) => x.outcome === 'timeout'))
+      expect(o.doneAt - o.sentAt).toBeGreaterThanOrEqual(o.timeoutMs);
     expect(counts).toEqual({ ok: outcomes.length });
 
     const redelivered = logLines(world, 'request served').filter((l) => l['redelivered'] === true);
-    const slowest = Math.max(...outcomes.filter((o) => o.sentAt < killedAt && o.doneAt > killedAt).map((o) => o.doneAt - o.sentAt));
+    const slowest = Math.max(
+      ...outcomes.filter((o) => o.sentAt < killedAt && o.doneAt > killedAt).map((o) => o.doneAt - o.sentAt),
+    );
     for (const user of USERS) {
       const acknowledged = outcomes.filter((o) => o.request.user === user).map((o) => o.request.body['rule_id']);
       const stored = await world.stored(user);

@@ -7,10 +7,22 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { PushRulesError } from '../../src/client/push-rules-client.js';
 import { AuthUnavailableError, type Authenticator } from '../../src/gateway/authenticator.js';
 import { GatewayMetrics } from '../../src/gateway/gateway-metrics.js';
-import { buildGatewayServer, CORS_HEADERS, REFUSAL_LOG_INTERVAL_MS, type GatewayObserver, type GatewayServerOptions, type PushRulesApi } from '../../src/gateway/gateway-server.js';
+import {
+  buildGatewayServer,
+  CORS_HEADERS,
+  REFUSAL_LOG_INTERVAL_MS,
+  type GatewayObserver,
+  type GatewayServerOptions,
+  type PushRulesApi,
+} from '../../src/gateway/gateway-server.js';
 import { TokenFileAuthenticator } from '../../src/gateway/token-file-authenticator.js';
 import { createLogger } from '../../src/logging/logger.js';
-import { expectCleanPrototype, forbiddenKeyMessage, POISONED_CASES, prototypeKeys } from '../support/poisoned-bodies.js';
+import {
+  expectCleanPrototype,
+  forbiddenKeyMessage,
+  POISONED_CASES,
+  prototypeKeys,
+} from '../support/poisoned-bodies.js';
 
 const ALICE = '@alice:example.org';
 const TOKEN = 'alice-token';
@@ -84,16 +96,80 @@ describe.each(['r0', 'v3'])('gateway endpoints under /_matrix/client/%s', (versi
     ['GET', 'pushrules/', '', undefined, 'getPushRules', [ALICE, { timeoutMs: 1234 }], { global: RULESET }],
     ['GET', 'pushrules', '', undefined, 'getPushRules', [ALICE, { timeoutMs: 1234 }], { global: RULESET }],
     ['GET', 'pushrules/global/', '', undefined, 'getPushRules', [ALICE, { timeoutMs: 1234 }], RULESET],
-    ['GET', RULE_PATH, '', undefined, 'getPushRule', [ALICE, ADDRESS, { timeoutMs: 1234 }], { rule_id: 'r', default: false, enabled: true, actions: [] }],
-    ['PUT', RULE_PATH, '?before=a&after=b', { actions: [] }, 'setPushRule', [ALICE, ADDRESS, { actions: [] }, { timeoutMs: 1234, before: 'a', after: 'b' }], {}],
-    ['PUT', RULE_PATH, '', { actions: ['notify'] }, 'setPushRule', [ALICE, ADDRESS, { actions: ['notify'] }, { timeoutMs: 1234 }], {}],
+    [
+      'GET',
+      RULE_PATH,
+      '',
+      undefined,
+      'getPushRule',
+      [ALICE, ADDRESS, { timeoutMs: 1234 }],
+      { rule_id: 'r', default: false, enabled: true, actions: [] },
+    ],
+    [
+      'PUT',
+      RULE_PATH,
+      '?before=a&after=b',
+      { actions: [] },
+      'setPushRule',
+      [ALICE, ADDRESS, { actions: [] }, { timeoutMs: 1234, before: 'a', after: 'b' }],
+      {},
+    ],
+    [
+      'PUT',
+      RULE_PATH,
+      '',
+      { actions: ['notify'] },
+      'setPushRule',
+      [ALICE, ADDRESS, { actions: ['notify'] }, { timeoutMs: 1234 }],
+      {},
+    ],
     ['DELETE', RULE_PATH, '', undefined, 'deletePushRule', [ALICE, ADDRESS, { timeoutMs: 1234 }], {}],
-    ['GET', `${RULE_PATH}/actions`, '', undefined, 'getPushRuleActions', [ALICE, ADDRESS, { timeoutMs: 1234 }], { actions: ['notify'] }],
-    ['PUT', `${RULE_PATH}/actions`, '', { actions: ['notify'] }, 'setPushRuleActions', [ALICE, ADDRESS, ['notify'], { timeoutMs: 1234 }], {}],
-    ['GET', `${RULE_PATH}/enabled`, '', undefined, 'getPushRuleEnabled', [ALICE, ADDRESS, { timeoutMs: 1234 }], { enabled: true }],
-    ['PUT', `${RULE_PATH}/enabled`, '', { enabled: false }, 'setPushRuleEnabled', [ALICE, ADDRESS, false, { timeoutMs: 1234 }], {}],
+    [
+      'GET',
+      `${RULE_PATH}/actions`,
+      '',
+      undefined,
+      'getPushRuleActions',
+      [ALICE, ADDRESS, { timeoutMs: 1234 }],
+      { actions: ['notify'] },
+    ],
+    [
+      'PUT',
+      `${RULE_PATH}/actions`,
+      '',
+      { actions: ['notify'] },
+      'setPushRuleActions',
+      [ALICE, ADDRESS, ['notify'], { timeoutMs: 1234 }],
+      {},
+    ],
+    [
+      'GET',
+      `${RULE_PATH}/enabled`,
+      '',
+      undefined,
+      'getPushRuleEnabled',
+      [ALICE, ADDRESS, { timeoutMs: 1234 }],
+      { enabled: true },
+    ],
+    [
+      'PUT',
+      `${RULE_PATH}/enabled`,
+      '',
+      { enabled: false },
+      'setPushRuleEnabled',
+      [ALICE, ADDRESS, false, { timeoutMs: 1234 }],
+      {},
+    ],
     ['GET', 'pushers', '', undefined, 'getPushers', [ALICE, { timeoutMs: 1234 }], { pushers: [] }],
-    ['POST', 'pushers/set', '', { pushkey: 'k', app_id: 'a', kind: null }, 'setPusher', [ALICE, { pushkey: 'k', app_id: 'a', kind: null }, { timeoutMs: 1234 }], {}],
+    [
+      'POST',
+      'pushers/set',
+      '',
+      { pushkey: 'k', app_id: 'a', kind: null },
+      'setPusher',
+      [ALICE, { pushkey: 'k', app_id: 'a', kind: null }, { timeoutMs: 1234 }],
+      {},
+    ],
   ])('%s %s%s calls %s for the authenticated user', async (method, path, query, payload, called, args, body) => {
     const { api, calls } = recordingApi();
     const response = await gateway(api).inject({
@@ -112,11 +188,22 @@ describe('the device of the access token', () => {
   const PHONE_TOKEN = 'phone-token';
   const tokens = new TokenFileAuthenticator({ [TOKEN]: ALICE, [PHONE_TOKEN]: { user_id: ALICE, device_id: 'PHONE' } });
   const set = (token: string, payload: object) =>
-    ({ method: 'POST', url: '/_matrix/client/v3/pushers/set', headers: { authorization: `Bearer ${token}` }, payload }) as const;
+    ({
+      method: 'POST',
+      url: '/_matrix/client/v3/pushers/set',
+      headers: { authorization: `Bearer ${token}` },
+      payload,
+    }) as const;
 
   it('goes to setPusher with the set action as the client sent it', async () => {
     const { api, calls } = recordingApi();
-    const action = { pushkey: 'k', app_id: 'a', kind: 'http', device_id: 'CLIENT-SAYS', 'org.matrix.msc3881.device_id': 'CLIENT-SAYS' };
+    const action = {
+      pushkey: 'k',
+      app_id: 'a',
+      kind: 'http',
+      device_id: 'CLIENT-SAYS',
+      'org.matrix.msc3881.device_id': 'CLIENT-SAYS',
+    };
     expect((await gateway(api, tokens).inject(set(PHONE_TOKEN, action))).statusCode).toBe(200);
     expect(calls).toEqual([{ method: 'setPusher', args: [ALICE, action, { timeoutMs: 1234, deviceId: 'PHONE' }] }]);
   });
@@ -129,8 +216,12 @@ describe('the device of the access token', () => {
 
   it('comes from the authenticator, whatever the body says', async () => {
     const { api, calls } = recordingApi();
-    const whoami: Authenticator = { authenticate: async () => Promise.resolve({ userId: ALICE, deviceId: 'FROM-WHOAMI' }) };
-    await gateway(api, whoami).inject(set('any', { pushkey: 'k', app_id: 'a', kind: 'http', device_id: 'CLIENT-SAYS' }));
+    const whoami: Authenticator = {
+      authenticate: async () => Promise.resolve({ userId: ALICE, deviceId: 'FROM-WHOAMI' }),
+    };
+    await gateway(api, whoami).inject(
+      set('any', { pushkey: 'k', app_id: 'a', kind: 'http', device_id: 'CLIENT-SAYS' }),
+    );
     expect(calls[0]?.args[2]).toEqual({ timeoutMs: 1234, deviceId: 'FROM-WHOAMI' });
   });
 });
@@ -157,11 +248,30 @@ describe('gateway errors', () => {
     ['not JSON', 'PUT', v3(RULE_PATH), '{"actions": [', 400, 'M_NOT_JSON'],
     ['an empty body', 'POST', v3('pushers/set'), '', 400, 'M_NOT_JSON'],
     ['over the body limit', 'PUT', v3(RULE_PATH), JSON.stringify({ actions: ['x'.repeat(5000)] }), 413, 'M_TOO_LARGE'],
-    ['nested one level deeper than http.maxJsonDepth', 'PUT', v3(RULE_PATH), `{"actions": ${nested(MAX_DEPTH)}}`, 400, 'M_BAD_JSON'],
-    ['whose nesting is not JSON either', 'POST', v3('pushers/set'), `{"data": ${'['.repeat(MAX_DEPTH + 1)}`, 400, 'M_BAD_JSON'],
+    [
+      'nested one level deeper than http.maxJsonDepth',
+      'PUT',
+      v3(RULE_PATH),
+      `{"actions": ${nested(MAX_DEPTH)}}`,
+      400,
+      'M_BAD_JSON',
+    ],
+    [
+      'whose nesting is not JSON either',
+      'POST',
+      v3('pushers/set'),
+      `{"data": ${'['.repeat(MAX_DEPTH + 1)}`,
+      400,
+      'M_BAD_JSON',
+    ],
   ])('a body %s → %i %s, and no call', async (_name, method, url, payload, status, errcode) => {
     const { api, calls } = recordingApi();
-    const response = await gateway(api).inject({ method: method as 'PUT', url, headers: { ...auth, 'content-type': 'application/json' }, payload });
+    const response = await gateway(api).inject({
+      method: method as 'PUT',
+      url,
+      headers: { ...auth, 'content-type': 'application/json' },
+      payload,
+    });
     expect(response.statusCode).toBe(status);
     expect(response.json()).toMatchObject({ errcode, error: expect.any(String) as unknown });
     expect(calls).toEqual([]);
@@ -170,18 +280,33 @@ describe('gateway errors', () => {
   it('forwards a body nested exactly http.maxJsonDepth deep, and counts no brackets inside strings', async () => {
     const { api, calls } = recordingApi();
     const payload = `{"actions": ${nested(MAX_DEPTH - 1)}, "note": "${'['.repeat(100)}"}`;
-    const response = await gateway(api).inject({ method: 'PUT', url: v3(`${RULE_PATH}/actions`), headers: auth, payload });
+    const response = await gateway(api).inject({
+      method: 'PUT',
+      url: v3(`${RULE_PATH}/actions`),
+      headers: auth,
+      payload,
+    });
     expect(response.statusCode).toBe(200);
     expect(calls.map((c) => c.method)).toEqual(['setPushRuleActions']);
   });
 
   it('refuses a ~20 KB body nested 10,000 deep with 400 M_BAD_JSON naming the limit, before it reaches the client', async () => {
     const { api, calls } = recordingApi();
-    app = buildGatewayServer({ api, authenticator: new TokenFileAuthenticator({ [TOKEN]: ALICE }), logger: createLogger('silent'), maxBodyBytes: 65_536, maxJsonDepth: 31, requestTimeoutMs: 1234 });
+    app = buildGatewayServer({
+      api,
+      authenticator: new TokenFileAuthenticator({ [TOKEN]: ALICE }),
+      logger: createLogger('silent'),
+      maxBodyBytes: 65_536,
+      maxJsonDepth: 31,
+      requestTimeoutMs: 1234,
+    });
     const payload = `{"kind": "http", "app_id": "a", "pushkey": "k", "data": {"deep": ${nested(10_000)}}}`;
     const response = await app.inject({ method: 'POST', url: v3('pushers/set'), headers: auth, payload });
     expect(response.statusCode).toBe(400);
-    expect(response.json()).toEqual({ errcode: 'M_BAD_JSON', error: 'Request body nests arrays and objects deeper than 31 levels.' });
+    expect(response.json()).toEqual({
+      errcode: 'M_BAD_JSON',
+      error: 'Request body nests arrays and objects deeper than 31 levels.',
+    });
     expect(calls).toEqual([]);
   });
 
@@ -189,15 +314,27 @@ describe('gateway errors', () => {
     ['DELETE', v3(RULE_PATH), 200],
     ['DELETE', v3('pushers'), 405],
   ])('takes an empty body with a JSON content type as no body: %s %s → %i', async (method, url, status) => {
-    const response = await gateway(recordingApi().api).inject({ method: method as 'DELETE', url, headers: { ...auth, 'content-type': 'application/json' }, payload: '' });
+    const response = await gateway(recordingApi().api).inject({
+      method: method as 'DELETE',
+      url,
+      headers: { ...auth, 'content-type': 'application/json' },
+      payload: '',
+    });
     expect(response.statusCode).toBe(status);
   });
 
   it.each(['%ZZ', '%E0%A4%A'])('answers a path that does not decode (%s) with a Matrix error and CORS', async (bad) => {
     const { api, calls } = recordingApi();
-    const response = await gateway(api).inject({ method: 'GET', url: v3(`pushrules/global/room/${bad}`), headers: auth });
+    const response = await gateway(api).inject({
+      method: 'GET',
+      url: v3(`pushrules/global/room/${bad}`),
+      headers: auth,
+    });
     expect(response.statusCode).toBe(400);
-    expect(response.json()).toEqual({ errcode: 'M_UNRECOGNIZED', error: 'The request path is not valid percent-encoding.' });
+    expect(response.json()).toEqual({
+      errcode: 'M_UNRECOGNIZED',
+      error: 'The request path is not valid percent-encoding.',
+    });
     expect(response.headers).toMatchObject(CORS_HEADERS);
     expect(calls).toEqual([]);
   });
@@ -224,7 +361,12 @@ describe('gateway errors', () => {
 
   it('reads a JSON body sent without a JSON content type', async () => {
     const { api, calls } = recordingApi();
-    const response = await gateway(api).inject({ method: 'PUT', url: v3(`${RULE_PATH}/enabled`), headers: { ...auth, 'content-type': 'text/plain' }, payload: '{"enabled":true}' });
+    const response = await gateway(api).inject({
+      method: 'PUT',
+      url: v3(`${RULE_PATH}/enabled`),
+      headers: { ...auth, 'content-type': 'text/plain' },
+      payload: '{"enabled":true}',
+    });
     expect(response.statusCode).toBe(200);
     expect(calls[0]?.args[2]).toBe(true);
   });
@@ -235,28 +377,55 @@ describe('gateway errors', () => {
     ['an unknown token', { authorization: 'Bearer nobody' }, 401, 'M_UNKNOWN_TOKEN'],
   ])('%s → %i %s, before the body is read, and no call', async (_name, headers, status, errcode) => {
     const { api, calls } = recordingApi();
-    const response = await gateway(api).inject({ method: 'PUT', url: v3(RULE_PATH), headers: { ...headers, 'content-type': 'application/json' }, payload: 'not json' });
+    const response = await gateway(api).inject({
+      method: 'PUT',
+      url: v3(RULE_PATH),
+      headers: { ...headers, 'content-type': 'application/json' },
+      payload: 'not json',
+    });
     expect(response.statusCode).toBe(status);
     expect(response.json()).toMatchObject({ errcode });
     expect(calls).toEqual([]);
   });
 
   it('answers an unknown token with soft_logout false', async () => {
-    const response = await gateway(recordingApi().api).inject({ method: 'GET', url: v3('pushers'), headers: { authorization: 'Bearer nobody' } });
+    const response = await gateway(recordingApi().api).inject({
+      method: 'GET',
+      url: v3('pushers'),
+      headers: { authorization: 'Bearer nobody' },
+    });
     expect(response.json()).toEqual({ errcode: 'M_UNKNOWN_TOKEN', error: 'Unknown access token.', soft_logout: false });
   });
 
   it.each([
-    ['an expired token (soft logout)', { status: 401, errcode: 'M_UNKNOWN_TOKEN', error: 'Access token has expired', softLogout: true } as const],
-    ['a hard logout', { status: 401, errcode: 'M_UNKNOWN_TOKEN', error: 'Invalid access token passed.', softLogout: false } as const],
-    ['a locked account', { status: 401, errcode: 'M_USER_LOCKED', error: 'This account has been locked', softLogout: true } as const],
+    [
+      'an expired token (soft logout)',
+      { status: 401, errcode: 'M_UNKNOWN_TOKEN', error: 'Access token has expired', softLogout: true } as const,
+    ],
+    [
+      'a hard logout',
+      { status: 401, errcode: 'M_UNKNOWN_TOKEN', error: 'Invalid access token passed.', softLogout: false } as const,
+    ],
+    [
+      'a locked account',
+      { status: 401, errcode: 'M_USER_LOCKED', error: 'This account has been locked', softLogout: true } as const,
+    ],
     ['a 403 refusal', { status: 403, errcode: 'M_FORBIDDEN', error: 'Not allowed.', softLogout: false } as const],
   ])('answers a refused token as the authenticator says: %s, and no call', async (_name, rejected) => {
     const { api, calls } = recordingApi();
     const refusing: Authenticator = { authenticate: async () => Promise.resolve({ rejected }) };
-    const response = await gateway(api, refusing).inject({ method: 'PUT', url: v3(RULE_PATH), headers: { ...auth, 'content-type': 'application/json' }, payload: '{"actions":[]}' });
+    const response = await gateway(api, refusing).inject({
+      method: 'PUT',
+      url: v3(RULE_PATH),
+      headers: { ...auth, 'content-type': 'application/json' },
+      payload: '{"actions":[]}',
+    });
     expect(response.statusCode).toBe(rejected.status);
-    expect(response.json()).toEqual({ errcode: rejected.errcode, error: rejected.error, soft_logout: rejected.softLogout });
+    expect(response.json()).toEqual({
+      errcode: rejected.errcode,
+      error: rejected.error,
+      soft_logout: rejected.softLogout,
+    });
     expect(response.headers).toMatchObject(CORS_HEADERS);
     expect(calls).toEqual([]);
   });
@@ -271,9 +440,24 @@ describe('gateway errors', () => {
   });
 
   it.each([
-    ['a worker error', new PushRulesError({ kind: 'NotFound', errcode: 'M_NOT_FOUND', error: 'Push rule not found.', status: 404 }), 404, { errcode: 'M_NOT_FOUND', error: 'Push rule not found.' }],
-    ['no worker in time', PushRulesError.fromTransport('timeout'), 503, { errcode: 'M_UNKNOWN', error: 'The push rules service did not answer in time; try again.' }],
-    ['no worker at all', PushRulesError.fromTransport('unroutable'), 503, { errcode: 'M_UNKNOWN', error: 'No push rules worker is taking requests; try again.' }],
+    [
+      'a worker error',
+      new PushRulesError({ kind: 'NotFound', errcode: 'M_NOT_FOUND', error: 'Push rule not found.', status: 404 }),
+      404,
+      { errcode: 'M_NOT_FOUND', error: 'Push rule not found.' },
+    ],
+    [
+      'no worker in time',
+      PushRulesError.fromTransport('timeout'),
+      503,
+      { errcode: 'M_UNKNOWN', error: 'The push rules service did not answer in time; try again.' },
+    ],
+    [
+      'no worker at all',
+      PushRulesError.fromTransport('unroutable'),
+      503,
+      { errcode: 'M_UNKNOWN', error: 'No push rules worker is taking requests; try again.' },
+    ],
   ])('answers %s with its status and Matrix body', async (_name, error, status, body) => {
     const { api } = recordingApi({ getPushRule: async () => Promise.reject(error) });
     const response = await gateway(api).inject({ method: 'GET', url: v3(RULE_PATH), headers: auth });
@@ -294,12 +478,26 @@ describe('gateway write rate limit', () => {
     { method: 'DELETE', url: v3(RULE_PATH) },
     { method: 'POST', url: v3('pushers/set'), payload: { pushkey: 'k', app_id: 'a', kind: null } },
   ] as const;
-  const READS = ['pushrules/', 'pushrules/global/', RULE_PATH, `${RULE_PATH}/actions`, `${RULE_PATH}/enabled`, 'pushers'].map((path) => ({ method: 'GET', url: v3(path) }) as const);
+  const READS = [
+    'pushrules/',
+    'pushrules/global/',
+    RULE_PATH,
+    `${RULE_PATH}/actions`,
+    `${RULE_PATH}/enabled`,
+    'pushers',
+  ].map((path) => ({ method: 'GET', url: v3(path) }) as const);
 
-  function limited(writeRateLimit: { perSecond: number; burst: number; maxUsers?: number }, more: Partial<GatewayServerOptions> = {}) {
+  function limited(
+    writeRateLimit: { perSecond: number; burst: number; maxUsers?: number },
+    more: Partial<GatewayServerOptions> = {},
+  ) {
     const clock = { now: 5_000 };
     const recorded = recordingApi();
-    const server = gateway(recorded.api, tokens, { writeRateLimit: { maxUsers: 100, ...writeRateLimit }, now: () => clock.now, ...more });
+    const server = gateway(recorded.api, tokens, {
+      writeRateLimit: { maxUsers: 100, ...writeRateLimit },
+      now: () => clock.now,
+      ...more,
+    });
     const as = (token: string) => ({ authorization: `Bearer ${token}` });
     return { server, clock, calls: recorded.calls, as };
   }
@@ -309,20 +507,27 @@ describe('gateway write rate limit', () => {
     [2, 3, 500],
     [3, 5, 334],
     [10, 50, 100],
-  ])('%i writes/s, burst %i: the write after the burst gets 429 M_LIMIT_EXCEEDED, retry_after_ms %i and Retry-After, and no call', async (perSecond, burst, retryAfterMs) => {
-    const { server, calls, as } = limited({ perSecond, burst });
-    for (let i = 0; i < burst; i += 1) {
-      const write = WRITES[i % WRITES.length] ?? put;
-      expect((await server.inject({ ...write, headers: as(TOKEN) })).statusCode).toBe(200);
-    }
-    const refused = await server.inject({ ...put, headers: as(TOKEN) });
-    expect(refused.statusCode).toBe(429);
-    expect(refused.json()).toEqual({ errcode: 'M_LIMIT_EXCEEDED', error: 'Too many changes to push rules and pushers; try again later.', retry_after_ms: retryAfterMs });
-    expect(refused.headers['retry-after']).toBe(String(Math.ceil(retryAfterMs / 1000)));
-    expect(refused.headers['access-control-expose-headers']).toBe('Retry-After');
-    expect(refused.headers).toMatchObject(CORS_HEADERS);
-    expect(calls).toHaveLength(burst);
-  });
+  ])(
+    '%i writes/s, burst %i: the write after the burst gets 429 M_LIMIT_EXCEEDED, retry_after_ms %i and Retry-After, and no call',
+    async (perSecond, burst, retryAfterMs) => {
+      const { server, calls, as } = limited({ perSecond, burst });
+      for (let i = 0; i < burst; i += 1) {
+        const write = WRITES[i % WRITES.length] ?? put;
+        expect((await server.inject({ ...write, headers: as(TOKEN) })).statusCode).toBe(200);
+      }
+      const refused = await server.inject({ ...put, headers: as(TOKEN) });
+      expect(refused.statusCode).toBe(429);
+      expect(refused.json()).toEqual({
+        errcode: 'M_LIMIT_EXCEEDED',
+        error: 'Too many changes to push rules and pushers; try again later.',
+        retry_after_ms: retryAfterMs,
+      });
+      expect(refused.headers['retry-after']).toBe(String(Math.ceil(retryAfterMs / 1000)));
+      expect(refused.headers['access-control-expose-headers']).toBe('Retry-After');
+      expect(refused.headers).toMatchObject(CORS_HEADERS);
+      expect(calls).toHaveLength(burst);
+    },
+  );
 
   it.each(WRITES.map((w) => [w.method, w.url, w] as const))('limits %s %s', async (_method, _url, write) => {
     const { server, calls, as } = limited({ perSecond: 1, burst: 1 });
@@ -334,7 +539,8 @@ describe('gateway write rate limit', () => {
   it('limits each user on their own: Bob writes while Alice waits', async () => {
     const { server, as } = limited({ perSecond: 1, burst: 2 });
     const statuses = [];
-    for (const token of [TOKEN, TOKEN, TOKEN, 'bob-token', 'bob-token', 'bob-token']) statuses.push((await server.inject({ ...put, headers: as(token) })).statusCode);
+    for (const token of [TOKEN, TOKEN, TOKEN, 'bob-token', 'bob-token', 'bob-token'])
+      statuses.push((await server.inject({ ...put, headers: as(token) })).statusCode);
     expect(statuses).toEqual([200, 200, 429, 200, 200, 429]);
   });
 
@@ -342,7 +548,8 @@ describe('gateway write rate limit', () => {
     const { server, calls, as } = limited({ perSecond: 1, burst: 1 });
     expect((await server.inject({ ...put, headers: as(TOKEN) })).statusCode).toBe(200);
     expect((await server.inject({ ...put, headers: as(TOKEN) })).statusCode).toBe(429);
-    for (const read of [...READS, ...READS]) expect((await server.inject({ ...read, headers: as(TOKEN) })).statusCode).toBe(200);
+    for (const read of [...READS, ...READS])
+      expect((await server.inject({ ...read, headers: as(TOKEN) })).statusCode).toBe(200);
     expect(calls).toHaveLength(1 + 2 * READS.length);
   });
 
@@ -359,7 +566,7 @@ describe('gateway write rate limit', () => {
     await server.inject({ ...put, headers: as(TOKEN) });
     await server.inject({ ...put, headers: as(TOKEN) });
     const refused = await server.inject({ ...put, headers: as(TOKEN) });
-    const retryAfterMs = (refused.json<{ retry_after_ms: number }>()).retry_after_ms;
+    const retryAfterMs = refused.json<{ retry_after_ms: number }>().retry_after_ms;
     expect(retryAfterMs).toBe(334);
     clock.now += retryAfterMs - 1;
     expect(await server.inject({ ...put, headers: as(TOKEN) })).toMatchObject({ statusCode: 429 });
@@ -402,7 +609,9 @@ describe('gateway write rate limit', () => {
     const refusals = () => lines.filter((l) => l['msg'] === 'write rate limit reached: answering 429');
     await server.inject({ ...put, headers: as(TOKEN) });
     for (let i = 0; i < 5; i += 1) await server.inject({ ...put, headers: as(TOKEN) });
-    expect(refusals()).toEqual([expect.objectContaining({ level: 30, userId: ALICE, retryAfterMs: 1000, heldBack: 0 })]);
+    expect(refusals()).toEqual([
+      expect.objectContaining({ level: 30, userId: ALICE, retryAfterMs: 1000, heldBack: 0 }),
+    ]);
     clock.now += REFUSAL_LOG_INTERVAL_MS;
     await server.inject({ ...put, headers: as(TOKEN) });
     await server.inject({ ...put, headers: as(TOKEN) });
@@ -451,7 +660,12 @@ describe('gateway in-flight cap', () => {
 
     for (const refused of [
       await server.inject({ method: 'GET', url: v3('pushrules/'), headers: auth }),
-      await server.inject({ method: 'PUT', url: v3(`${RULE_PATH}/enabled`), headers: auth, payload: { enabled: true } }),
+      await server.inject({
+        method: 'PUT',
+        url: v3(`${RULE_PATH}/enabled`),
+        headers: auth,
+        payload: { enabled: true },
+      }),
       await server.inject({ method: 'OPTIONS', url: v3('pushers') }),
     ]) {
       expect(refused.statusCode).toBe(503);
@@ -468,13 +682,17 @@ describe('gateway in-flight cap', () => {
     const text = await metrics.registry.metrics();
     expect(text).toContain('push_gateway_overloaded_total 3');
     expect(text).toContain('push_gateway_http_requests_in_flight 0');
-    expect(text).toMatch(/push_gateway_http_requests_total\{route="\/_matrix\/client\/v3\/pushrules\/",method="GET",status="503"\} 1/);
+    expect(text).toMatch(
+      /push_gateway_http_requests_total\{route="\/_matrix\/client\/v3\/pushrules\/",method="GET",status="503"\} 1/,
+    );
   });
 
   it('has no cap without maxInFlight', async () => {
     const { api, releaseAll, untilHeld } = heldApi();
     const server = gateway(api);
-    const pending = Array.from({ length: 600 }, async () => server.inject({ method: 'GET', url: v3('pushers'), headers: auth }));
+    const pending = Array.from({ length: 600 }, async () =>
+      server.inject({ method: 'GET', url: v3('pushers'), headers: auth }),
+    );
     await untilHeld(600);
     releaseAll();
     expect(new Set((await Promise.all(pending)).map((r) => r.statusCode))).toEqual(new Set([200]));
@@ -538,7 +756,12 @@ describe('gateway in-flight cap', () => {
 
   it('frees the slot of a client that went away before its request reached the workers, and counts the call it still makes', async () => {
     const counts: number[] = [];
-    const observer: GatewayObserver = { inFlightChanged: (count) => counts.push(count), requestDone: () => undefined, rateLimited: () => undefined, overloaded: () => undefined };
+    const observer: GatewayObserver = {
+      inFlightChanged: (count) => counts.push(count),
+      requestDone: () => undefined,
+      rateLimited: () => undefined,
+      overloaded: () => undefined,
+    };
     const slowAuth: { release?: () => void } = {};
     const authenticator: Authenticator = {
       authenticate: async () =>
@@ -563,19 +786,22 @@ describe('gateway in-flight cap', () => {
 describe('gateway: keys that reach a prototype', () => {
   const before = prototypeKeys();
 
-  it.each(POISONED_CASES)('%s with a key %s → 400 M_BAD_JSON naming its path, and no call', async (_place, key, place) => {
-    const { api, calls } = recordingApi();
-    const response = await gateway(api).inject({
-      method: place.http.method,
-      url: `/_matrix/client/v3/${place.http.path}`,
-      headers: { ...auth, 'content-type': 'application/json' },
-      payload: place.http.body(key),
-    });
-    expect(response.statusCode).toBe(400);
-    expect(response.json()).toEqual({ errcode: 'M_BAD_JSON', error: forbiddenKeyMessage(place.httpPath(key)) });
-    expect(calls).toEqual([]);
-    expectCleanPrototype(before);
-  });
+  it.each(POISONED_CASES)(
+    '%s with a key %s → 400 M_BAD_JSON naming its path, and no call',
+    async (_place, key, place) => {
+      const { api, calls } = recordingApi();
+      const response = await gateway(api).inject({
+        method: place.http.method,
+        url: `/_matrix/client/v3/${place.http.path}`,
+        headers: { ...auth, 'content-type': 'application/json' },
+        payload: place.http.body(key),
+      });
+      expect(response.statusCode).toBe(400);
+      expect(response.json()).toEqual({ errcode: 'M_BAD_JSON', error: forbiddenKeyMessage(place.httpPath(key)) });
+      expect(calls).toEqual([]);
+      expectCleanPrototype(before);
+    },
+  );
 });
 
 describe('gateway CORS', () => {

@@ -39,14 +39,26 @@ const validTokens = (token: string | undefined, response: ServerResponse) => {
   else json(response, 401, { errcode: 'M_UNKNOWN_TOKEN', error: 'Unknown token' });
 };
 
-function authenticator(url: string, overrides: { cacheSeconds?: number; timeoutMs?: number; now?: () => number; cacheMaxEntries?: number } = {}) {
-  return new HomeserverAuthenticator({ homeserverUrl: url, cacheSeconds: 30, cacheMaxEntries: 100, timeoutMs: 500, ...overrides });
+function authenticator(
+  url: string,
+  overrides: { cacheSeconds?: number; timeoutMs?: number; now?: () => number; cacheMaxEntries?: number } = {},
+) {
+  return new HomeserverAuthenticator({
+    homeserverUrl: url,
+    cacheSeconds: 30,
+    cacheMaxEntries: 100,
+    timeoutMs: 500,
+    ...overrides,
+  });
 }
 
 describe('HomeserverAuthenticator', () => {
   it('asks whoami with the caller token and answers its user and device', async () => {
     const hs = await homeserver(validTokens);
-    expect(await authenticator(hs.url).authenticate('alice-token')).toEqual({ userId: '@alice:example.org', deviceId: 'D' });
+    expect(await authenticator(hs.url).authenticate('alice-token')).toEqual({
+      userId: '@alice:example.org',
+      deviceId: 'D',
+    });
     expect(hs.seen).toEqual(['alice-token']);
   });
 
@@ -73,19 +85,73 @@ describe('HomeserverAuthenticator', () => {
   const UNKNOWN = { status: 401, errcode: 'M_UNKNOWN_TOKEN', error: 'Unknown access token.', softLogout: false };
 
   it.each<[string, number, string | undefined, unknown, unknown]>([
-    ['an expired token (soft logout)', 401, 'application/json', { errcode: 'M_UNKNOWN_TOKEN', error: 'Access token has expired', soft_logout: true }, { status: 401, errcode: 'M_UNKNOWN_TOKEN', error: 'Access token has expired', softLogout: true }],
-    ['a logged-out token', 401, 'application/json', { errcode: 'M_UNKNOWN_TOKEN', error: 'Invalid access token passed.', soft_logout: false }, { status: 401, errcode: 'M_UNKNOWN_TOKEN', error: 'Invalid access token passed.', softLogout: false }],
-    ['no soft_logout at all', 401, 'application/json', { errcode: 'M_UNKNOWN_TOKEN', error: 'no' }, { status: 401, errcode: 'M_UNKNOWN_TOKEN', error: 'no', softLogout: false }],
-    ['a soft_logout that is not true', 401, 'application/json', { errcode: 'M_UNKNOWN_TOKEN', error: 'no', soft_logout: 'true' }, { status: 401, errcode: 'M_UNKNOWN_TOKEN', error: 'no', softLogout: false }],
-    ['a locked account', 401, 'application/json', { errcode: 'M_USER_LOCKED', error: 'This account has been locked', soft_logout: true }, { status: 401, errcode: 'M_USER_LOCKED', error: 'This account has been locked', softLogout: true }],
-    ['403 with a Matrix error', 403, 'application/json', { errcode: 'M_FORBIDDEN', error: 'Not allowed.' }, { status: 403, errcode: 'M_FORBIDDEN', error: 'Not allowed.', softLogout: false }],
+    [
+      'an expired token (soft logout)',
+      401,
+      'application/json',
+      { errcode: 'M_UNKNOWN_TOKEN', error: 'Access token has expired', soft_logout: true },
+      { status: 401, errcode: 'M_UNKNOWN_TOKEN', error: 'Access token has expired', softLogout: true },
+    ],
+    [
+      'a logged-out token',
+      401,
+      'application/json',
+      { errcode: 'M_UNKNOWN_TOKEN', error: 'Invalid access token passed.', soft_logout: false },
+      { status: 401, errcode: 'M_UNKNOWN_TOKEN', error: 'Invalid access token passed.', softLogout: false },
+    ],
+    [
+      'no soft_logout at all',
+      401,
+      'application/json',
+      { errcode: 'M_UNKNOWN_TOKEN', error: 'no' },
+      { status: 401, errcode: 'M_UNKNOWN_TOKEN', error: 'no', softLogout: false },
+    ],
+    [
+      'a soft_logout that is not true',
+      401,
+      'application/json',
+      { errcode: 'M_UNKNOWN_TOKEN', error: 'no', soft_logout: 'true' },
+      { status: 401, errcode: 'M_UNKNOWN_TOKEN', error: 'no', softLogout: false },
+    ],
+    [
+      'a locked account',
+      401,
+      'application/json',
+      { errcode: 'M_USER_LOCKED', error: 'This account has been locked', soft_logout: true },
+      { status: 401, errcode: 'M_USER_LOCKED', error: 'This account has been locked', softLogout: true },
+    ],
+    [
+      '403 with a Matrix error',
+      403,
+      'application/json',
+      { errcode: 'M_FORBIDDEN', error: 'Not allowed.' },
+      { status: 403, errcode: 'M_FORBIDDEN', error: 'Not allowed.', softLogout: false },
+    ],
     ['403 with a JSON body that is not a Matrix error', 403, 'application/json', { message: 'denied' }, UNKNOWN],
     ['401 with an HTML page', 401, 'text/html', '<html>401</html>', UNKNOWN],
     ['401 with no body', 401, undefined, undefined, UNKNOWN],
-    ['an errcode that is not a code', 401, 'application/json', { errcode: 'not a code!', error: 'x', soft_logout: true }, UNKNOWN],
+    [
+      'an errcode that is not a code',
+      401,
+      'application/json',
+      { errcode: 'not a code!', error: 'x', soft_logout: true },
+      UNKNOWN,
+    ],
     ['an errcode that is not a string', 401, 'application/json', { errcode: 401, soft_logout: true }, UNKNOWN],
-    ['no error text', 401, 'application/json', { errcode: 'M_UNKNOWN_TOKEN', soft_logout: true }, { ...UNKNOWN, softLogout: true }],
-    ['an error text too long to show', 401, 'application/json', { errcode: 'M_UNKNOWN_TOKEN', error: 'x'.repeat(5000), soft_logout: true }, { ...UNKNOWN, softLogout: true }],
+    [
+      'no error text',
+      401,
+      'application/json',
+      { errcode: 'M_UNKNOWN_TOKEN', soft_logout: true },
+      { ...UNKNOWN, softLogout: true },
+    ],
+    [
+      'an error text too long to show',
+      401,
+      'application/json',
+      { errcode: 'M_UNKNOWN_TOKEN', error: 'x'.repeat(5000), soft_logout: true },
+      { ...UNKNOWN, softLogout: true },
+    ],
   ])('passes on the homeserver’s refusal: %s', async (_name, status, contentType, body, rejected) => {
     const hs = await homeserver((_token, response) => {
       response.writeHead(status, contentType === undefined ? {} : { 'content-type': contentType });
@@ -163,15 +229,49 @@ describe('HomeserverAuthenticator', () => {
   });
 
   it.each<[string, (token: string | undefined, response: ServerResponse) => void]>([
-    ['answers 500', (_t, r) => { json(r, 500, { errcode: 'M_UNKNOWN' }); }],
-    ['answers 429', (_t, r) => { json(r, 429, { errcode: 'M_LIMIT_EXCEEDED' }); }],
-    ['answers 200 without a user_id', (_t, r) => { json(r, 200, { device_id: 'D' }); }],
-    ['answers 200 with an invalid user_id', (_t, r) => { json(r, 200, { user_id: 'alice' }); }],
-    ['answers 200 with a body that is not JSON', (_t, r) => { r.writeHead(200).end('<html>'); }],
-    ['is slower than the timeout', (t, r) => { setTimeout(() => { validTokens(t, r); }, 1_500); }],
+    [
+      'answers 500',
+      (_t, r) => {
+        json(r, 500, { errcode: 'M_UNKNOWN' });
+      },
+    ],
+    [
+      'answers 429',
+      (_t, r) => {
+        json(r, 429, { errcode: 'M_LIMIT_EXCEEDED' });
+      },
+    ],
+    [
+      'answers 200 without a user_id',
+      (_t, r) => {
+        json(r, 200, { device_id: 'D' });
+      },
+    ],
+    [
+      'answers 200 with an invalid user_id',
+      (_t, r) => {
+        json(r, 200, { user_id: 'alice' });
+      },
+    ],
+    [
+      'answers 200 with a body that is not JSON',
+      (_t, r) => {
+        r.writeHead(200).end('<html>');
+      },
+    ],
+    [
+      'is slower than the timeout',
+      (t, r) => {
+        setTimeout(() => {
+          validTokens(t, r);
+        }, 1_500);
+      },
+    ],
   ])('is unavailable (never a user) when the homeserver %s', async (_name, answer) => {
     const hs = await homeserver(answer);
-    await expect(authenticator(hs.url, { timeoutMs: 300 }).authenticate('alice-token')).rejects.toBeInstanceOf(AuthUnavailableError);
+    await expect(authenticator(hs.url, { timeoutMs: 300 }).authenticate('alice-token')).rejects.toBeInstanceOf(
+      AuthUnavailableError,
+    );
   });
 
   it('is unavailable when nothing listens', async () => {
@@ -201,16 +301,45 @@ describe('the gateway with the homeserver authenticator', () => {
       401,
       { errcode: 'M_UNKNOWN_TOKEN', error: 'Invalid access token passed.', soft_logout: false },
     ],
-    ['a refusal without soft_logout is a hard logout', 401, { errcode: 'M_UNKNOWN_TOKEN', error: 'no' }, 401, { errcode: 'M_UNKNOWN_TOKEN', error: 'no', soft_logout: false }],
-    ['403 with a Matrix error keeps its status and code', 403, { errcode: 'M_FORBIDDEN', error: 'Not allowed.' }, 403, { errcode: 'M_FORBIDDEN', error: 'Not allowed.', soft_logout: false }],
-    ['a refusal that is not a Matrix error', 401, 'Unauthorized', 401, { errcode: 'M_UNKNOWN_TOKEN', error: 'Unknown access token.', soft_logout: false }],
+    [
+      'a refusal without soft_logout is a hard logout',
+      401,
+      { errcode: 'M_UNKNOWN_TOKEN', error: 'no' },
+      401,
+      { errcode: 'M_UNKNOWN_TOKEN', error: 'no', soft_logout: false },
+    ],
+    [
+      '403 with a Matrix error keeps its status and code',
+      403,
+      { errcode: 'M_FORBIDDEN', error: 'Not allowed.' },
+      403,
+      { errcode: 'M_FORBIDDEN', error: 'Not allowed.', soft_logout: false },
+    ],
+    [
+      'a refusal that is not a Matrix error',
+      401,
+      'Unauthorized',
+      401,
+      { errcode: 'M_UNKNOWN_TOKEN', error: 'Unknown access token.', soft_logout: false },
+    ],
   ])('%s', async (_name, status, whoami, gatewayStatus, gatewayBody) => {
     const hs = await homeserver((_token, response) => {
       json(response, status, whoami);
     });
-    const app = buildGatewayServer({ api, authenticator: authenticator(hs.url), logger: createLogger('silent'), maxBodyBytes: 4096, maxJsonDepth: 31, requestTimeoutMs: 1000 });
+    const app = buildGatewayServer({
+      api,
+      authenticator: authenticator(hs.url),
+      logger: createLogger('silent'),
+      maxBodyBytes: 4096,
+      maxJsonDepth: 31,
+      requestTimeoutMs: 1000,
+    });
     try {
-      const response = await app.inject({ method: 'GET', url: '/_matrix/client/v3/pushers', headers: { authorization: 'Bearer expired' } });
+      const response = await app.inject({
+        method: 'GET',
+        url: '/_matrix/client/v3/pushers',
+        headers: { authorization: 'Bearer expired' },
+      });
       expect(response.statusCode).toBe(gatewayStatus);
       expect(response.json()).toEqual(gatewayBody);
     } finally {

@@ -15,7 +15,11 @@ describe('InFlightLimit', () => {
 
   it.each<[string, ('hold' | 'release')[], number[]]>([
     ['an answered request: one hold, one release', ['release'], [1, 0]],
-    ['a call to the workers: the slot waits for the call and the response, in either order', ['hold', 'release', 'release'], [1, 0]],
+    [
+      'a call to the workers: the slot waits for the call and the response, in either order',
+      ['hold', 'release', 'release'],
+      [1, 0],
+    ],
     ['the client goes away before the call: the call counts again', ['release', 'hold', 'release'], [1, 0, 1, 0]],
     ['extra releases change nothing', ['release', 'release', 'release'], [1, 0]],
   ])('%s', (_name, steps, counts) => {

@@ -1,7 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CONTRACT_KINDS } from '../support/expect-result.js';
-import { expectCleanPrototype, forbiddenKeyMessage, POISONED_CASES, prototypeKeys } from '../support/poisoned-bodies.js';
+import {
+  expectCleanPrototype,
+  forbiddenKeyMessage,
+  POISONED_CASES,
+  prototypeKeys,
+} from '../support/poisoned-bodies.js';
 import { MAX_REQUEST_BYTES, startHarness, TEST_LIMITS, type Harness } from './support/worker-harness.js';
 
 const USER = '@victim:example.org';
@@ -28,7 +33,15 @@ beforeAll(async () => {
   await h.call('get_pushrules', USER);
   await h.call('set_pushrule', USER, { scope: 'global', kind: 'override', rule_id: 'mine', rule });
   await h.call('set_pusher', USER, {
-    action: { kind: 'email', app_id: 'm.email', pushkey: 'v@example.org', app_display_name: 'E', device_display_name: 'E', lang: 'en', data: {} },
+    action: {
+      kind: 'email',
+      app_id: 'm.email',
+      pushkey: 'v@example.org',
+      app_display_name: 'E',
+      device_display_name: 'E',
+      lang: 'en',
+      data: {},
+    },
   });
   snapshot = await state();
 });
@@ -39,7 +52,10 @@ afterAll(async () => {
 async function state(): Promise<unknown> {
   return {
     account: await h.db.collection('account_data').find().sort({ _id: 1 }).toArray(),
-    pushers: await h.db.collection('pushers').find({}, { projection: { _id: 0 } }).toArray(),
+    pushers: await h.db
+      .collection('pushers')
+      .find({}, { projection: { _id: 0 } })
+      .toArray(),
   };
 }
 
@@ -56,17 +72,65 @@ describe('bad input gets a clear error and changes nothing', () => {
     ['not an object', Buffer.from('[1, 2]'), 'BadJson', 'Request body must be a JSON object.'],
     ['an unknown op', { op: 'drop_database', user_id: USER }, 'Unrecognized', 'Unrecognized op: "drop_database".'],
     ['a wrong field type', { ...address, rule, before: 7 }, 'BadJson', 'before must be string.'],
-    ['a missing field', { ...address, rule_id: undefined, rule }, 'BadJson', "request must have required property 'rule_id'."],
-    ['an invalid user ID', { ...address, user_id: 'victim', rule }, 'BadJson', 'user_id is not a valid Matrix user ID.'],
-    ['an oversize body', { ...address, rule, padding: 'x'.repeat(MAX_REQUEST_BYTES) }, 'TooLarge', `Request body is larger than ${MAX_REQUEST_BYTES} bytes.`],
+    [
+      'a missing field',
+      { ...address, rule_id: undefined, rule },
+      'BadJson',
+      "request must have required property 'rule_id'.",
+    ],
+    [
+      'an invalid user ID',
+      { ...address, user_id: 'victim', rule },
+      'BadJson',
+      'user_id is not a valid Matrix user ID.',
+    ],
+    [
+      'an oversize body',
+      { ...address, rule, padding: 'x'.repeat(MAX_REQUEST_BYTES) },
+      'TooLarge',
+      `Request body is larger than ${MAX_REQUEST_BYTES} bytes.`,
+    ],
     ['an unknown kind', { ...address, kind: 'everything', rule }, 'BadJson', /^kind must/],
-    ['a rule body invalid for its kind', { ...address, kind: 'content', rule }, 'BadJson', 'content rules need a pattern.'],
-    ['an invalid action', { ...address, rule: { actions: [42], conditions: [] } }, 'BadJson', 'actions[0] must be a string or an object.'],
-    ['an invalid condition', { ...address, rule: { actions: [], conditions: [{ kind: 'event_match' }] } }, 'BadJson', 'conditions[0] (event_match) needs key to be a string.'],
-    ['a string over the limit', { ...address, rule_id: 'r'.repeat(TEST_LIMITS.maxStringBytes + 1), rule }, 'InvalidParam', `rule_id is longer than ${TEST_LIMITS.maxStringBytes} bytes.`],
+    [
+      'a rule body invalid for its kind',
+      { ...address, kind: 'content', rule },
+      'BadJson',
+      'content rules need a pattern.',
+    ],
+    [
+      'an invalid action',
+      { ...address, rule: { actions: [42], conditions: [] } },
+      'BadJson',
+      'actions[0] must be a string or an object.',
+    ],
+    [
+      'an invalid condition',
+      { ...address, rule: { actions: [], conditions: [{ kind: 'event_match' }] } },
+      'BadJson',
+      'conditions[0] (event_match) needs key to be a string.',
+    ],
+    [
+      'a string over the limit',
+      { ...address, rule_id: 'r'.repeat(TEST_LIMITS.maxStringBytes + 1), rule },
+      'InvalidParam',
+      `rule_id is longer than ${TEST_LIMITS.maxStringBytes} bytes.`,
+    ],
     ['a pusher whose data nests 3,100 deep', deepPusher, 'BadJson', TOO_DEEP],
     ['a rule whose condition nests 3,100 deep', deepCondition, 'BadJson', TOO_DEEP],
-    ['too many conditions', { ...address, rule: { actions: [], conditions: Array.from({ length: TEST_LIMITS.maxConditionsPerRule + 1 }, () => ({ kind: 'contains_display_name' })) } }, 'InvalidParam', `Too many conditions: a rule may have at most ${TEST_LIMITS.maxConditionsPerRule}.`],
+    [
+      'too many conditions',
+      {
+        ...address,
+        rule: {
+          actions: [],
+          conditions: Array.from({ length: TEST_LIMITS.maxConditionsPerRule + 1 }, () => ({
+            kind: 'contains_display_name',
+          })),
+        },
+      },
+      'InvalidParam',
+      `Too many conditions: a rule may have at most ${TEST_LIMITS.maxConditionsPerRule}.`,
+    ],
   ] as const)('%s', async (_case, body, kind, message) => {
     const reply = await h.caller.call(h.names.queue, body);
     expect(reply.ok).toBe(false);
@@ -95,7 +159,12 @@ describe('bad input gets a clear error and changes nothing', () => {
     const correlationId = randomUUID();
     const sentLongAgo = Date.now() - 60_000;
     await expect(
-      h.caller.call(h.names.queue, { ...address, rule_id: 'late', rule }, { correlationId, timestamp: sentLongAgo, expiration: '30000' }, 1500),
+      h.caller.call(
+        h.names.queue,
+        { ...address, rule_id: 'late', rule },
+        { correlationId, timestamp: sentLongAgo, expiration: '30000' },
+        1500,
+      ),
     ).rejects.toThrow(/no reply/);
     await expectUntouchedAndServing();
   });
@@ -106,11 +175,19 @@ describe('keys that reach a prototype are refused, stored nowhere, and pollute n
 
   it.each(POISONED_CASES)('%s with a key %s', async (_place, key, place) => {
     const reply = await h.caller.call(h.names.queue, Buffer.from(place.request(USER, key)));
-    expect(reply).toEqual({ ok: false, error: { kind: 'BadJson', ...CONTRACT_KINDS.BadJson, error: forbiddenKeyMessage(place.requestPath(key)) } });
+    expect(reply).toEqual({
+      ok: false,
+      error: { kind: 'BadJson', ...CONTRACT_KINDS.BadJson, error: forbiddenKeyMessage(place.requestPath(key)) },
+    });
     // Read back through the worker as well as in the database.
-    expect(await h.call('get_pushrule', USER, { scope: 'global', kind: 'override', rule_id: 'poison' })).toMatchObject({ ok: false, error: { kind: 'NotFound' } });
+    expect(await h.call('get_pushrule', USER, { scope: 'global', kind: 'override', rule_id: 'poison' })).toMatchObject({
+      ok: false,
+      error: { kind: 'NotFound' },
+    });
     const pushers = await h.call('get_pushers', USER);
-    expect((pushers.body as { pushers: { pushkey: string }[] }).pushers.map((p) => p.pushkey)).toEqual(['v@example.org']);
+    expect((pushers.body as { pushers: { pushkey: string }[] }).pushers.map((p) => p.pushkey)).toEqual([
+      'v@example.org',
+    ]);
     await expectUntouchedAndServing();
     expectCleanPrototype(before);
   });

@@ -1,7 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RpcCaller, type ContractReply } from './support/rpc-caller.js';
 import { deleteTopology, uniqueNames, type Names } from './support/worker-harness.js';
-import { startWorkerProcess, stopWorkerProcess, workerEnvironment, type WorkerProcess } from './support/worker-processes.js';
+import {
+  startWorkerProcess,
+  stopWorkerProcess,
+  workerEnvironment,
+  type WorkerProcess,
+} from './support/worker-processes.js';
 import { MongoClient } from 'mongodb';
 import { inject } from 'vitest';
 
@@ -50,7 +55,10 @@ function conflictsLogged(): { conflicts: number; servedBy: number[] } {
 function servedWrites(): Record<string, unknown>[] {
   return workers
     .flatMap((w) => w.lines)
-    .filter((l) => l['msg'] === 'request served' && (l['op'] === 'set_pushrule_enabled' || l['op'] === 'set_pushrule_actions'));
+    .filter(
+      (l) =>
+        l['msg'] === 'request served' && (l['op'] === 'set_pushrule_enabled' || l['op'] === 'set_pushrule_actions'),
+    );
 }
 
 /**
@@ -60,7 +68,8 @@ function servedWrites(): Record<string, unknown>[] {
  */
 async function servedWritesAfter(skip: number, count: number): Promise<Record<string, unknown>[]> {
   const deadline = Date.now() + 10_000;
-  while (servedWrites().length < skip + count && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+  while (servedWrites().length < skip + count && Date.now() < deadline)
+    await new Promise((resolve) => setTimeout(resolve, 50));
   const lines = servedWrites().slice(skip);
   expect(lines).toHaveLength(count);
   return lines;
@@ -73,7 +82,13 @@ describe(`${WORKERS} worker processes, one user`, () => {
     expect((await call({ op: 'get_pushrules' })).ok).toBe(true);
     const replies = await Promise.all(
       Array.from({ length: REQUESTS }, async (_, i) =>
-        call({ op: 'set_pushrule', scope: 'global', kind: 'override', rule_id: `r${i}`, rule: { actions: ['notify'], conditions: [] } }),
+        call({
+          op: 'set_pushrule',
+          scope: 'global',
+          kind: 'override',
+          rule_id: `r${i}`,
+          rule: { actions: ['notify'], conditions: [] },
+        }),
       ),
     );
     expect(replies.filter((r) => !r.ok)).toEqual([]);
@@ -82,14 +97,21 @@ describe(`${WORKERS} worker processes, one user`, () => {
     expect(ids).toHaveLength(REQUESTS);
     expect(new Set(ids)).toEqual(new Set(Array.from({ length: REQUESTS }, (_, i) => `r${i}`)));
     const stats = conflictsLogged();
-    console.info(`[concurrency] ${REQUESTS} inserts: ${stats.conflicts} CAS conflicts retried by workers, ${callerRetries} caller retries, served per worker ${stats.servedBy.join('/')}`);
+    console.info(
+      `[concurrency] ${REQUESTS} inserts: ${stats.conflicts} CAS conflicts retried by workers, ${callerRetries} caller retries, served per worker ${stats.servedBy.join('/')}`,
+    );
     expect(stats.servedBy.filter((count) => count > 0).length).toBeGreaterThan(1);
   });
 
   it('interleaved set_pushrule_enabled / set_pushrule_actions on shared rules → a serial order of the requests', async () => {
     const mongo = await MongoClient.connect(inject('mongoUrl'));
     const versionOf = async () =>
-      ((await mongo.db(names.database).collection('account_data').findOne({ _id: USER as never })) as { version: number } | null)?.version ?? 0;
+      (
+        (await mongo
+          .db(names.database)
+          .collection('account_data')
+          .findOne({ _id: USER as never })) as { version: number } | null
+      )?.version ?? 0;
     const startVersion = await versionOf();
     const shared = ['r0', 'r1', 'r2', 'r3'];
     const requests = Array.from({ length: REQUESTS }, (_, i) => {

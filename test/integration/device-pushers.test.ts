@@ -27,7 +27,12 @@ const aUser = () => `@dev${(n += 1)}x${Date.now()}:example.org`;
 
 beforeAll(async () => {
   h = await startHarness({ trustedPublishers: [PUBLISHER] });
-  client = new PushRulesClient({ url: h.names.amqp.url, queue: h.names.queue, timeoutMs: 5_000, publisherUserId: PUBLISHER });
+  client = new PushRulesClient({
+    url: h.names.amqp.url,
+    queue: h.names.queue,
+    timeoutMs: 5_000,
+    publisherUserId: PUBLISHER,
+  });
 });
 afterAll(async () => {
   await client.close();
@@ -35,16 +40,36 @@ afterAll(async () => {
 });
 
 /** A request from the trusted publisher, with a messageId when given. */
-async function send(op: string, user: string, fields: Record<string, unknown> = {}, messageId?: string): Promise<ContractReply> {
-  return h.caller.call(h.names.queue, { op, user_id: user, ...fields }, { userId: PUBLISHER, ...(messageId === undefined ? {} : { messageId }) });
+async function send(
+  op: string,
+  user: string,
+  fields: Record<string, unknown> = {},
+  messageId?: string,
+): Promise<ContractReply> {
+  return h.caller.call(
+    h.names.queue,
+    { op, user_id: user, ...fields },
+    { userId: PUBLISHER, ...(messageId === undefined ? {} : { messageId }) },
+  );
 }
 
 function expectFailure(reply: ContractReply, kind: ContractKind, message: string): void {
   expect(reply).toEqual({ ok: false, error: { kind, ...CONTRACT_KINDS[kind], error: message } });
 }
 
-const action = (pushkey: string, overrides: Record<string, unknown> = {}) => ({ ...aPusherSetAction({ pushkey }), ...overrides });
-const email = (address: string) => ({ kind: 'email', app_id: 'm.email', pushkey: address, app_display_name: 'E-mail', device_display_name: address, lang: 'en', data: {} });
+const action = (pushkey: string, overrides: Record<string, unknown> = {}) => ({
+  ...aPusherSetAction({ pushkey }),
+  ...overrides,
+});
+const email = (address: string) => ({
+  kind: 'email',
+  app_id: 'm.email',
+  pushkey: address,
+  app_display_name: 'E-mail',
+  device_display_name: address,
+  lang: 'en',
+  data: {},
+});
 
 async function pushers(user: string): Promise<Record<string, unknown>[]> {
   const reply = await send('get_pushers', user);
@@ -80,7 +105,13 @@ describe('set_pusher records the device of the token', () => {
     const forged = { ...sent, device_id: 'FORGED', 'org.matrix.msc3881.device_id': 'FORGED' };
     expect(await send('set_pusher', user, { device_id: 'PHONE', action: forged })).toEqual({ ok: true, body: {} });
     expect(await pushers(user)).toEqual([
-      { ...sent, enabled: true, 'org.matrix.msc3881.enabled': true, device_id: 'PHONE', 'org.matrix.msc3881.device_id': 'PHONE' },
+      {
+        ...sent,
+        enabled: true,
+        'org.matrix.msc3881.enabled': true,
+        device_id: 'PHONE',
+        'org.matrix.msc3881.device_id': 'PHONE',
+      },
     ]);
   });
 
@@ -88,7 +119,9 @@ describe('set_pusher records the device of the token', () => {
     const user = aUser();
     await send('set_pusher', user, { device_id: 'PHONE', action: action('k') });
     await send('set_pusher', user, { device_id: 'LAPTOP', action: action('k', { lang: 'de' }) });
-    expect(await pushers(user)).toMatchObject([{ lang: 'de', device_id: 'PHONE', 'org.matrix.msc3881.device_id': 'PHONE' }]);
+    expect(await pushers(user)).toMatchObject([
+      { lang: 'de', device_id: 'PHONE', 'org.matrix.msc3881.device_id': 'PHONE' },
+    ]);
   });
 
   it.each([['enabled'], ['org.matrix.msc3881.enabled']])('enabled: false round-trips under %s', async (name) => {
@@ -101,14 +134,27 @@ describe('set_pusher records the device of the token', () => {
     const user = aUser();
     await send('set_pusher', user, { device_id: 'PHONE', action: action('k') });
     const [listed] = await pushers(user);
-    expect(await send('set_pusher', user, { device_id: 'LAPTOP', action: { ...listed, 'org.matrix.msc3881.enabled': false } })).toEqual({ ok: true, body: {} });
-    expect(await pushers(user)).toMatchObject([{ enabled: false, 'org.matrix.msc3881.enabled': false, device_id: 'PHONE' }]);
+    expect(
+      await send('set_pusher', user, {
+        device_id: 'LAPTOP',
+        action: { ...listed, 'org.matrix.msc3881.enabled': false },
+      }),
+    ).toEqual({ ok: true, body: {} });
+    expect(await pushers(user)).toMatchObject([
+      { enabled: false, 'org.matrix.msc3881.enabled': false, device_id: 'PHONE' },
+    ]);
   });
 
   it('reads a pusher stored before devices were recorded as enabled, of an unknown device, until an update gives it one', async () => {
     const user = aUser();
     await h.db.collection('pushers').insertOne({
-      user_id: user, app_id: 'org.example.app', pushkey: 'old', kind: 'http', app_display_name: 'App', device_display_name: 'Phone', lang: 'en',
+      user_id: user,
+      app_id: 'org.example.app',
+      pushkey: 'old',
+      kind: 'http',
+      app_display_name: 'App',
+      device_display_name: 'Phone',
+      lang: 'en',
       data_json: '{"url":"https://push.example.org/_matrix/push/v1/notify"}',
     });
     const [legacy] = await pushers(user);
@@ -139,7 +185,12 @@ describe('delete_pushers', () => {
     ['logout everywhere: all, e-mail kept', { all: true }, 2, ['a@example.org']],
     ['logout everywhere, include_email false', { all: true, include_email: false }, 2, ['a@example.org']],
     ['deactivation: all with e-mail', { all: true, include_email: true }, 3, []],
-    ['a device with include_email: the e-mail pusher has no device', { device_ids: ['PHONE'], include_email: true }, 1, ['a@example.org', 'laptop']],
+    [
+      'a device with include_email: the e-mail pusher has no device',
+      { device_ids: ['PHONE'], include_email: true },
+      1,
+      ['a@example.org', 'laptop'],
+    ],
     ['all but a device, with e-mail', { except_device_id: 'LAPTOP', include_email: true }, 2, ['laptop']],
   ])('%s → {deleted: n}, one change event, other users untouched', async (_case, fields, deleted, left) => {
     const { user, other } = await seeded();
@@ -178,7 +229,11 @@ describe('delete_pushers', () => {
     ['no user_id', { user_id: undefined, all: true }, "request must have required property 'user_id'."],
     ['device_ids that is not an array', { device_ids: 'PHONE' }, 'device_ids must be array.'],
     ['device_ids with a number', { device_ids: ['PHONE', 7] }, 'device_ids.1 must be string.'],
-    ['both all and device_ids', { all: true, device_ids: ['PHONE'] }, 'delete_pushers takes only one of device_ids, except_device_id and all.'],
+    [
+      'both all and device_ids',
+      { all: true, device_ids: ['PHONE'] },
+      'delete_pushers takes only one of device_ids, except_device_id and all.',
+    ],
     ['no selector', { include_email: true }, 'delete_pushers needs one of device_ids, except_device_id or all.'],
     ['all: false', { all: false }, 'all must be true when given.'],
   ])('refuses %s with BadJson and changes nothing', async (_case, fields, message) => {
@@ -191,7 +246,12 @@ describe('delete_pushers', () => {
 
   it('refuses a publisher that is not trusted with Forbidden, and changes nothing', async () => {
     const { user } = await seeded();
-    const reply = await h.caller.call(h.names.queue, { op: 'delete_pushers', user_id: user, all: true, include_email: true });
+    const reply = await h.caller.call(h.names.queue, {
+      op: 'delete_pushers',
+      user_id: user,
+      all: true,
+      include_email: true,
+    });
     expectFailure(reply, 'Forbidden', 'The publisher of this request is not trusted.');
     const dataReply = await h.caller.call(h.names.queue, { op: 'delete_user_data', user_id: user });
     expectFailure(dataReply, 'Forbidden', 'The publisher of this request is not trusted.');
@@ -203,7 +263,12 @@ describe('delete_user_data', () => {
   async function withData(): Promise<string> {
     const user = aUser();
     await send('get_pushrules', user);
-    await send('set_pushrule', user, { scope: 'global', kind: 'room', rule_id: '!r:example.org', rule: { actions: [] } });
+    await send('set_pushrule', user, {
+      scope: 'global',
+      kind: 'room',
+      rule_id: '!r:example.org',
+      rule: { actions: [] },
+    });
     await send('set_pusher', user, { device_id: 'PHONE', action: action('phone') });
     await send('set_pusher', user, { device_id: 'PHONE', action: email('a@example.org') });
     return user;
@@ -226,7 +291,11 @@ describe('delete_user_data', () => {
     }, 1);
     // A front that saw version 3 sees the new user's defaults as newer, not as version 1.
     expect(afterwards).toEqual([{ user_id: user, type: 'm.push_rules', version: 4 }]);
-    expect(await documentOf(user)).toMatchObject({ version: 4, pushers_version: 3, recent_writes: [{ message_id: 'deactivate', reply_json: '{"ok":true,"body":{}}' }] });
+    expect(await documentOf(user)).toMatchObject({
+      version: 4,
+      pushers_version: 3,
+      recent_writes: [{ message_id: 'deactivate', reply_json: '{"ok":true,"body":{}}' }],
+    });
   });
 
   it('a retry with the same messageId replays {}, erases nothing made since, and announces the pushers again', async () => {
@@ -276,8 +345,15 @@ describe('PushRulesClient: the homeserver ops, typed', () => {
     const user = aUser();
     await client.setPusher(user, aPusherSetAction({ pushkey: 'phone' }), { deviceId: 'PHONE' });
     await client.setPusher(user, aPusherSetAction({ pushkey: 'laptop' }), { deviceId: 'LAPTOP' });
-    await client.setPusher(user, { ...aPusherSetAction({ pushkey: 'a@example.org' }), kind: 'email', data: {} }, { deviceId: 'PHONE' });
-    expect((await client.getPushers(user)).pushers.find((p) => p.pushkey === 'phone')).toMatchObject({ device_id: 'PHONE', enabled: true });
+    await client.setPusher(
+      user,
+      { ...aPusherSetAction({ pushkey: 'a@example.org' }), kind: 'email', data: {} },
+      { deviceId: 'PHONE' },
+    );
+    expect((await client.getPushers(user)).pushers.find((p) => p.pushkey === 'phone')).toMatchObject({
+      device_id: 'PHONE',
+      enabled: true,
+    });
 
     expect(await client.deletePushers(user, { deviceIds: ['PHONE'] }, { messageId: 'logout' })).toEqual({ deleted: 1 });
     expect(await client.deletePushers(user, { deviceIds: ['PHONE'] }, { messageId: 'logout' })).toEqual({ deleted: 1 });
@@ -287,7 +363,9 @@ describe('PushRulesClient: the homeserver ops, typed', () => {
     expect(await client.deleteUserData(user)).toEqual({});
     expect(await client.getPushers(user)).toEqual({ pushers: [] });
 
-    const refused = await client.deletePushers(user, { all: true, deviceIds: ['X'] } as never).catch((error: unknown) => error);
+    const refused = await client
+      .deletePushers(user, { all: true, deviceIds: ['X'] } as never)
+      .catch((error: unknown) => error);
     expect(refused).toBeInstanceOf(PushRulesError);
     expect(refused).toMatchObject({ kind: 'BadJson', status: 400 });
   });
@@ -295,7 +373,11 @@ describe('PushRulesClient: the homeserver ops, typed', () => {
 
 describe('set_pusher and delete_pushers for the same device, concurrently, on MongoDB', () => {
   const user = '@interleaved:example.org';
-  const store = () => new MongoPushStore(h.db, { accountDataCollection: 'interleaved_account_data', pushersCollection: 'interleaved_pushers' });
+  const store = () =>
+    new MongoPushStore(h.db, {
+      accountDataCollection: 'interleaved_account_data',
+      pushersCollection: 'interleaved_pushers',
+    });
   const service = {
     maxWriteAttempts: 12,
     backoff: { baseMs: 2, maxMs: 20 },
@@ -308,8 +390,14 @@ describe('set_pusher and delete_pushers for the same device, concurrently, on Mo
     action: { ...aPusherSetAction({ pushkey }), ...overrides },
     ...(deviceId === undefined ? {} : { deviceId }),
   });
-  const deletePushers = (devices: { deviceIds: string[] } | { exceptDeviceId: string }): Command => ({ op: 'delete_pushers', userId: user, devices, includeEmail: false });
-  const snapshot = async (s: PushStore) => (await s.listPushers(user)).map((p) => ({ pushkey: p.pushkey, lang: p.lang, device: p.device_id ?? null }));
+  const deletePushers = (devices: { deviceIds: string[] } | { exceptDeviceId: string }): Command => ({
+    op: 'delete_pushers',
+    userId: user,
+    devices,
+    includeEmail: false,
+  });
+  const snapshot = async (s: PushStore) =>
+    (await s.listPushers(user)).map((p) => ({ pushkey: p.pushkey, lang: p.lang, device: p.device_id ?? null }));
   const storeWith = (existing: Command) => async (): Promise<PushStore> => {
     await h.db.collection('interleaved_pushers').deleteMany({});
     await h.db.collection('interleaved_account_data').deleteMany({});
@@ -320,10 +408,26 @@ describe('set_pusher and delete_pushers for the same device, concurrently, on Mo
   };
 
   it.each<[string, Command, Command, Command]>([
-    ['an update from another device and the logout of the creating device', setPusher('k', 'PHONE'), setPusher('k', 'LAPTOP', { lang: 'de' }), deletePushers({ deviceIds: ['PHONE'] })],
-    ['the kept device taking a pusher of an unknown device during a password change', setPusher('k'), setPusher('k', 'LAPTOP', { lang: 'de' }), deletePushers({ exceptDeviceId: 'LAPTOP' })],
+    [
+      'an update from another device and the logout of the creating device',
+      setPusher('k', 'PHONE'),
+      setPusher('k', 'LAPTOP', { lang: 'de' }),
+      deletePushers({ deviceIds: ['PHONE'] }),
+    ],
+    [
+      'the kept device taking a pusher of an unknown device during a password change',
+      setPusher('k'),
+      setPusher('k', 'LAPTOP', { lang: 'de' }),
+      deletePushers({ exceptDeviceId: 'LAPTOP' }),
+    ],
   ])('%s end as one of the two orders would leave them', async (_case, existing, set, remove) => {
-    const { sequential, interleaved } = await allInterleavings({ fresh: storeWith(existing), service, first: set, second: remove, snapshot });
+    const { sequential, interleaved } = await allInterleavings({
+      fresh: storeWith(existing),
+      service,
+      first: set,
+      second: remove,
+      snapshot,
+    });
     expect(interleaved.length).toBeGreaterThan(3);
     for (const run of interleaved) expect(sequential, run.label).toContainEqual(run.state);
   });

@@ -34,7 +34,13 @@ async function aWorker(options: Omit<Parameters<typeof startEvaluatingWorker>[0]
 function anEvaluate(body: string, recipients: readonly string[], extra: Record<string, unknown> = {}) {
   return {
     op: 'evaluate',
-    event: { event_id: '$e', type: 'm.room.message', room_id: '!room:example.org', sender: SENDER, content: { msgtype: 'm.text', body } },
+    event: {
+      event_id: '$e',
+      type: 'm.room.message',
+      room_id: '!room:example.org',
+      sender: SENDER,
+      content: { msgtype: 'm.text', body },
+    },
     room: { member_count: 12, sender_power_level: 0, notification_power_levels: { room: 50 } },
     recipients: recipients.map((userId) => ({ user_id: userId })),
     explain: true,
@@ -64,7 +70,12 @@ function ruleOf(reply: ContractReply, userId: string): unknown {
 }
 
 /** Evaluates until `userId`'s matched rule is `ruleId`; the milliseconds it took, or undefined past `withinMs`. */
-async function msUntilRule(worker: EvaluatingWorker, userId: string, ruleId: string, withinMs: number): Promise<number | undefined> {
+async function msUntilRule(
+  worker: EvaluatingWorker,
+  userId: string,
+  ruleId: string,
+  withinMs: number,
+): Promise<number | undefined> {
   const started = Date.now();
   for (;;) {
     const reply = await evaluate(worker, anEvaluate('pizza tonight?', [userId]));
@@ -89,7 +100,10 @@ describe('evaluate through a real worker', () => {
       },
     });
     const quiet = await evaluate(worker, anEvaluate('Pizza tonight?', [ALICE], { explain: false }));
-    expect(quiet).toEqual({ ok: true, body: { notify: { [ALICE]: ['notify', { set_tweak: 'highlight' }] }, evaluated: 1 } });
+    expect(quiet).toEqual({
+      ok: true,
+      body: { notify: { [ALICE]: ['notify', { set_tweak: 'highlight' }] }, evaluated: 1 },
+    });
   });
 
   it('reflects a write at once on the worker that made it (its cache was warm)', async () => {
@@ -108,17 +122,33 @@ describe('evaluate through a real worker', () => {
     const gone = user(103);
     const asGuest = { userId: 'guest' };
     await caller.call(a.names.queue, { op: 'get_pushrules', user_id: gone }, asGuest);
-    expect(await caller.call(a.names.queue, { ...keywordRule('pizza'), user_id: gone }, asGuest)).toEqual({ ok: true, body: {} });
+    expect(await caller.call(a.names.queue, { ...keywordRule('pizza'), user_id: gone }, asGuest)).toEqual({
+      ok: true,
+      body: {},
+    });
     for (const worker of [a, b]) {
-      expect(ruleOf(await caller.call(worker.evaluateQueueName, anEvaluate('pizza tonight?', [gone]), asGuest), gone)).toBe('kw-pizza');
+      expect(
+        ruleOf(await caller.call(worker.evaluateQueueName, anEvaluate('pizza tonight?', [gone]), asGuest), gone),
+      ).toBe('kw-pizza');
     }
-    expect(await caller.call(a.names.queue, { op: 'delete_user_data', user_id: gone }, asGuest)).toEqual({ ok: true, body: {} });
-    expect(ruleOf(await caller.call(a.evaluateQueueName, anEvaluate('pizza tonight?', [gone]), asGuest), gone)).toBe('.m.rule.message');
+    expect(await caller.call(a.names.queue, { op: 'delete_user_data', user_id: gone }, asGuest)).toEqual({
+      ok: true,
+      body: {},
+    });
+    expect(ruleOf(await caller.call(a.evaluateQueueName, anEvaluate('pizza tonight?', [gone]), asGuest), gone)).toBe(
+      '.m.rule.message',
+    );
     for (let i = 0; i < 250; i += 1) {
-      if (ruleOf(await caller.call(b.evaluateQueueName, anEvaluate('pizza tonight?', [gone]), asGuest), gone) === '.m.rule.message') break;
+      if (
+        ruleOf(await caller.call(b.evaluateQueueName, anEvaluate('pizza tonight?', [gone]), asGuest), gone) ===
+        '.m.rule.message'
+      )
+        break;
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
-    expect(ruleOf(await caller.call(b.evaluateQueueName, anEvaluate('pizza tonight?', [gone]), asGuest), gone)).toBe('.m.rule.message');
+    expect(ruleOf(await caller.call(b.evaluateQueueName, anEvaluate('pizza tonight?', [gone]), asGuest), gone)).toBe(
+      '.m.rule.message',
+    );
   });
 
   it("reflects a write through worker A on worker B by A's change event, long before the staleness bound", async () => {
@@ -130,7 +160,9 @@ describe('evaluate through a real worker', () => {
     await write(a, dave, keywordRule('pizza'));
     const ms = await msUntilRule(b, dave, 'kw-pizza', 5_000);
     expect(ms).toBeDefined();
-    console.log(`[evaluate] a write through worker A reached worker B's evaluation after ${String(ms)} ms (change event)`);
+    console.log(
+      `[evaluate] a write through worker A reached worker B's evaluation after ${String(ms)} ms (change event)`,
+    );
   });
 
   it('without change events, reflects the write once maxStalenessMs has passed, and not before', async () => {
@@ -177,12 +209,19 @@ describe('evaluate through a real worker', () => {
 describe('PushRulesClient.evaluate through a real worker', () => {
   it('resolves with the reply body, and rejects with PushRulesError for bad input', async () => {
     const worker = await aWorker({ evaluate: { maxRecipients: 2 } });
-    const client = new PushRulesClient({ url: inject('amqpUrl'), queue: worker.names.queue, readQueue: worker.names.amqp.readQueue, evaluateQueue: worker.evaluateQueueName });
+    const client = new PushRulesClient({
+      url: inject('amqpUrl'),
+      queue: worker.names.queue,
+      readQueue: worker.names.amqp.readQueue,
+      evaluateQueue: worker.evaluateQueueName,
+    });
     try {
       const request = anEvaluate('hi @bob', [BOB]);
       const body = await client.evaluate(request.event, request.room, request.recipients, { explain: true });
       expect(body).toEqual({ notify: { [BOB]: ['notify'] }, evaluated: 1, rule_ids: { [BOB]: '.m.rule.message' } });
-      await expect(client.evaluate(request.event, request.room, [{ user_id: BOB }, { user_id: ALICE }, { user_id: SENDER }])).rejects.toMatchObject({
+      await expect(
+        client.evaluate(request.event, request.room, [{ user_id: BOB }, { user_id: ALICE }, { user_id: SENDER }]),
+      ).rejects.toMatchObject({
         kind: 'TooLarge',
         status: 413,
       });
@@ -199,15 +238,61 @@ describe('evaluate with bad input', () => {
   });
 
   it.each([
-    ['a missing event', { ...anEvaluate('x', [BOB]), event: undefined }, 'BadJson', "request must have required property 'event'."],
-    ['an event that is not an object', { ...anEvaluate('x', [BOB]), event: 'm.room.message' }, 'BadJson', 'event must be object.'],
-    ['a missing room', { ...anEvaluate('x', [BOB]), room: undefined }, 'BadJson', "request must have required property 'room'."],
-    ['an invalid recipient', anEvaluate('x', [BOB, 'carol']), 'BadJson', 'recipients.1.user_id is not a valid Matrix user ID.'],
+    [
+      'a missing event',
+      { ...anEvaluate('x', [BOB]), event: undefined },
+      'BadJson',
+      "request must have required property 'event'.",
+    ],
+    [
+      'an event that is not an object',
+      { ...anEvaluate('x', [BOB]), event: 'm.room.message' },
+      'BadJson',
+      'event must be object.',
+    ],
+    [
+      'a missing room',
+      { ...anEvaluate('x', [BOB]), room: undefined },
+      'BadJson',
+      "request must have required property 'room'.",
+    ],
+    [
+      'an invalid recipient',
+      anEvaluate('x', [BOB, 'carol']),
+      'BadJson',
+      'recipients.1.user_id is not a valid Matrix user ID.',
+    ],
     ['a duplicate recipient', anEvaluate('x', [BOB, ALICE, BOB]), 'BadJson', `recipients.2.user_id repeats ${BOB}.`],
-    ['too many recipients', anEvaluate('x', Array.from({ length: 11 }, (_, i) => user(i))), 'TooLarge', 'Too many recipients: an evaluate request may name at most 10.'],
-    ['an event over maxEventBytes', anEvaluate('x'.repeat(2100), [BOB]), 'TooLarge', 'The event is larger than 2048 bytes.'],
-    ['a body over maxRequestBytes', anEvaluate('x'.repeat(1000), Array.from({ length: 10 }, (_, i) => `@${'u'.repeat(700)}${i}:example.org`)), 'TooLarge', 'Request body is larger than 8192 bytes.'],
-    ['a user op', { op: 'get_pushrules', user_id: BOB }, 'Unrecognized', 'Only evaluate is served on this queue, not "get_pushrules".'],
+    [
+      'too many recipients',
+      anEvaluate(
+        'x',
+        Array.from({ length: 11 }, (_, i) => user(i)),
+      ),
+      'TooLarge',
+      'Too many recipients: an evaluate request may name at most 10.',
+    ],
+    [
+      'an event over maxEventBytes',
+      anEvaluate('x'.repeat(2100), [BOB]),
+      'TooLarge',
+      'The event is larger than 2048 bytes.',
+    ],
+    [
+      'a body over maxRequestBytes',
+      anEvaluate(
+        'x'.repeat(1000),
+        Array.from({ length: 10 }, (_, i) => `@${'u'.repeat(700)}${i}:example.org`),
+      ),
+      'TooLarge',
+      'Request body is larger than 8192 bytes.',
+    ],
+    [
+      'a user op',
+      { op: 'get_pushrules', user_id: BOB },
+      'Unrecognized',
+      'Only evaluate is served on this queue, not "get_pushrules".',
+    ],
   ])('%s: %s, and the worker keeps serving', async (_name, request, kind, message) => {
     const reply = await evaluate(worker, request);
     expect(reply).toMatchObject({ ok: false, error: { kind, error: message } });
@@ -218,7 +303,11 @@ describe('evaluate with bad input', () => {
     const reply = await caller.call(worker.names.queue, anEvaluate('hello', [BOB]));
     expect(reply).toMatchObject({
       ok: false,
-      error: { kind: 'Unrecognized', error: 'evaluate is served on its own queue (evaluate.queue, matrix.push.evaluate by default), not on the request queue.' },
+      error: {
+        kind: 'Unrecognized',
+        error:
+          'evaluate is served on its own queue (evaluate.queue, matrix.push.evaluate by default), not on the request queue.',
+      },
     });
   });
 

@@ -47,7 +47,9 @@ afterAll(async () => {
 
 describe('the gateway process', () => {
   it('serves through the workers, reports health and metrics, and exits 0 on SIGTERM', async () => {
-    const response = await fetch(`${url}/_matrix/client/v3/pushrules/`, { headers: { authorization: 'Bearer process-token' } });
+    const response = await fetch(`${url}/_matrix/client/v3/pushrules/`, {
+      headers: { authorization: 'Bearer process-token' },
+    });
     expect(response.status).toBe(200);
     expect(await response.json()).toMatchObject({ global: { override: expect.any(Array) as unknown } });
 
@@ -69,9 +71,11 @@ describe('the gateway process', () => {
 
     expect((await fetch(`${gateway.healthUrl}/healthz`)).status).toBe(200);
     const ready = await fetch(`${gateway.healthUrl}/readyz`);
-    expect({ status: ready.status, body: (await ready.json()) }).toEqual({ status: 200, body: { listening: true } });
+    expect({ status: ready.status, body: await ready.json() }).toEqual({ status: 200, body: { listening: true } });
     const metrics = await (await fetch(`${gateway.healthUrl}/metrics`)).text();
-    expect(metrics).toMatch(/push_gateway_http_requests_total\{route="\/_matrix\/client\/v3\/pushrules\/",method="GET",status="200"\} 1/);
+    expect(metrics).toMatch(
+      /push_gateway_http_requests_total\{route="\/_matrix\/client\/v3\/pushrules\/",method="GET",status="200"\} 1/,
+    );
     expect(metrics).toContain('push_gateway_http_requests_in_flight 0');
     expect(metrics).toContain('push_gateway_rate_limited_total 1');
     expect(metrics).toContain('push_gateway_overloaded_total 0');

@@ -41,7 +41,10 @@ describe('writes with a messageId are applied once', () => {
     expect(first).toEqual({ ok: true, body: {} });
     expect(second).toEqual(first);
     expect(await storedVersion(user)).toBe(version);
-    expect(await h.call('get_pushrule', user, address)).toMatchObject({ ok: true, body: { rule_id: '!room:example.org', actions: [] } });
+    expect(await h.call('get_pushrule', user, address)).toMatchObject({
+      ok: true,
+      body: { rule_id: '!room:example.org', actions: [] },
+    });
   });
 
   it('copies of set_pushrule sent at once are applied once and answered identically', async () => {
@@ -49,7 +52,9 @@ describe('writes with a messageId are applied once', () => {
     await h.call('get_pushrules', user);
     const before = await storedVersion(user);
     const replies = await Promise.all(
-      Array.from({ length: 5 }, async () => send(user, 'set_pushrule', { ...address, rule: { actions: ['notify'] } }, 'set-1')),
+      Array.from({ length: 5 }, async () =>
+        send(user, 'set_pushrule', { ...address, rule: { actions: ['notify'] } }, 'set-1'),
+      ),
     );
     expect(replies).toEqual(Array.from({ length: 5 }, () => ({ ok: true, body: {} })));
     expect(await storedVersion(user)).toBe((before as number) + 1);
@@ -58,7 +63,12 @@ describe('writes with a messageId are applied once', () => {
   it('the record lives in the same document as the push rules', async () => {
     const user = aUser();
     await h.call('get_pushrules', user);
-    await send(user, 'set_pushrule_enabled', { scope: 'global', kind: 'override', rule_id: '.m.rule.master', enabled: true }, 'rec-1');
+    await send(
+      user,
+      'set_pushrule_enabled',
+      { scope: 'global', kind: 'override', rule_id: '.m.rule.master', enabled: true },
+      'rec-1',
+    );
     const doc = await h.db.collection('account_data').findOne({ _id: user as never });
     // A change (master was off): no flag, so a redelivery answered from it announces the rules again.
     expect(doc?.['recent_writes']).toEqual([{ message_id: 'rec-1', reply_json: '{"ok":true,"body":{}}' }]);

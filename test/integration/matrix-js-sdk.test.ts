@@ -55,7 +55,8 @@ const KEYWORD: Pick<IPushRule, 'actions' | 'conditions'> = {
   actions: [PushRuleActionName.Notify],
   conditions: [{ kind: ConditionKind.EventMatch, key: 'content.body', pattern: 'sdk' }],
 };
-const ownRules = async (kind: 'override' | 'room') => (await client.getPushRules()).global[kind]?.filter((r) => !r.default).map((r) => r.rule_id) ?? [];
+const ownRules = async (kind: 'override' | 'room') =>
+  (await client.getPushRules()).global[kind]?.filter((r) => !r.default).map((r) => r.rule_id) ?? [];
 
 describe('matrix-js-sdk through the gateway', () => {
   it('getPushRules: the server defaults, all five kinds', async () => {
@@ -66,21 +67,31 @@ describe('matrix-js-sdk through the gateway', () => {
 
   it('addPushRule then getPushRules: the rule is there', async () => {
     expect(await client.addPushRule('global', PushRuleKind.Override, 'sdk.keyword', KEYWORD)).toEqual({});
-    expect(await client.addPushRule('global', PushRuleKind.RoomSpecific, '!room:example.org', { actions: [PushRuleActionName.DontNotify] })).toEqual({});
+    expect(
+      await client.addPushRule('global', PushRuleKind.RoomSpecific, '!room:example.org', {
+        actions: [PushRuleActionName.DontNotify],
+      }),
+    ).toEqual({});
     expect(await ownRules('override')).toEqual(['sdk.keyword']);
     expect(await ownRules('room')).toEqual(['!room:example.org']);
   });
 
   it('setPushRuleEnabled and setPushRuleActions change the rule', async () => {
     await client.setPushRuleEnabled('global', PushRuleKind.Override, 'sdk.keyword', false);
-    await client.setPushRuleActions('global', PushRuleKind.Override, 'sdk.keyword', [PushRuleActionName.Notify, { set_tweak: TweakName.Sound, value: 'default' }]);
+    await client.setPushRuleActions('global', PushRuleKind.Override, 'sdk.keyword', [
+      PushRuleActionName.Notify,
+      { set_tweak: TweakName.Sound, value: 'default' },
+    ]);
     const rule = (await client.getPushRules()).global.override?.find((r) => r.rule_id === 'sdk.keyword');
     expect(rule).toMatchObject({ enabled: false, actions: ['notify', { set_tweak: 'sound', value: 'default' }] });
   });
 
   it('setPushRuleEnabled on a server-default rule', async () => {
     await client.setPushRuleEnabled('global', PushRuleKind.Override, '.m.rule.master', true);
-    expect((await client.getPushRules()).global.override?.[0]).toMatchObject({ rule_id: '.m.rule.master', enabled: true });
+    expect((await client.getPushRules()).global.override?.[0]).toMatchObject({
+      rule_id: '.m.rule.master',
+      enabled: true,
+    });
   });
 
   it('deletePushRule removes the rule', async () => {
@@ -92,7 +103,9 @@ describe('matrix-js-sdk through the gateway', () => {
     const error = await client.deletePushRule('global', PushRuleKind.Override, 'sdk.missing').catch((e: unknown) => e);
     expect(error).toBeInstanceOf(MatrixError);
     expect(error).toMatchObject({ errcode: 'M_NOT_FOUND', httpStatus: 404, data: { error: SEED.ruleNotFound } });
-    const reserved = await client.addPushRule('global', PushRuleKind.Override, '.sdk.dot', KEYWORD).catch((e: unknown) => e);
+    const reserved = await client
+      .addPushRule('global', PushRuleKind.Override, '.sdk.dot', KEYWORD)
+      .catch((e: unknown) => e);
     expect(reserved).toMatchObject({ errcode: 'M_INVALID_PARAM', httpStatus: 400, data: { error: SEED.dotReserved } });
   });
 
@@ -106,8 +119,18 @@ describe('matrix-js-sdk through the gateway', () => {
   });
 
   it("switches another session's pushes off and on as Element does (MSC3881), the pusher staying that session's", async () => {
-    const phone = createClient({ baseUrl: front.url, accessToken: 'sdk-phone-token', userId: USER, deviceId: 'SDKPHONE' });
-    const laptop = createClient({ baseUrl: front.url, accessToken: 'sdk-laptop-token', userId: USER, deviceId: 'SDKLAPTOP' });
+    const phone = createClient({
+      baseUrl: front.url,
+      accessToken: 'sdk-phone-token',
+      userId: USER,
+      deviceId: 'SDKPHONE',
+    });
+    const laptop = createClient({
+      baseUrl: front.url,
+      accessToken: 'sdk-laptop-token',
+      userId: USER,
+      deviceId: 'SDKLAPTOP',
+    });
     try {
       await phone.setPusher(aPusherSetAction({ pushkey: 'sdk-phone-key', app_id: 'org.example.sdk' }));
       // Element's useOwnDevices: find the session's pusher by device, post it back with the flag set.
@@ -119,10 +142,18 @@ describe('matrix-js-sdk through the gateway', () => {
       };
       await toggle(false);
       expect((await phone.getPushers()).pushers).toMatchObject([
-        { pushkey: 'sdk-phone-key', enabled: false, [PUSHER_ENABLED.name]: false, device_id: 'SDKPHONE', [PUSHER_DEVICE_ID.name]: 'SDKPHONE' },
+        {
+          pushkey: 'sdk-phone-key',
+          enabled: false,
+          [PUSHER_ENABLED.name]: false,
+          device_id: 'SDKPHONE',
+          [PUSHER_DEVICE_ID.name]: 'SDKPHONE',
+        },
       ]);
       await toggle(true);
-      expect((await phone.getPushers()).pushers).toMatchObject([{ enabled: true, [PUSHER_ENABLED.name]: true, device_id: 'SDKPHONE' }]);
+      expect((await phone.getPushers()).pushers).toMatchObject([
+        { enabled: true, [PUSHER_ENABLED.name]: true, device_id: 'SDKPHONE' },
+      ]);
       await phone.removePusher('sdk-phone-key', 'org.example.sdk');
     } finally {
       phone.stopClient();
@@ -156,14 +187,27 @@ describe('matrix-js-sdk and a refused token, through the homeserver authenticato
   }
 
   it.each([
-    ['an expired token: soft logout, the client may keep its keys', { errcode: 'M_UNKNOWN_TOKEN', error: 'Access token has expired', soft_logout: true }, true],
-    ['a logged-out token: hard logout', { errcode: 'M_UNKNOWN_TOKEN', error: 'Invalid access token passed.', soft_logout: false }, false],
+    [
+      'an expired token: soft logout, the client may keep its keys',
+      { errcode: 'M_UNKNOWN_TOKEN', error: 'Access token has expired', soft_logout: true },
+      true,
+    ],
+    [
+      'a logged-out token: hard logout',
+      { errcode: 'M_UNKNOWN_TOKEN', error: 'Invalid access token passed.', soft_logout: false },
+      false,
+    ],
   ])('%s', async (_name, refusal, softLogout) => {
     const hs = await refusingHomeserver(refusal);
     const refusing = await startGateway({
       amqpUrl: h.names.amqp.url,
       queue: h.names.queue,
-      authenticator: new HomeserverAuthenticator({ homeserverUrl: hs.url, cacheSeconds: 30, cacheMaxEntries: 10, timeoutMs: 2_000 }),
+      authenticator: new HomeserverAuthenticator({
+        homeserverUrl: hs.url,
+        cacheSeconds: 30,
+        cacheMaxEntries: 10,
+        timeoutMs: 2_000,
+      }),
     });
     const proxy = await startFrontProxy(refusing.url);
     const expired = createClient({ baseUrl: proxy.url, accessToken: 'expired-token', userId: USER });
@@ -172,7 +216,11 @@ describe('matrix-js-sdk and a refused token, through the homeserver authenticato
       const loggedOut = new Promise<MatrixError>((resolve) => expired.once(HttpApiEvent.SessionLoggedOut, resolve));
       const error = await expired.getPushers().catch((e: unknown) => e);
       expect(error).toBeInstanceOf(MatrixError);
-      expect(error).toMatchObject({ errcode: 'M_UNKNOWN_TOKEN', httpStatus: 401, data: { error: refusal.error, soft_logout: softLogout } });
+      expect(error).toMatchObject({
+        errcode: 'M_UNKNOWN_TOKEN',
+        httpStatus: 401,
+        data: { error: refusal.error, soft_logout: softLogout },
+      });
       expect((await loggedOut).data['soft_logout']).toBe(softLogout);
     } finally {
       expired.stopClient();
@@ -198,10 +246,16 @@ describe('matrix-js-sdk and the write rate limit', () => {
       await sdk.getPushRules();
       await sdk.setPushRuleEnabled('global', PushRuleKind.Override, '.m.rule.master', true);
       await sdk.setPushRuleEnabled('global', PushRuleKind.Override, '.m.rule.master', false);
-      const error = await sdk.setPushRuleEnabled('global', PushRuleKind.Override, '.m.rule.master', true).catch((e: unknown) => e);
+      const error = await sdk
+        .setPushRuleEnabled('global', PushRuleKind.Override, '.m.rule.master', true)
+        .catch((e: unknown) => e);
       expect(error).toBeInstanceOf(MatrixError);
       const matrixError = error as MatrixError;
-      expect({ errcode: matrixError.errcode, httpStatus: matrixError.httpStatus, rateLimit: matrixError.isRateLimitError() }).toEqual({
+      expect({
+        errcode: matrixError.errcode,
+        httpStatus: matrixError.httpStatus,
+        rateLimit: matrixError.isRateLimitError(),
+      }).toEqual({
         errcode: 'M_LIMIT_EXCEEDED',
         httpStatus: 429,
         rateLimit: true,
@@ -209,7 +263,10 @@ describe('matrix-js-sdk and the write rate limit', () => {
       // The header (whole seconds) wins over retry_after_ms in the SDK.
       expect(matrixError.getRetryAfterMs()).toBe(1000);
       expect(matrixError.data['retry_after_ms']).toBeGreaterThan(0);
-      expect((await sdk.getPushRules()).global.override?.[0]).toMatchObject({ rule_id: '.m.rule.master', enabled: false });
+      expect((await sdk.getPushRules()).global.override?.[0]).toMatchObject({
+        rule_id: '.m.rule.master',
+        enabled: false,
+      });
     } finally {
       sdk.stopClient();
       await proxy.close();

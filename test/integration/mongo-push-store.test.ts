@@ -19,21 +19,24 @@ afterAll(async () => {
 });
 
 // Once as is, once with the parsed-rules cache: it must never change what a read answers.
-for (const [name, parsedCacheChars] of [['MongoDB', 0], ['MongoDB with the parsed-rules cache', 1 << 20]] as const) {
+for (const [name, parsedCacheChars] of [
+  ['MongoDB', 0],
+  ['MongoDB with the parsed-rules cache', 1 << 20],
+] as const) {
   pushStoreContract(name, async (fixtureOptions) => {
-  await Promise.resolve();
-  return {
-    store: new MongoPushStore(db, { ...options, parsedCacheChars, ...fixtureOptions }),
-    putRaw: async (userId, entry) => {
-      const pushRules: Record<string, unknown> = {};
-      if (entry.contentJson !== undefined) pushRules['content_json'] = entry.contentJson;
-      if (entry.defaultsRevision !== undefined) pushRules['defaults_revision'] = entry.defaultsRevision;
-      await db
-        .collection<AccountDataDocument>('account_data')
-        .updateOne({ _id: userId }, { $set: { push_rules: pushRules }, $inc: { version: 1 } }, { upsert: true });
-    },
-  };
-});
+    await Promise.resolve();
+    return {
+      store: new MongoPushStore(db, { ...options, parsedCacheChars, ...fixtureOptions }),
+      putRaw: async (userId, entry) => {
+        const pushRules: Record<string, unknown> = {};
+        if (entry.contentJson !== undefined) pushRules['content_json'] = entry.contentJson;
+        if (entry.defaultsRevision !== undefined) pushRules['defaults_revision'] = entry.defaultsRevision;
+        await db
+          .collection<AccountDataDocument>('account_data')
+          .updateOne({ _id: userId }, { $set: { push_rules: pushRules }, $inc: { version: 1 } }, { upsert: true });
+      },
+    };
+  });
 }
 
 describe('MongoPushStore: push-rule reads that come in together', () => {
@@ -43,7 +46,9 @@ describe('MongoPushStore: push-rule reads that come in together', () => {
     for (const [k, user] of users.entries()) {
       if (k % 3 === 2) continue; // absent
       if (k === 4) {
-        await db.collection<AccountDataDocument>('account_data').insertOne({ _id: user, version: 7, push_rules: { content_json: '{not json', defaults_revision: 'v1.19' } });
+        await db
+          .collection<AccountDataDocument>('account_data')
+          .insertOne({ _id: user, version: 7, push_rules: { content_json: '{not json', defaults_revision: 'v1.19' } });
         continue;
       }
       await store.savePushRules(user, 0, serverDefaultRuleset(user), 'v1.19');
@@ -112,20 +117,38 @@ describe('MongoDB: pushers stored before devices and enabled were kept', () => {
     await db.collection<PusherDocument>('pushers').insertOne({ ...legacy });
     const [read] = await store().listPushers(legacy.user_id);
     const { data_json: _json, ...values } = legacy;
-    expect(read).toStrictEqual({ ...values, data: { url: 'https://push.example.org/_matrix/push/v1/notify' }, enabled: true });
+    expect(read).toStrictEqual({
+      ...values,
+      data: { url: 'https://push.example.org/_matrix/push/v1/notify' },
+      enabled: true,
+    });
     expect(read).not.toHaveProperty('device_id');
-    expect(await store().deletePushers({ userId: legacy.user_id, devices: { deviceIds: ['PHONE'] }, includeEmail: false })).toBe(0);
-    expect(await store().deletePushers({ userId: legacy.user_id, devices: { all: true }, includeEmail: false })).toBe(1);
+    expect(
+      await store().deletePushers({ userId: legacy.user_id, devices: { deviceIds: ['PHONE'] }, includeEmail: false }),
+    ).toBe(0);
+    expect(await store().deletePushers({ userId: legacy.user_id, devices: { all: true }, includeEmail: false })).toBe(
+      1,
+    );
   });
 
   it('take the device of the first update that has one, in the same document write', async () => {
     const user = '@legacy2:example.org';
     await db.collection<PusherDocument>('pushers').insertOne({ ...legacy, user_id: user });
     const { data_json: _json, ...values } = legacy;
-    const update = { ...values, user_id: user, data: { url: 'https://push.example.org/_matrix/push/v1/notify' }, enabled: false, device_id: 'PHONE' };
+    const update = {
+      ...values,
+      user_id: user,
+      data: { url: 'https://push.example.org/_matrix/push/v1/notify' },
+      enabled: false,
+      device_id: 'PHONE',
+    };
     expect(await store().upsertPusher(update)).toBe('updated');
-    const stored = await db.collection<PusherDocument>('pushers').findOne({ user_id: user }, { projection: { _id: 0 } });
+    const stored = await db
+      .collection<PusherDocument>('pushers')
+      .findOne({ user_id: user }, { projection: { _id: 0 } });
     expect(stored).toEqual({ ...legacy, user_id: user, enabled: false, device_id: 'PHONE' });
-    expect(await store().deletePushers({ userId: user, devices: { deviceIds: ['PHONE'] }, includeEmail: false })).toBe(1);
+    expect(await store().deletePushers({ userId: user, devices: { deviceIds: ['PHONE'] }, includeEmail: false })).toBe(
+      1,
+    );
   });
 });

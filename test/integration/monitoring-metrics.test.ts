@@ -16,7 +16,13 @@ import {
 } from '../../scripts/monitoring-queries.js';
 import { RpcCaller } from './support/rpc-caller.js';
 import { deleteTopology, uniqueNames, type Names } from './support/worker-harness.js';
-import { startServiceProcess, startWorkerProcess, stopWorkerProcess, workerEnvironment, type WorkerProcess } from './support/worker-processes.js';
+import {
+  startServiceProcess,
+  startWorkerProcess,
+  stopWorkerProcess,
+  workerEnvironment,
+  type WorkerProcess,
+} from './support/worker-processes.js';
 
 /**
  * The dashboard (ops/grafana/matrix-push-worker.json) and the alert rules
@@ -74,7 +80,10 @@ afterAll(async () => {
 async function gatewayCall(method: string, path: string, body?: unknown): Promise<number> {
   const response = await fetch(`${gatewayUrl}/_matrix/client/v3${path}`, {
     method,
-    headers: { authorization: 'Bearer monitoring-token', ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    headers: {
+      authorization: 'Bearer monitoring-token',
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+    },
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),
   });
   await response.arrayBuffer();
@@ -86,12 +95,20 @@ describe('the monitoring files and the metrics the processes export', () => {
     // Traffic, so that labelled counters and histograms have series: reads,
     // a write, a client error, an evaluation.
     expect(await gatewayCall('GET', '/pushrules/')).toBe(200);
-    expect(await gatewayCall('PUT', '/pushrules/global/content/pizza', { pattern: 'pizza', actions: ['notify'] })).toBe(200);
+    expect(await gatewayCall('PUT', '/pushrules/global/content/pizza', { pattern: 'pizza', actions: ['notify'] })).toBe(
+      200,
+    );
     expect(await gatewayCall('GET', '/pushrules/global/content/pizza')).toBe(200);
     expect(await gatewayCall('GET', '/pushrules/global/content/nope')).toBe(404);
     const evaluation = await caller?.call(`${names.amqp.queue}.evaluate`, {
       op: 'evaluate',
-      event: { event_id: '$e', type: 'm.room.message', room_id: '!room:example.org', sender: '@s:example.org', content: { msgtype: 'm.text', body: 'pizza?' } },
+      event: {
+        event_id: '$e',
+        type: 'm.room.message',
+        room_id: '!room:example.org',
+        sender: '@s:example.org',
+        content: { msgtype: 'm.text', body: 'pizza?' },
+      },
       room: { member_count: 3 },
       recipients: [{ user_id: '@monitoring:example.org' }, { user_id: '@other:example.org' }],
     });
@@ -107,7 +124,9 @@ describe('the monitoring files and the metrics the processes export', () => {
     const queries = [...panelQueries(dashboard), ...variableQueries(dashboard), ...ruleQueries(readRules())];
     expect(queries.length).toBeGreaterThan(40);
     const missing = queries.flatMap((query) =>
-      [...metricNames(query.expr)].filter((name) => !PROMETHEUS_OWN.has(name) && !isExported(name, exported)).map((name) => `${query.source}: ${name}`),
+      [...metricNames(query.expr)]
+        .filter((name) => !PROMETHEUS_OWN.has(name) && !isExported(name, exported))
+        .map((name) => `${query.source}: ${name}`),
     );
     expect(missing).toEqual([]);
   });
@@ -119,9 +138,14 @@ describe('the monitoring files and the metrics the processes export', () => {
       expect(workerText).toMatch(new RegExp(`^push_worker_queue_messages_ready\\{queue="${queue}"\\} \\d+$`, 'm'));
     }
     // This worker consumes its request, read and evaluate queues.
-    for (const queue of ['request', 'read', 'evaluate']) expect(workerText).toContain(`push_worker_queue_consumers{queue="${queue}"} 1`);
+    for (const queue of ['request', 'read', 'evaluate'])
+      expect(workerText).toContain(`push_worker_queue_consumers{queue="${queue}"} 1`);
     for (const page of [workerPage, gatewayPage]) {
-      for (const name of ['process_resident_memory_bytes', 'nodejs_eventloop_lag_p99_seconds', 'nodejs_heap_size_used_bytes']) {
+      for (const name of [
+        'process_resident_memory_bytes',
+        'nodejs_eventloop_lag_p99_seconds',
+        'nodejs_heap_size_used_bytes',
+      ]) {
         expect(page?.samples.has(name), name).toBe(true);
       }
     }

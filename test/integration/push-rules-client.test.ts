@@ -8,7 +8,12 @@ let h: Harness;
 let client: PushRulesClient;
 beforeAll(async () => {
   h = await startHarness();
-  client = new PushRulesClient({ url: h.names.amqp.url, queue: h.names.queue, readQueue: h.names.amqp.readQueue, timeoutMs: 5_000 });
+  client = new PushRulesClient({
+    url: h.names.amqp.url,
+    queue: h.names.queue,
+    readQueue: h.names.amqp.readQueue,
+    timeoutMs: 5_000,
+  });
 });
 afterAll(async () => {
   await client.close();
@@ -30,19 +35,31 @@ describe('PushRulesClient through a real worker', () => {
   it('serves every push-rule operation with the Matrix bodies', async () => {
     const user = '@typed:example.org';
     const address = { scope: 'global', kind: 'override', ruleId: 'typed.rule' };
-    const rule = { actions: ['notify'], conditions: [{ kind: 'event_match', key: 'content.body', pattern: 'cake' }] } as const;
+    const rule = {
+      actions: ['notify'],
+      conditions: [{ kind: 'event_match', key: 'content.body', pattern: 'cake' }],
+    } as const;
 
     const initial = await client.getPushRules(user);
     expect(Object.keys(initial.global).sort()).toEqual(['content', 'override', 'room', 'sender', 'underride']);
 
     expect(await client.setPushRule(user, address, rule)).toEqual({});
-    expect(await client.getPushRule(user, address)).toEqual({ rule_id: 'typed.rule', default: false, enabled: true, ...rule });
-    expect(await client.setPushRule(user, { ...address, ruleId: 'typed.first' }, rule, { before: 'typed.rule' })).toEqual({});
+    expect(await client.getPushRule(user, address)).toEqual({
+      rule_id: 'typed.rule',
+      default: false,
+      enabled: true,
+      ...rule,
+    });
+    expect(
+      await client.setPushRule(user, { ...address, ruleId: 'typed.first' }, rule, { before: 'typed.rule' }),
+    ).toEqual({});
     const userRules = (await client.getPushRules(user)).global.override.filter((r) => !r.default).map((r) => r.rule_id);
     expect(userRules).toEqual(['typed.first', 'typed.rule']);
 
     expect(await client.setPushRuleActions(user, address, [{ set_tweak: 'sound', value: 'ping' }])).toEqual({});
-    expect(await client.getPushRuleActions(user, address)).toEqual({ actions: [{ set_tweak: 'sound', value: 'ping' }] });
+    expect(await client.getPushRuleActions(user, address)).toEqual({
+      actions: [{ set_tweak: 'sound', value: 'ping' }],
+    });
     expect(await client.setPushRuleEnabled(user, address, false)).toEqual({});
     expect(await client.getPushRuleEnabled(user, address)).toEqual({ enabled: false });
 
@@ -61,7 +78,15 @@ describe('PushRulesClient through a real worker', () => {
     const pusher = aPusherSetAction({ pushkey: 'key-1' });
     expect(await client.setPusher(user, pusher, { deviceId: 'PHONE' })).toEqual({});
     expect(await client.getPushers(user)).toEqual({
-      pushers: [{ ...pusher, enabled: true, 'org.matrix.msc3881.enabled': true, device_id: 'PHONE', 'org.matrix.msc3881.device_id': 'PHONE' }],
+      pushers: [
+        {
+          ...pusher,
+          enabled: true,
+          'org.matrix.msc3881.enabled': true,
+          device_id: 'PHONE',
+          'org.matrix.msc3881.device_id': 'PHONE',
+        },
+      ],
     });
     expect(await client.setPusher(user, { pushkey: 'key-1', app_id: 'org.example.app', kind: null })).toEqual({});
     expect(await client.getPushers(user)).toEqual({ pushers: [] });
@@ -76,8 +101,16 @@ describe('PushRulesClient through a real worker', () => {
   it('gets the homeserver ops refused while the workers have no trusted publishers', async () => {
     const user = '@typed-homeserver:example.org';
     await client.setPusher(user, aPusherSetAction({ pushkey: 'kept' }), { deviceId: 'PHONE' });
-    for (const call of [client.deletePushers(user, { all: true }, { includeEmail: true }), client.deleteUserData(user)]) {
-      expect(await failureOf(call)).toMatchObject({ kind: 'Forbidden', errcode: 'M_FORBIDDEN', status: 403, reason: undefined });
+    for (const call of [
+      client.deletePushers(user, { all: true }, { includeEmail: true }),
+      client.deleteUserData(user),
+    ]) {
+      expect(await failureOf(call)).toMatchObject({
+        kind: 'Forbidden',
+        errcode: 'M_FORBIDDEN',
+        status: 403,
+        reason: undefined,
+      });
     }
     expect((await client.getPushers(user)).pushers).toHaveLength(1);
   });
@@ -98,7 +131,11 @@ describe('PushRulesClient through a real worker', () => {
   });
 
   it('answers Unavailable at once when no queue takes the request', async () => {
-    const lost = new PushRulesClient({ url: h.names.amqp.url, queue: `no.such.queue.${randomUUID()}`, readQueue: null });
+    const lost = new PushRulesClient({
+      url: h.names.amqp.url,
+      queue: `no.such.queue.${randomUUID()}`,
+      readQueue: null,
+    });
     const started = Date.now();
     expect(await failureOf(lost.getPushers('@x:example.org'))).toMatchObject({
       kind: 'Unavailable',
@@ -115,7 +152,10 @@ describe('PushRulesClient through a real worker', () => {
     await h.caller.channel.assertQueue(queue, { autoDelete: true });
     const idle = new PushRulesClient({ url: h.names.amqp.url, queue, readQueue: null });
     const started = Date.now();
-    expect(await failureOf(idle.getPushers('@x:example.org', { timeoutMs: 300 }))).toMatchObject({ status: 503, reason: 'timeout' });
+    expect(await failureOf(idle.getPushers('@x:example.org', { timeoutMs: 300 }))).toMatchObject({
+      status: 503,
+      reason: 'timeout',
+    });
     expect(Date.now() - started).toBeGreaterThanOrEqual(300);
     await idle.close();
     await h.caller.channel.deleteQueue(queue);
@@ -125,7 +165,9 @@ describe('PushRulesClient through a real worker', () => {
     const queue = `idle.${randomUUID()}`;
     await h.caller.channel.assertQueue(queue, { autoDelete: true });
     const idle = new PushRulesClient({ url: h.names.amqp.url, queue, readQueue: null, timeoutMs: 10_000 });
-    const pending = failureOf(idle.setPushRuleEnabled('@x:example.org', { scope: 'global', kind: 'override', ruleId: '.m.rule.master' }, true));
+    const pending = failureOf(
+      idle.setPushRuleEnabled('@x:example.org', { scope: 'global', kind: 'override', ruleId: '.m.rule.master' }, true),
+    );
     await new Promise((r) => setTimeout(r, 100));
     await idle.close();
     await idle.close();

@@ -70,7 +70,12 @@ describe('the read queue', () => {
     const reply = await onReadQueue(op, user, fields);
     expect(reply).toMatchObject({
       ok: false,
-      error: { kind: 'Unrecognized', errcode: 'M_UNRECOGNIZED', status: 400, error: `${op} changes data: send it to the request queue, not the read queue.` },
+      error: {
+        kind: 'Unrecognized',
+        errcode: 'M_UNRECOGNIZED',
+        status: 400,
+        error: `${op} changes data: send it to the request queue, not the read queue.`,
+      },
     });
     expect(await h.db.collection('account_data').findOne({ _id: user as never })).toEqual(before);
     expect(await h.call('get_pushers', user)).toEqual(pushersBefore);
@@ -102,9 +107,13 @@ describe('PushRulesClient routing reads', () => {
     const user = await aUserWithData();
     const { client, fallbacks } = aClient(h.names.amqp.readQueue);
     try {
-      expect((await client.getPushRuleEnabled(user, { scope: 'global', kind: 'override', ruleId: 'cake' })).enabled).toBe(true);
+      expect(
+        (await client.getPushRuleEnabled(user, { scope: 'global', kind: 'override', ruleId: 'cake' })).enabled,
+      ).toBe(true);
       await client.setPushRuleEnabled(user, { scope: 'global', kind: 'override', ruleId: 'cake' }, false);
-      expect((await client.getPushRuleEnabled(user, { scope: 'global', kind: 'override', ruleId: 'cake' })).enabled).toBe(false);
+      expect(
+        (await client.getPushRuleEnabled(user, { scope: 'global', kind: 'override', ruleId: 'cake' })).enabled,
+      ).toBe(false);
       expect(fallbacks).toEqual([]);
     } finally {
       await client.close();

@@ -24,7 +24,14 @@ describe('RpcClient', () => {
     try {
       const user = '@client:example.org';
       expect(await client.request({ op: 'get_pushrules', user_id: user })).toMatchObject({ ok: true });
-      const body = { op: 'set_pushrule_enabled', user_id: user, scope: 'global', kind: 'override', rule_id: '.m.rule.master', enabled: true };
+      const body = {
+        op: 'set_pushrule_enabled',
+        user_id: user,
+        scope: 'global',
+        kind: 'override',
+        rule_id: '.m.rule.master',
+        enabled: true,
+      };
       expect(await client.request(body, { messageId: 'client-1' })).toEqual({ ok: true, body: {} });
       expect(await client.request(body, { messageId: 'client-1' })).toEqual({ ok: true, body: {} });
       const doc = await h.db.collection('account_data').findOne({ _id: user as never });
@@ -45,14 +52,19 @@ describe('RpcClient', () => {
   it('fails at once with refused when the broker nacks the request, and serves the next call on a fresh connection', async () => {
     // A full queue that rejects what comes beyond its length: the broker nacks the publish.
     const full = `full.${randomUUID()}`;
-    await h.caller.channel.assertQueue(full, { autoDelete: true, arguments: { 'x-max-length': 1, 'x-overflow': 'reject-publish' } });
+    await h.caller.channel.assertQueue(full, {
+      autoDelete: true,
+      arguments: { 'x-max-length': 1, 'x-overflow': 'reject-publish' },
+    });
     h.caller.channel.sendToQueue(full, Buffer.from('{}'));
     const client = new RpcClient({ url: h.names.amqp.url, queue: h.names.queue, timeoutMs: 5_000 });
     try {
       expect(await client.request({ op: 'get_pushers', user_id: '@x:example.org' })).toMatchObject({ ok: true });
       const first = client.broker;
       const started = Date.now();
-      expect(await reasonOf(client.request({ op: 'get_pushers', user_id: '@x:example.org' }, { queue: full }))).toBe('refused');
+      expect(await reasonOf(client.request({ op: 'get_pushers', user_id: '@x:example.org' }, { queue: full }))).toBe(
+        'refused',
+      );
       expect(Date.now() - started).toBeLessThan(2_000);
       expect(await client.request({ op: 'get_pushers', user_id: '@x:example.org' })).toMatchObject({ ok: true });
       expect(client.broker).toBe(first);
@@ -68,7 +80,9 @@ describe('RpcClient', () => {
     await h.caller.channel.assertQueue(queue, { autoDelete: true });
     const client = aClient(queue);
     const started = Date.now();
-    const call = reasonOf(client.request({ op: 'get_pushers', user_id: '@x:example.org' }, { timeoutMs: 600, messageId: 'm-1' }));
+    const call = reasonOf(
+      client.request({ op: 'get_pushers', user_id: '@x:example.org' }, { timeoutMs: 600, messageId: 'm-1' }),
+    );
     await new Promise((r) => setTimeout(r, 100));
     const waiting = await h.caller.channel.get(queue, { noAck: true });
     expect(waiting && waiting.properties).toMatchObject({
@@ -88,9 +102,16 @@ describe('RpcClient', () => {
 
   it('fails pending calls fast with connection-lost when the channel goes, and connects again for the next call', async () => {
     // RabbitMQ closes a channel that publishes a userId other than its own user.
-    const client = new RpcClient({ url: h.names.amqp.url, queue: h.names.queue, timeoutMs: 5_000, publisherUserId: 'impostor' });
+    const client = new RpcClient({
+      url: h.names.amqp.url,
+      queue: h.names.queue,
+      timeoutMs: 5_000,
+      publisherUserId: 'impostor',
+    });
     const started = Date.now();
-    const reasons = await Promise.all([1, 2].map(async () => reasonOf(client.request({ op: 'get_pushers', user_id: '@x:example.org' }))));
+    const reasons = await Promise.all(
+      [1, 2].map(async () => reasonOf(client.request({ op: 'get_pushers', user_id: '@x:example.org' }))),
+    );
     expect(reasons).toEqual(['connection-lost', 'connection-lost']);
     expect(Date.now() - started).toBeLessThan(2_000);
     // Not `closed`: the client opened a new connection for this call (and lost it the same way).
@@ -127,15 +148,21 @@ describe('RpcClient', () => {
     const answer = (request: Awaited<ReturnType<typeof take>>) => {
       const { replyTo, correlationId } = request.properties as { replyTo: string; correlationId: string };
       const { user_id: userId } = JSON.parse(request.content.toString()) as { user_id: string };
-      h.caller.channel.sendToQueue(replyTo, Buffer.from(JSON.stringify({ ok: true, body: { for: userId } })), { correlationId });
+      h.caller.channel.sendToQueue(replyTo, Buffer.from(JSON.stringify({ ok: true, body: { for: userId } })), {
+        correlationId,
+      });
     };
-    const pending = ['@one:example.org', '@two:example.org'].map(async (user) => client.request({ op: 'get_pushers', user_id: user }));
+    const pending = ['@one:example.org', '@two:example.org'].map(async (user) =>
+      client.request({ op: 'get_pushers', user_id: user }),
+    );
     const taken = [await take(), await take()];
 
     // ~4,100 levels and more overflow JSON.stringify's stack.
     let deep: unknown = 'leaf';
     for (let i = 0; i < 10_000; i += 1) deep = [deep];
-    const bad = await client.request({ op: 'set_pusher', user_id: '@bad:example.org', action: { data: { deep } } }).catch((e: unknown) => e);
+    const bad = await client
+      .request({ op: 'set_pusher', user_id: '@bad:example.org', action: { data: { deep } } })
+      .catch((e: unknown) => e);
     expect(bad).toBeInstanceOf(RpcRequestError);
 
     for (const request of taken) answer(request);

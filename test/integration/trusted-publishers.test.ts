@@ -33,7 +33,12 @@ describe('trusted publishers', () => {
   it('refuses a request without userId with Forbidden and changes nothing', async () => {
     const before = await h.db.collection('account_data').findOne({ _id: user as never });
     const reply = await h.caller.call(h.names.queue, {
-      op: 'set_pushrule_enabled', user_id: user, scope: 'global', kind: 'override', rule_id: '.m.rule.master', enabled: true,
+      op: 'set_pushrule_enabled',
+      user_id: user,
+      scope: 'global',
+      kind: 'override',
+      rule_id: '.m.rule.master',
+      enabled: true,
     });
     expect(reply).toEqual(FORBIDDEN);
     expect(await h.db.collection('account_data').findOne({ _id: user as never })).toEqual(before);

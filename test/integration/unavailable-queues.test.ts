@@ -41,7 +41,10 @@ beforeAll(async () => {
       },
     },
   );
-  h = await startHarness({ readQueue: READ_QUEUE, deadLetterQueue: DEAD_LETTER_QUEUE, reconnectBaseMs: 50, reconnectMaxMs: 200 }, { logger });
+  h = await startHarness(
+    { readQueue: READ_QUEUE, deadLetterQueue: DEAD_LETTER_QUEUE, reconnectBaseMs: 50, reconnectMaxMs: 200 },
+    { logger },
+  );
 });
 
 afterAll(async () => {
@@ -58,24 +61,43 @@ describe('queues a worker does not need to serve', () => {
   it('a read queue and a dead-letter queue that cannot be declared do not stop the worker', async () => {
     expect(h.worker.consuming).toBe(true);
     expect(h.worker.consumedQueues).toEqual(['request']);
-    expect(warnings('cannot consume this queue; serving the others and trying it again')[0]).toMatchObject({ queue: READ_QUEUE, role: 'read', failures: 1 });
+    expect(warnings('cannot consume this queue; serving the others and trying it again')[0]).toMatchObject({
+      queue: READ_QUEUE,
+      role: 'read',
+      failures: 1,
+    });
     // Retried, but said once (then every 30th attempt), not a warning per attempt.
     await sleep(1_000);
     expect(warnings('cannot consume this queue; serving the others and trying it again')).toHaveLength(1);
     expect(lines.filter((l) => l['msg'] === 'AMQP channel error')).toEqual([]);
-    expect(warnings('cannot declare the dead-letter queue; serving without it (unanswerable requests are dropped until it is back)')[0]).toMatchObject({
+    expect(
+      warnings(
+        'cannot declare the dead-letter queue; serving without it (unanswerable requests are dropped until it is back)',
+      )[0],
+    ).toMatchObject({
       queue: DEAD_LETTER_QUEUE,
     });
     const user = '@unavailable:example.org';
     expect(await h.call('get_pushrules', user)).toMatchObject({ ok: true });
-    expect(await h.call('set_pushrule', user, { scope: 'global', kind: 'room', rule_id: '!r:example.org', rule: { actions: [] } })).toMatchObject({ ok: true });
-    expect(await h.call('get_pushrule_enabled', user, { scope: 'global', kind: 'room', rule_id: '!r:example.org' })).toEqual({ ok: true, body: { enabled: true } });
+    expect(
+      await h.call('set_pushrule', user, {
+        scope: 'global',
+        kind: 'room',
+        rule_id: '!r:example.org',
+        rule: { actions: [] },
+      }),
+    ).toMatchObject({ ok: true });
+    expect(
+      await h.call('get_pushrule_enabled', user, { scope: 'global', kind: 'room', rule_id: '!r:example.org' }),
+    ).toEqual({ ok: true, body: { enabled: true } });
   });
 
   it('the dead-letter queue declared before with other arguments is kept, and still bound: an unanswerable request is parked there', async () => {
     const channel = await connection.createChannel();
     // No replyTo: the worker rejects it to the dead-letter exchange.
-    channel.sendToQueue(h.names.queue, Buffer.from('{"op":"get_pushrules","user_id":"@parked:example.org"}'), { correlationId: 'parked' });
+    channel.sendToQueue(h.names.queue, Buffer.from('{"op":"get_pushrules","user_id":"@parked:example.org"}'), {
+      correlationId: 'parked',
+    });
     let parked: amqp.GetMessage | false = false;
     for (let i = 0; i < 100 && parked === false; i += 1) {
       parked = await channel.get(DEAD_LETTER_QUEUE, { noAck: true });
@@ -91,7 +113,15 @@ describe('queues a worker does not need to serve', () => {
     await channel.close();
     for (let i = 0; i < 100 && !h.worker.consumedQueues.includes('read'); i += 1) await sleep(50);
     expect(h.worker.consumedQueues).toEqual(['request', 'read']);
-    expect(await h.caller.call(READ_QUEUE, { op: 'get_pushrule_enabled', user_id: '@unavailable:example.org', scope: 'global', kind: 'room', rule_id: '!r:example.org' })).toEqual({
+    expect(
+      await h.caller.call(READ_QUEUE, {
+        op: 'get_pushrule_enabled',
+        user_id: '@unavailable:example.org',
+        scope: 'global',
+        kind: 'room',
+        rule_id: '!r:example.org',
+      }),
+    ).toEqual({
       ok: true,
       body: { enabled: true },
     });
@@ -105,6 +135,8 @@ describe('queues a worker does not need to serve', () => {
     for (let i = 0; i < 100 && !h.worker.consumedQueues.includes('read'); i += 1) await sleep(50);
     expect(h.worker.consumedQueues).toEqual(['request', 'read']);
     expect(h.worker.consuming).toBe(true);
-    expect(await h.caller.call(READ_QUEUE, { op: 'get_pushrules', user_id: '@unavailable:example.org' })).toMatchObject({ ok: true });
+    expect(await h.caller.call(READ_QUEUE, { op: 'get_pushrules', user_id: '@unavailable:example.org' })).toMatchObject(
+      { ok: true },
+    );
   });
 });

@@ -24,7 +24,10 @@ const USER = '@repeats:example.org';
 const cake = { scope: 'global', kind: 'override', rule_id: 'cake' };
 const cakeRule = {
   actions: ['notify', { set_tweak: 'sound', value: 'cake.ogg' }, { set_tweak: 'highlight', value: false }],
-  conditions: [{ kind: 'event_match', key: 'content.body', pattern: '*cake*' }, { kind: 'room_member_count', is: '<10' }],
+  conditions: [
+    { kind: 'event_match', key: 'content.body', pattern: '*cake*' },
+    { kind: 'room_member_count', is: '<10' },
+  ],
 };
 const quiet = { scope: 'global', kind: 'room', rule_id: '!quiet:example.org' };
 const loud = { scope: 'global', kind: 'room', rule_id: '!loud:example.org' };
@@ -36,7 +39,11 @@ const pusher = {
   device_display_name: 'Phone',
   lang: 'en',
   profile_tag: 'tag',
-  data: { url: 'https://push.example.org/_matrix/push/v1/notify', format: 'event_id_only', 'org.custom': { a: [1, null] } },
+  data: {
+    url: 'https://push.example.org/_matrix/push/v1/notify',
+    format: 'event_id_only',
+    'org.custom': { a: [1, null] },
+  },
 };
 
 /** Every identical write of the four ops, as a client would repeat it. */
@@ -54,7 +61,9 @@ const REPEATS: readonly [string, Record<string, unknown>][] = [
 ];
 
 async function storedDocuments() {
-  const account = await h.db.collection('account_data').findOne({ _id: USER as never }, { projection: { recent_writes: 0 } });
+  const account = await h.db
+    .collection('account_data')
+    .findOne({ _id: USER as never }, { projection: { recent_writes: 0 } });
   const pushers = await h.db.collection('pushers').find({ user_id: USER }).toArray();
   return { account, pushers };
 }
@@ -91,13 +100,21 @@ describe('writes that change nothing, end to end', () => {
       // Without a messageId, with one, and its retry.
       expect(await h.call(op, USER, fields)).toEqual({ ok: true, body: {} });
       const id = `repeat-${i}`;
-      expect(await h.caller.call(h.names.queue, { op, user_id: USER, ...fields }, { messageId: id })).toEqual({ ok: true, body: {} });
-      expect(await h.caller.call(h.names.queue, { op, user_id: USER, ...fields }, { messageId: id })).toEqual({ ok: true, body: {} });
+      expect(await h.caller.call(h.names.queue, { op, user_id: USER, ...fields }, { messageId: id })).toEqual({
+        ok: true,
+        body: {},
+      });
+      expect(await h.caller.call(h.names.queue, { op, user_id: USER, ...fields }, { messageId: id })).toEqual({
+        ok: true,
+        body: {},
+      });
     }
 
     expect(await storedDocuments()).toEqual(before);
     // The no-ops with a messageId are remembered, each once.
-    const recorded = (await h.db.collection('account_data').findOne({ _id: USER as never }))?.['recent_writes'] as { message_id: string }[];
+    const recorded = (await h.db.collection('account_data').findOne({ _id: USER as never }))?.['recent_writes'] as {
+      message_id: string;
+    }[];
     expect(recorded.map((w) => w.message_id)).toEqual(REPEATS.map((_, i) => `repeat-${i}`));
 
     // A real change afterwards is announced with the next version, and is

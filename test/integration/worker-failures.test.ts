@@ -27,7 +27,10 @@ beforeAll(async () => {
   h = await startHarness(
     {},
     {
-      logger: pino({ level: 'error' }, { write: (line: string) => logged.push(JSON.parse(line) as (typeof logged)[number]) }),
+      logger: pino(
+        { level: 'error' },
+        { write: (line: string) => logged.push(JSON.parse(line) as (typeof logged)[number]) },
+      ),
       beforeServe: (command: Command) => {
         served.push(command.userId);
         if (command.userId === BOOM_USER) throw new Error('hook exploded');
@@ -58,8 +61,17 @@ async function expectStillServing(): Promise<void> {
 describe('a worker that fails unexpectedly while serving', () => {
   it('answers a throw before the service with an internal error, logs it, and serves the next request', async () => {
     const reply = await h.call('get_pushers', BOOM_USER);
-    expect(reply).toEqual({ ok: false, error: { kind: 'Internal', ...CONTRACT_KINDS.Internal, error: 'Internal error.' } });
-    expect(logged).toContainEqual(expect.objectContaining({ level: 50, msg: 'request failed unexpectedly', err: expect.objectContaining({ message: 'hook exploded' }) as unknown }));
+    expect(reply).toEqual({
+      ok: false,
+      error: { kind: 'Internal', ...CONTRACT_KINDS.Internal, error: 'Internal error.' },
+    });
+    expect(logged).toContainEqual(
+      expect.objectContaining({
+        level: 50,
+        msg: 'request failed unexpectedly',
+        err: expect.objectContaining({ message: 'hook exploded' }) as unknown,
+      }),
+    );
     await expectStillServing();
     // Answered and acknowledged once: the broker did not hand it out again.
     expect(served.filter((user) => user === BOOM_USER)).toEqual([BOOM_USER]);
@@ -69,7 +81,10 @@ describe('a worker that fails unexpectedly while serving', () => {
   it('logs a throw after the reply went out, without a second reply, and serves the next request', async () => {
     expect(await h.call('get_pushers', REPORT_BOOM_USER)).toEqual({ ok: true, body: { pushers: [] } });
     await expect.poll(() => logged.map((l) => l.err?.message)).toContain('observer exploded');
-    expect(logged.find((l) => l.err?.message === 'observer exploded')).toMatchObject({ level: 50, msg: 'request failed unexpectedly' });
+    expect(logged.find((l) => l.err?.message === 'observer exploded')).toMatchObject({
+      level: 50,
+      msg: 'request failed unexpectedly',
+    });
     reportBoom = false;
     await expectStillServing();
     expect(served.filter((user) => user === REPORT_BOOM_USER)).toEqual([REPORT_BOOM_USER]);

@@ -43,7 +43,11 @@ describe('worker lifecycle', () => {
         done();
       },
     });
-    const worker = new RpcWorker(service, { amqp: names.amqp, limits: DEFAULT_LIMITS, logger: pino({ level: 'info' }, sink) });
+    const worker = new RpcWorker(service, {
+      amqp: names.amqp,
+      limits: DEFAULT_LIMITS,
+      logger: pino({ level: 'info' }, sink),
+    });
     await worker.start();
     const caller = await RpcCaller.open(names.amqp.url);
     try {
@@ -57,13 +61,15 @@ describe('worker lifecycle', () => {
       // The shutdown ran once, however many times close() was called.
       expect(logLines.filter((l) => l.msg === 'worker closed')).toHaveLength(1);
       // No trusted publishers configured: said once, at start.
-      expect(logLines.filter((l) => l.msg?.includes('any publisher that can reach the queue is trusted') === true)).toHaveLength(1);
+      expect(
+        logLines.filter((l) => l.msg?.includes('any publisher that can reach the queue is trusted') === true),
+      ).toHaveLength(1);
       expect((await reply).ok).toBe(true);
 
       // Nothing consumes any more: a new request waits in the queue.
-      await expect(caller.call(names.queue, { op: 'get_pushers', user_id: '@closing:example.org' }, {}, 500)).rejects.toThrow(
-        /no reply/,
-      );
+      await expect(
+        caller.call(names.queue, { op: 'get_pushers', user_id: '@closing:example.org' }, {}, 500),
+      ).rejects.toThrow(/no reply/);
       const { messageCount } = await caller.channel.checkQueue(names.queue);
       expect(messageCount).toBe(1);
     } finally {
@@ -97,7 +103,9 @@ describe('worker lifecycle', () => {
       expect(reconnects).toBe(1);
       expect(worker.consuming).toBe(true);
       // The new session declared the queue again and serves from it.
-      expect((await caller.call(amqp.queue, { op: 'get_pushers', user_id: '@cancel:example.org' }, {}, 5_000)).ok).toBe(true);
+      expect((await caller.call(amqp.queue, { op: 'get_pushers', user_id: '@cancel:example.org' }, {}, 5_000)).ok).toBe(
+        true,
+      );
     } finally {
       await caller.close();
       await worker.close();

@@ -6,7 +6,14 @@ import { signalShutdown } from '../../src/lifecycle/signal-shutdown.js';
 function setUp(close: () => Promise<void>, timeoutMs = 10_000) {
   const exits: number[] = [];
   const abort = new AbortController();
-  const stop = signalShutdown({ close, timeoutMs, inFlight: () => 0, log: pino({ level: 'silent' }), exit: (code) => exits.push(code), abort });
+  const stop = signalShutdown({
+    close,
+    timeoutMs,
+    inFlight: () => 0,
+    log: pino({ level: 'silent' }),
+    exit: (code) => exits.push(code),
+    abort,
+  });
   return { stop, exits, abort };
 }
 

@@ -33,11 +33,17 @@ describe('Matrix user IDs', () => {
 });
 
 describe('Matrix room IDs', () => {
-  it.each(['!abc:example.org', '!abc:example.org:8448', '!Xy_-12AbCdEfGhIjKlMnOpQrStUvWxYz0123456789ab'])('accepts %s', (id) => {
-    expect(isValidRoomId(id)).toBe(true);
-  });
+  it.each(['!abc:example.org', '!abc:example.org:8448', '!Xy_-12AbCdEfGhIjKlMnOpQrStUvWxYz0123456789ab'])(
+    'accepts %s',
+    (id) => {
+      expect(isValidRoomId(id)).toBe(true);
+    },
+  );
 
-  it.each(['abc:example.org', '!', '!:example.org', '!abc:', '#alias:example.org', '!a b:example.org'])('rejects %s', (id) => {
-    expect(isValidRoomId(id)).toBe(false);
-  });
+  it.each(['abc:example.org', '!', '!:example.org', '!abc:', '#alias:example.org', '!a b:example.org'])(
+    'rejects %s',
+    (id) => {
+      expect(isValidRoomId(id)).toBe(false);
+    },
+  );
 });

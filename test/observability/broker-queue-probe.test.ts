@@ -3,7 +3,13 @@ import type { ChannelModel } from 'amqplib';
 import { afterEach, describe, expect, it } from 'vitest';
 import { BrokerQueueProbe } from '../../src/observability/broker-queue-probe.js';
 
-const SETTINGS = { url: 'amqp://a:5672', heartbeatSeconds: 10, connectTimeoutMs: 1_000, reconnectBaseMs: 10, reconnectMaxMs: 20 };
+const SETTINGS = {
+  url: 'amqp://a:5672',
+  heartbeatSeconds: 10,
+  connectTimeoutMs: 1_000,
+  reconnectBaseMs: 10,
+  reconnectMaxMs: 20,
+};
 
 /** A broker with one queue of 4 ready messages and 2 consumers; any other name closes the channel, as RabbitMQ's 404 does. */
 function fakeBroker() {
@@ -21,7 +27,9 @@ function fakeBroker() {
             if (queue === 'there') return { queue, messageCount: 4, consumerCount: 2 };
             channel.emit('error', new Error(`NOT_FOUND - no queue '${queue}'`));
             channel.emit('close');
-            throw new Error(`Operation failed: QueueDeclare; 404 (NOT-FOUND) with message "NOT_FOUND - no queue '${queue}'"`);
+            throw new Error(
+              `Operation failed: QueueDeclare; 404 (NOT-FOUND) with message "NOT_FOUND - no queue '${queue}'"`,
+            );
           },
         });
         return channel;

@@ -30,12 +30,15 @@ describe('health server', () => {
     [false, true, 503],
     [true, false, 503],
     [false, false, 503],
-  ])('/readyz with consuming=%s and database=%s answers %i and says what is missing', async (consuming, database, status) => {
-    const get = await serve({ consuming: () => consuming, database: async () => Promise.resolve(database) });
-    const response = await get('/readyz');
-    expect(response.status).toBe(status);
-    expect(await response.json()).toEqual({ consuming, database });
-  });
+  ])(
+    '/readyz with consuming=%s and database=%s answers %i and says what is missing',
+    async (consuming, database, status) => {
+      const get = await serve({ consuming: () => consuming, database: async () => Promise.resolve(database) });
+      const response = await get('/readyz');
+      expect(response.status).toBe(status);
+      expect(await response.json()).toEqual({ consuming, database });
+    },
+  );
 
   it('/metrics answers Prometheus text; unknown paths 404; writes 405', async () => {
     const get = await serve();
@@ -59,7 +62,15 @@ describe('health server', () => {
 describe('worker metrics', () => {
   it('counts requests by op and outcome, conflicts, retries, redeliveries, replays, unchanged writes, deadlines passed and reconnects', async () => {
     const metrics = new WorkerMetrics(() => 0, { processMetrics: false });
-    const base = { queue: 'request', seconds: 0.002, conflicts: 0, redelivered: false, replayed: false, unchanged: false, deadlinePassed: false };
+    const base = {
+      queue: 'request',
+      seconds: 0.002,
+      conflicts: 0,
+      redelivered: false,
+      replayed: false,
+      unchanged: false,
+      deadlinePassed: false,
+    };
     metrics.requestSettled({ ...base, op: 'set_pushrule', outcome: 'ok', conflicts: 2 });
     metrics.requestSettled({ ...base, op: 'set_pushrule', outcome: 'ok', redelivered: true, replayed: true });
     metrics.requestSettled({ ...base, op: 'set_pushrule', outcome: 'Unavailable', conflicts: 12 });
@@ -91,8 +102,12 @@ describe('worker metrics', () => {
     metrics.storeOperationAbandoned('savePushRules', 'deadline');
     metrics.storeOperationAbandoned('listPushers', 'timeout');
     const text = await metrics.registry.metrics();
-    expect(text).toContain('push_worker_store_operations_abandoned_total{operation="loadPushRules",reason="not-started"} 2');
-    expect(text).toContain('push_worker_store_operations_abandoned_total{operation="savePushRules",reason="deadline"} 1');
+    expect(text).toContain(
+      'push_worker_store_operations_abandoned_total{operation="loadPushRules",reason="not-started"} 2',
+    );
+    expect(text).toContain(
+      'push_worker_store_operations_abandoned_total{operation="savePushRules",reason="deadline"} 1',
+    );
     expect(text).toContain('push_worker_store_operations_abandoned_total{operation="listPushers",reason="timeout"} 1');
   });
 });

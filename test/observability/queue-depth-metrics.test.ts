@@ -6,12 +6,16 @@ const QUEUES = { request: 'matrix.push.rpc', read: 'matrix.push.read', evaluate:
 
 function gauges(probe: QueueProbe, timeoutMs?: number): Registry {
   const registry = new Registry();
-  new QueueDepthMetrics('push_worker', registry, { queues: QUEUES, probe, ...(timeoutMs === undefined ? {} : { timeoutMs }) });
+  new QueueDepthMetrics('push_worker', registry, {
+    queues: QUEUES,
+    probe,
+    ...(timeoutMs === undefined ? {} : { timeoutMs }),
+  });
   return registry;
 }
 
 describe('queue depth metrics', () => {
-  it('reports each queue\'s ready messages and consumers by role, counted once per scrape', async () => {
+  it("reports each queue's ready messages and consumers by role, counted once per scrape", async () => {
     const asked: string[] = [];
     const counts: Record<string, QueueCounts> = {
       'matrix.push.rpc': { messageCount: 12, consumerCount: 3 },

@@ -24,7 +24,10 @@ if (!available) process.stderr.write(`prometheus-rules.test.ts: skipping promtoo
 function promtool(...args: string[]): { status: number | null; output: string } {
   // Installing the package (once, when missing) may take a minute or two.
   const run = spawnSync(SCRIPT, args, { cwd: ROOT, encoding: 'utf8', timeout: 280_000 });
-  return { status: run.status, output: `${run.stdout}${run.stderr}${run.error === undefined ? '' : String(run.error)}` };
+  return {
+    status: run.status,
+    output: `${run.stdout}${run.stderr}${run.error === undefined ? '' : String(run.error)}`,
+  };
 }
 
 describe('Prometheus alert rules', () => {
@@ -44,8 +47,12 @@ describe('Prometheus alert rules', () => {
 
   it('every alert has a unit test in which it fires and one in which it stays quiet', () => {
     const rules = parse(readFileSync(`${ROOT}${RULES}`, 'utf8')) as { groups: { rules: { alert?: string }[] }[] };
-    const alerts = rules.groups.flatMap((group) => group.rules.flatMap((rule) => (rule.alert === undefined ? [] : [rule.alert])));
-    const tests = parse(readFileSync(`${ROOT}${TESTS}`, 'utf8')) as { tests: { alert_rule_test?: { alertname: string; exp_alerts?: unknown[] }[] }[] };
+    const alerts = rules.groups.flatMap((group) =>
+      group.rules.flatMap((rule) => (rule.alert === undefined ? [] : [rule.alert])),
+    );
+    const tests = parse(readFileSync(`${ROOT}${TESTS}`, 'utf8')) as {
+      tests: { alert_rule_test?: { alertname: string; exp_alerts?: unknown[] }[] }[];
+    };
     const cases = tests.tests.flatMap((test) => test.alert_rule_test ?? []);
     const fires = new Set(cases.filter((c) => (c.exp_alerts ?? []).length > 0).map((c) => c.alertname));
     const quiet = new Set(cases.filter((c) => (c.exp_alerts ?? []).length === 0).map((c) => c.alertname));

@@ -4,7 +4,11 @@ import { getPushRule } from '../../src/push-rules/get-push-rule.js';
 import { getPushRules } from '../../src/push-rules/get-push-rules.js';
 import { getPushRuleActions, setPushRuleActions } from '../../src/push-rules/push-rule-actions.js';
 import { getPushRuleEnabled, setPushRuleEnabled } from '../../src/push-rules/push-rule-enabled.js';
-import { viewPushRulesEvent, type PushRulesEventView, type PushRulesLookup } from '../../src/push-rules/push-rules-event.js';
+import {
+  viewPushRulesEvent,
+  type PushRulesEventView,
+  type PushRulesLookup,
+} from '../../src/push-rules/push-rules-event.js';
 import { serverDefaultRuleset } from '../../src/push-rules/server-default-rules.js';
 import { setPushRule } from '../../src/push-rules/set-push-rule.js';
 import type { Result } from '../../src/result/result.js';
@@ -31,7 +35,10 @@ describe('seed section 3: get all rules in each event state', () => {
   });
 
   it('event present, valid → stored ruleset returned, nothing written', () => {
-    expect(expectOk(getPushRules(storedLookup({ global: stored }), ALICE))).toEqual({ ruleset: stored, persist: 'none' });
+    expect(expectOk(getPushRules(storedLookup({ global: stored }), ALICE))).toEqual({
+      ruleset: stored,
+      persist: 'none',
+    });
   });
 
   it('event present without a content key → defaults stored and returned silently', () => {
@@ -59,14 +66,33 @@ describe('seed section 3: get all rules in each event state', () => {
     ['content lacks global', { other: 1 }],
     ['global is an array', { global: [] }],
     ['a kind is not a list', { global: { override: {} } }],
-    ['a rule lacks actions', { global: { override: [{ rule_id: 'x', default: false, enabled: true, conditions: [] }] } }],
-    ['a rule has a numeric action', { global: { room: [{ rule_id: '!r', default: false, enabled: true, actions: [1] }] } }],
-    ['a content rule lacks its pattern', { global: { content: [{ rule_id: 'x', default: false, enabled: true, actions: [] }] } }],
-    ['an override rule lacks conditions', { global: { override: [{ rule_id: 'x', default: false, enabled: true, actions: [] }] } }],
-    ['a condition has no kind', { global: { underride: [{ rule_id: 'x', default: false, enabled: true, actions: [], conditions: [{}] }] } }],
+    [
+      'a rule lacks actions',
+      { global: { override: [{ rule_id: 'x', default: false, enabled: true, conditions: [] }] } },
+    ],
+    [
+      'a rule has a numeric action',
+      { global: { room: [{ rule_id: '!r', default: false, enabled: true, actions: [1] }] } },
+    ],
+    [
+      'a content rule lacks its pattern',
+      { global: { content: [{ rule_id: 'x', default: false, enabled: true, actions: [] }] } },
+    ],
+    [
+      'an override rule lacks conditions',
+      { global: { override: [{ rule_id: 'x', default: false, enabled: true, actions: [] }] } },
+    ],
+    [
+      'a condition has no kind',
+      { global: { underride: [{ rule_id: 'x', default: false, enabled: true, actions: [], conditions: [{}] }] } },
+    ],
     ['enabled is a string', { global: { sender: [{ rule_id: '@b:x', default: false, enabled: 'yes', actions: [] }] } }],
   ])('content cannot be decoded (%s) → Database error, nothing written', (_case, content) => {
-    expectError(getPushRules(storedLookup(content), ALICE), 'Database', 'The stored push rules event could not be decoded.');
+    expectError(
+      getPushRules(storedLookup(content), ALICE),
+      'Database',
+      'The stored push rules event could not be decoded.',
+    );
   });
 
   it('an event that is not an object is undecodable', () => {
@@ -107,14 +133,20 @@ describe('seed section 3: other operations on an absent event', () => {
     ['without content', { found: true, event: {}, defaultsRevision: undefined }],
     ['with empty content', storedLookup({})],
   ];
-  const cases = otherOps.flatMap(([op, run]) => missingStates.map(([state, lookup]) => [op, state, run, lookup] as const));
+  const cases = otherOps.flatMap(([op, run]) =>
+    missingStates.map(([state, lookup]) => [op, state, run, lookup] as const),
+  );
 
   it.each(cases)('%s on an event %s → NotFound, nothing written', (_op, _state, run, lookup) => {
     expectError(run(viewPushRulesEvent(lookup, ALICE)), 'NotFound', SEED.eventNotFound);
   });
 
   it.each(otherOps)('%s on an undecodable event → Database error', (_op, run) => {
-    expectError(run(viewPushRulesEvent(storedLookup('x'), ALICE)), 'Database', 'The stored push rules event could not be decoded.');
+    expectError(
+      run(viewPushRulesEvent(storedLookup('x'), ALICE)),
+      'Database',
+      'The stored push rules event could not be decoded.',
+    );
   });
 });
 

@@ -5,7 +5,15 @@ import type { PushRule, RuleKind, Ruleset } from '../../src/push-rules/push-rule
 import { serverDefaultRuleset } from '../../src/push-rules/server-default-rules.js';
 import { setPushRule } from '../../src/push-rules/set-push-rule.js';
 import type { Result } from '../../src/result/result.js';
-import { aConditionalRule, aRuleset, aSetRequest, ALICE, ids, overridesWithUserRules, validView } from '../support/builders.js';
+import {
+  aConditionalRule,
+  aRuleset,
+  aSetRequest,
+  ALICE,
+  ids,
+  overridesWithUserRules,
+  validView,
+} from '../support/builders.js';
 import { SEED } from '../support/seed-messages.js';
 
 type Kind = Extract<RuleKind, 'override' | 'underride'>;
@@ -25,7 +33,9 @@ function checkInvariants(kind: Kind, rules: readonly PushRule[]): string[] {
   expect(new Set(list).size, 'no rule is duplicated').toBe(list.length);
   if (kind === 'override') expect(list[0], '.m.rule.master stays first').toBe('.m.rule.master');
   const otherDefaults = kind === 'override' ? defaults.slice(1) : defaults;
-  expect(list.slice(list.length - otherDefaults.length), 'user rules rank above the other defaults').toEqual(otherDefaults);
+  expect(list.slice(list.length - otherDefaults.length), 'user rules rank above the other defaults').toEqual(
+    otherDefaults,
+  );
   return list.slice(kind === 'override' ? 1 : 0, list.length - otherDefaults.length);
 }
 
@@ -45,10 +55,22 @@ function expectedError(users: readonly string[], ruleId: string, before?: string
   return undefined;
 }
 
-function checkPlacement(users: readonly string[], result: readonly string[], ruleId: string, before?: string, after?: string) {
+function checkPlacement(
+  users: readonly string[],
+  result: readonly string[],
+  ruleId: string,
+  before?: string,
+  after?: string,
+) {
   const others = users.filter((u) => u !== ruleId);
-  expect(result.filter((id) => id !== ruleId), 'other user rules keep their relative order').toEqual(others);
-  expect(result.filter((id) => id === ruleId), 'the rule is present once').toHaveLength(1);
+  expect(
+    result.filter((id) => id !== ruleId),
+    'other user rules keep their relative order',
+  ).toEqual(others);
+  expect(
+    result.filter((id) => id === ruleId),
+    'the rule is present once',
+  ).toHaveLength(1);
   const at = result.indexOf(ruleId);
   if (before !== undefined) expect(result[at + 1], 'just above before').toBe(before);
   else if (after !== undefined) expect(result[at - 1], 'just below after').toBe(after);
@@ -70,7 +92,10 @@ describe('placement: exhaustive over small rulesets', () => {
 
   it(`agrees with the reference model in all ${cases.length} cases`, () => {
     for (const [kind, users, ruleId, before, after] of cases) {
-      const result = setPushRule(validView(rulesetWithUsers(kind, users)), aSetRequest({ kind, ruleId, before, after }));
+      const result = setPushRule(
+        validView(rulesetWithUsers(kind, users)),
+        aSetRequest({ kind, ruleId, before, after }),
+      );
       const label = JSON.stringify({ kind, users, ruleId, before, after });
       const error = expectedError(users, ruleId, before, after);
       if (error !== undefined) {
@@ -94,21 +119,28 @@ describe('placement: invariants over random sequences of writes', () => {
 
   it('keep master first, user rules above defaults, nothing lost or duplicated', () => {
     fc.assert(
-      fc.property(fc.constantFrom<Kind>('override', 'underride'), fc.array(stepArb, { maxLength: 30 }), (kind, steps) => {
-        let ruleset = rulesetWithUsers(kind, []);
-        for (const step of steps) {
-          const users = checkInvariants(kind, ruleset[kind]);
-          const result: Result<Ruleset> =
-            step.type === 'set'
-              ? setPushRule(validView(ruleset), aSetRequest({ kind, ruleId: step.ruleId, before: step.before, after: step.after }))
-              : deletePushRule(validView(ruleset), { scope: 'global', kind, ruleId: step.ruleId });
-          if (!result.ok) continue;
-          const next = checkInvariants(kind, result.value[kind]);
-          if (step.type === 'set') checkPlacement(users, next, step.ruleId, step.before, step.after);
-          else expect(next).toEqual(users.filter((u) => u !== step.ruleId));
-          ruleset = result.value;
-        }
-      }),
+      fc.property(
+        fc.constantFrom<Kind>('override', 'underride'),
+        fc.array(stepArb, { maxLength: 30 }),
+        (kind, steps) => {
+          let ruleset = rulesetWithUsers(kind, []);
+          for (const step of steps) {
+            const users = checkInvariants(kind, ruleset[kind]);
+            const result: Result<Ruleset> =
+              step.type === 'set'
+                ? setPushRule(
+                    validView(ruleset),
+                    aSetRequest({ kind, ruleId: step.ruleId, before: step.before, after: step.after }),
+                  )
+                : deletePushRule(validView(ruleset), { scope: 'global', kind, ruleId: step.ruleId });
+            if (!result.ok) continue;
+            const next = checkInvariants(kind, result.value[kind]);
+            if (step.type === 'set') checkPlacement(users, next, step.ruleId, step.before, step.after);
+            else expect(next).toEqual(users.filter((u) => u !== step.ruleId));
+            ruleset = result.value;
+          }
+        },
+      ),
       { numRuns: 300 },
     );
   });

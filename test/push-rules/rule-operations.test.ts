@@ -90,7 +90,10 @@ describe('seed 4.4–4.7: reading and replacing actions and enabled', () => {
 
   it('4.5 is allowed on a server-default rule', () => {
     const next = expectOk(setPushRuleActions(view, anAddress({ ruleId: '.m.rule.reaction' }), ['notify']));
-    expect(next.override.find((r) => r.rule_id === '.m.rule.reaction')).toMatchObject({ default: true, actions: ['notify'] });
+    expect(next.override.find((r) => r.rule_id === '.m.rule.reaction')).toMatchObject({
+      default: true,
+      actions: ['notify'],
+    });
   });
 
   it.each([true, false])('4.6 returns enabled = %s', (enabled) => {
@@ -107,7 +110,11 @@ describe('seed 4.4–4.7: reading and replacing actions and enabled', () => {
 describe('seed 4.8: delete a rule', () => {
   it('the rule is a server-default rule → InvalidParam', () => {
     expectError(deletePushRule(view, anAddress({ ruleId: '.m.rule.master' })), 'InvalidParam', SEED.deleteDefault);
-    expectError(deletePushRule(view, anAddress({ kind: 'underride', ruleId: '.m.rule.call' })), 'InvalidParam', SEED.deleteDefault);
+    expectError(
+      deletePushRule(view, anAddress({ kind: 'underride', ruleId: '.m.rule.call' })),
+      'InvalidParam',
+      SEED.deleteDefault,
+    );
   });
 
   it('the rule does not exist → NotFound (a dot-prefixed ID no rule has included)', () => {

@@ -4,7 +4,8 @@ import { checkRulesetGrowth, countUserRules } from '../../src/push-rules/ruleset
 import { aContentRule, aRuleset, aSimpleRule } from '../support/builders.js';
 import { expectError } from '../support/expect-result.js';
 
-const rooms = (n: number, pad = '') => Array.from({ length: n }, (_, i) => aSimpleRule({ rule_id: `!r${i}${pad}:example.org` }));
+const rooms = (n: number, pad = '') =>
+  Array.from({ length: n }, (_, i) => aSimpleRule({ rule_id: `!r${i}${pad}:example.org` }));
 const limits = { maxUserRules: 3, maxRulesetBytes: 64 * 1024 };
 
 describe('ruleset limits', () => {
@@ -32,7 +33,11 @@ describe('ruleset limits', () => {
     const small = { maxUserRules: 1000, maxRulesetBytes: 64 * 1024 };
     const big = aRuleset({ room: rooms(200, 'x'.repeat(300)) });
     expect(JSON.stringify({ global: big }).length).toBeGreaterThan(64 * 1024);
-    expectError(checkRulesetGrowth(aRuleset(), big, small), 'TooLarge', 'The push rules would be larger than 65536 bytes.');
+    expectError(
+      checkRulesetGrowth(aRuleset(), big, small),
+      'TooLarge',
+      'The push rules would be larger than 65536 bytes.',
+    );
     // Shrinking an oversized ruleset is always allowed.
     expect(checkRulesetGrowth(big, aRuleset({ room: rooms(199, 'x'.repeat(300)) }), small).ok).toBe(true);
   });

@@ -7,7 +7,14 @@ import type { PushRulesEventView } from '../../src/push-rules/push-rules-event.j
 import { leavesRulesetUnchanged } from '../../src/push-rules/ruleset-unchanged.js';
 import { setPushRule } from '../../src/push-rules/set-push-rule.js';
 import type { Result } from '../../src/result/result.js';
-import { aConditionalRule, anAddress, aRuleset, aSetRequest, overridesWithUserRules, validView } from '../support/builders.js';
+import {
+  aConditionalRule,
+  anAddress,
+  aRuleset,
+  aSetRequest,
+  overridesWithUserRules,
+  validView,
+} from '../support/builders.js';
 import { expectOk } from '../support/expect-result.js';
 
 const a = aConditionalRule({ rule_id: 'a', actions: ['notify', { set_tweak: 'sound', value: 'bell' }] });
@@ -22,19 +29,43 @@ describe('a write that leaves the ruleset as it is', () => {
   it.each<[string, (v: PushRulesEventView) => Result<Ruleset>, boolean]>([
     ['set_pushrule_enabled to the value it has', (v) => setPushRuleEnabled(v, anAddress({ ruleId: 'b' }), false), true],
     ['set_pushrule_enabled to the other value', (v) => setPushRuleEnabled(v, anAddress({ ruleId: 'b' }), true), false],
-    ['set_pushrule_enabled on a server-default rule, same value', (v) => setPushRuleEnabled(v, anAddress({ ruleId: '.m.rule.master' }), false), true],
-    ['set_pushrule_actions with the actions it has (a copy)', (v) => setPushRuleActions(v, anAddress({ ruleId: 'a' }), structuredClone(a.actions)), true],
-    ['set_pushrule_actions with other actions', (v) => setPushRuleActions(v, anAddress({ ruleId: 'a' }), ['notify']), false],
+    [
+      'set_pushrule_enabled on a server-default rule, same value',
+      (v) => setPushRuleEnabled(v, anAddress({ ruleId: '.m.rule.master' }), false),
+      true,
+    ],
+    [
+      'set_pushrule_actions with the actions it has (a copy)',
+      (v) => setPushRuleActions(v, anAddress({ ruleId: 'a' }), structuredClone(a.actions)),
+      true,
+    ],
+    [
+      'set_pushrule_actions with other actions',
+      (v) => setPushRuleActions(v, anAddress({ ruleId: 'a' }), ['notify']),
+      false,
+    ],
     [
       'set_pushrule_actions with the same tweak, its keys in another order',
       (v) => setPushRuleActions(v, anAddress({ ruleId: 'a' }), ['notify', { value: 'bell', set_tweak: 'sound' }]),
       true,
     ],
-    ['set_pushrule_actions with the same actions in another order', (v) => setPushRuleActions(v, anAddress({ ruleId: 'a' }), [...a.actions].reverse()), false],
-    ['set_pushrule of an existing rule with its own body, no before/after (stays where it is)', (v) => setPushRule(v, setA()), true],
+    [
+      'set_pushrule_actions with the same actions in another order',
+      (v) => setPushRuleActions(v, anAddress({ ruleId: 'a' }), [...a.actions].reverse()),
+      false,
+    ],
+    [
+      'set_pushrule of an existing rule with its own body, no before/after (stays where it is)',
+      (v) => setPushRule(v, setA()),
+      true,
+    ],
     ['set_pushrule with before that lands it where it is', (v) => setPushRule(v, setA({ before: 'b' })), true],
     ['set_pushrule with after that moves it', (v) => setPushRule(v, setA({ after: 'b' })), false],
-    ['set_pushrule with other conditions', (v) => setPushRule(v, setA({ body: { actions: a.actions, conditions: [] } })), false],
+    [
+      'set_pushrule with other conditions',
+      (v) => setPushRule(v, setA({ body: { actions: a.actions, conditions: [] } })),
+      false,
+    ],
     ['set_pushrule of a new rule', (v) => setPushRule(v, aSetRequest({ ruleId: 'c' })), false],
     ['delete_pushrule', (v) => deletePushRule(v, anAddress({ ruleId: 'a' })), false],
   ])('%s → unchanged: %s', (_name, operation, expected) => {
@@ -47,7 +78,11 @@ describe('a write that leaves the ruleset as it is', () => {
   });
 
   it('is a change when the ruleset was upgraded on reading: the write stores the upgrade', () => {
-    const upgraded: PushRulesEventView = { status: 'valid', ruleset: aRuleset({ override: overridesWithUserRules(a, b) }), upgraded: true };
+    const upgraded: PushRulesEventView = {
+      status: 'valid',
+      ruleset: aRuleset({ override: overridesWithUserRules(a, b) }),
+      upgraded: true,
+    };
     expect(unchangedBy(upgraded, setPushRuleEnabled(upgraded, anAddress({ ruleId: 'b' }), false))).toBe(false);
   });
 

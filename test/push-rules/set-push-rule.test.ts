@@ -24,12 +24,27 @@ describe('seed 4.3: create a push rule — refusals', () => {
     ['rule ID contains a slash', { ruleId: 'my/rule' }, 'InvalidParam', SEED.invalidChars],
     ['rule ID contains a backslash', { ruleId: 'my\\rule' }, 'InvalidParam', SEED.invalidChars],
     ['after names a server-default rule', { after: '.m.rule.master' }, 'InvalidParam', SEED.relativeToDefault],
-    ['before names a server-default rule', { before: '.m.rule.suppress_notices' }, 'InvalidParam', SEED.relativeToDefault],
+    [
+      'before names a server-default rule',
+      { before: '.m.rule.suppress_notices' },
+      'InvalidParam',
+      SEED.relativeToDefault,
+    ],
     ['before rule does not exist', { before: 'nope' }, 'NotFound', SEED.placementNotFound],
     ['after rule does not exist', { after: 'nope' }, 'NotFound', SEED.placementNotFound],
     ['before ranks above after', { before: 'a', after: 'c' }, 'InvalidParam', SEED.beforeAboveAfter],
-    ['room rule ID is not a room ID', { kind: 'room', ruleId: 'not-a-room', body: { actions: [] } }, 'InvalidParam', SEED.invalidData],
-    ['sender rule ID is not a user ID', { kind: 'sender', ruleId: 'bob', body: { actions: [] } }, 'InvalidParam', SEED.invalidData],
+    [
+      'room rule ID is not a room ID',
+      { kind: 'room', ruleId: 'not-a-room', body: { actions: [] } },
+      'InvalidParam',
+      SEED.invalidData,
+    ],
+    [
+      'sender rule ID is not a user ID',
+      { kind: 'sender', ruleId: 'bob', body: { actions: [] } },
+      'InvalidParam',
+      SEED.invalidData,
+    ],
   ];
 
   it.each(rows)('%s → %s', (_case, overrides, kind, message) => {
@@ -41,17 +56,36 @@ describe('seed 4.3: create a push rule — refusals', () => {
   });
 
   it('event undecodable → Database', () => {
-    expectError(setPushRule(UNDECODABLE, aSetRequest()), 'Database', 'The stored push rules event could not be decoded.');
+    expectError(
+      setPushRule(UNDECODABLE, aSetRequest()),
+      'Database',
+      'The stored push rules event could not be decoded.',
+    );
   });
 
   describe('check order: first failure wins', () => {
     const order: [string, SetPushRuleRequest, ContractKind, string][] = [
       ['scope before event presence', aSetRequest({ scope: 'x', ruleId: '.bad' }), 'InvalidParam', SEED.scope],
       ['dot before invalid characters', aSetRequest({ ruleId: '.a/b' }), 'InvalidParam', SEED.dotReserved],
-      ['invalid characters before placement', aSetRequest({ ruleId: 'a/b', after: '.m.rule.master' }), 'InvalidParam', SEED.invalidChars],
-      ['server-default placement before existence', aSetRequest({ before: 'nope', after: '.m.rule.x' }), 'InvalidParam', SEED.relativeToDefault],
+      [
+        'invalid characters before placement',
+        aSetRequest({ ruleId: 'a/b', after: '.m.rule.master' }),
+        'InvalidParam',
+        SEED.invalidChars,
+      ],
+      [
+        'server-default placement before existence',
+        aSetRequest({ before: 'nope', after: '.m.rule.x' }),
+        'InvalidParam',
+        SEED.relativeToDefault,
+      ],
       ['existence before ordering', aSetRequest({ before: 'a', after: 'nope' }), 'NotFound', SEED.placementNotFound],
-      ['the rule itself is not a placement target', aSetRequest({ ruleId: 'b', after: 'b' }), 'NotFound', SEED.placementNotFound],
+      [
+        'the rule itself is not a placement target',
+        aSetRequest({ ruleId: 'b', after: 'b' }),
+        'NotFound',
+        SEED.placementNotFound,
+      ],
     ];
     it.each(order)('%s', (_case, request, kind, message) => {
       expectError(setPushRule(view, request), kind, message);
@@ -102,7 +136,13 @@ describe('seed 4.3: create a push rule — placement', () => {
 
   it('creates rules enabled and not default', () => {
     const next = expectOk(setPushRule(view, aSetRequest({ ruleId: 'new' })));
-    expect(next.override[1]).toEqual({ rule_id: 'new', default: false, enabled: true, conditions: [], actions: ['notify'] });
+    expect(next.override[1]).toEqual({
+      rule_id: 'new',
+      default: false,
+      enabled: true,
+      conditions: [],
+      actions: ['notify'],
+    });
   });
 
   it('replacing an existing rule keeps its enabled flag and replaces its body', () => {
@@ -115,16 +155,26 @@ describe('seed 4.3: create a push rule — placement', () => {
   });
 
   it('stores each kind with its own fields', () => {
-    const content = expectOk(setPushRule(view, aSetRequest({ kind: 'content', ruleId: 'cake', body: { actions: [], pattern: 'cake*' } })));
-    expect(content.content).toEqual([{ rule_id: 'cake', default: false, enabled: true, actions: [], pattern: 'cake*' }]);
-    const room = expectOk(setPushRule(view, aSetRequest({ kind: 'room', ruleId: '!r:example.org', body: { actions: [] } })));
+    const content = expectOk(
+      setPushRule(view, aSetRequest({ kind: 'content', ruleId: 'cake', body: { actions: [], pattern: 'cake*' } })),
+    );
+    expect(content.content).toEqual([
+      { rule_id: 'cake', default: false, enabled: true, actions: [], pattern: 'cake*' },
+    ]);
+    const room = expectOk(
+      setPushRule(view, aSetRequest({ kind: 'room', ruleId: '!r:example.org', body: { actions: [] } })),
+    );
     expect(room.room).toEqual([{ rule_id: '!r:example.org', default: false, enabled: true, actions: [] }]);
-    const sender = expectOk(setPushRule(view, aSetRequest({ kind: 'sender', ruleId: '@bob:example.org', body: { actions: [] } })));
+    const sender = expectOk(
+      setPushRule(view, aSetRequest({ kind: 'sender', ruleId: '@bob:example.org', body: { actions: [] } })),
+    );
     expect(sender.sender).toEqual([{ rule_id: '@bob:example.org', default: false, enabled: true, actions: [] }]);
   });
 
   it('accepts room IDs without a server part (room version 12)', () => {
-    const room = expectOk(setPushRule(view, aSetRequest({ kind: 'room', ruleId: '!abcDEF123_-', body: { actions: [] } })));
+    const room = expectOk(
+      setPushRule(view, aSetRequest({ kind: 'room', ruleId: '!abcDEF123_-', body: { actions: [] } })),
+    );
     expect(ids(room.room)).toEqual(['!abcDEF123_-']);
   });
 });

@@ -24,7 +24,12 @@ function aPusher(overrides: Partial<StoredPusher> = {}): StoredPusher {
 
 function upsert(pusher: StoredPusher, removeFromOtherUsers = true): PusherSetPlan {
   const { user_id: userId, ...wire } = pusher;
-  return { type: 'upsert', key: { userId, appId: pusher.app_id, pushkey: pusher.pushkey }, pusher: wire, removeFromOtherUsers };
+  return {
+    type: 'upsert',
+    key: { userId, appId: pusher.app_id, pushkey: pusher.pushkey },
+    pusher: wire,
+    removeFromOtherUsers,
+  };
 }
 
 describe('applying a pusher set', () => {
@@ -75,19 +80,31 @@ describe('applying a pusher set', () => {
   it("deletes only the user's own pusher", () => {
     const bobs = aPusher({ user_id: BOB });
     const plan: PusherSetPlan = { type: 'delete', key: { userId: ALICE, appId: 'org.example.app', pushkey: 'key-1' } };
-    expect(applyPusherSet([aPusher(), bobs], plan)).toEqual({ pushers: [bobs], effect: 'deleted', removedFromOtherUsers: 0 });
+    expect(applyPusherSet([aPusher(), bobs], plan)).toEqual({
+      pushers: [bobs],
+      effect: 'deleted',
+      removedFromOtherUsers: 0,
+    });
   });
 
   it('deleting a pusher that does not exist succeeds and changes nothing', () => {
     const plan: PusherSetPlan = { type: 'delete', key: { userId: ALICE, appId: 'nope', pushkey: 'nope' } };
-    expect(applyPusherSet([aPusher()], plan)).toEqual({ pushers: [aPusher()], effect: 'unchanged', removedFromOtherUsers: 0 });
+    expect(applyPusherSet([aPusher()], plan)).toEqual({
+      pushers: [aPusher()],
+      effect: 'unchanged',
+      removedFromOtherUsers: 0,
+    });
   });
 
   it('an update keeps the device the pusher was created by', () => {
     const stored = aPusher({ device_id: 'PHONE' });
     const fromLaptop = aPusher({ device_id: 'LAPTOP', enabled: false });
     const outcome = applyPusherSet([stored], upsert(fromLaptop));
-    expect(outcome).toEqual({ pushers: [aPusher({ device_id: 'PHONE', enabled: false })], effect: 'updated', removedFromOtherUsers: 0 });
+    expect(outcome).toEqual({
+      pushers: [aPusher({ device_id: 'PHONE', enabled: false })],
+      effect: 'updated',
+      removedFromOtherUsers: 0,
+    });
   });
 
   it('an update from another device that changes nothing else is unchanged', () => {
@@ -141,14 +158,38 @@ describe('which pushers a deletion selects', () => {
     all.filter((p) => deletionSelects({ userId: ALICE, ...deletion }, p)).map((p) => p.pushkey);
 
   it.each<[string, Omit<PusherDeletion, 'userId'>, string[]]>([
-    ['the pushers of the given devices (logout)', { devices: { deviceIds: ['PHONE'] }, includeEmail: false }, ['phone']],
-    ['several devices', { devices: { deviceIds: ['PHONE', 'LAPTOP', 'GONE'] }, includeEmail: false }, ['phone', 'laptop']],
+    [
+      'the pushers of the given devices (logout)',
+      { devices: { deviceIds: ['PHONE'] }, includeEmail: false },
+      ['phone'],
+    ],
+    [
+      'several devices',
+      { devices: { deviceIds: ['PHONE', 'LAPTOP', 'GONE'] }, includeEmail: false },
+      ['phone', 'laptop'],
+    ],
     ['no devices', { devices: { deviceIds: [] }, includeEmail: false }, []],
-    ['all but one device, unknown devices included (password change)', { devices: { exceptDeviceId: 'PHONE' }, includeEmail: false }, ['laptop', 'legacy']],
+    [
+      'all but one device, unknown devices included (password change)',
+      { devices: { exceptDeviceId: 'PHONE' }, includeEmail: false },
+      ['laptop', 'legacy'],
+    ],
     ['all (log out everywhere)', { devices: { all: true }, includeEmail: false }, ['phone', 'laptop', 'legacy']],
-    ['e-mail too when asked (deactivation)', { devices: { all: true }, includeEmail: true }, ['phone', 'laptop', 'legacy', 'alice@example.org']],
-    ['not e-mail by device, even when asked: it has none', { devices: { deviceIds: ['PHONE'] }, includeEmail: true }, ['phone']],
-    ['e-mail with all but a device when asked', { devices: { exceptDeviceId: 'LAPTOP' }, includeEmail: true }, ['phone', 'legacy', 'alice@example.org']],
+    [
+      'e-mail too when asked (deactivation)',
+      { devices: { all: true }, includeEmail: true },
+      ['phone', 'laptop', 'legacy', 'alice@example.org'],
+    ],
+    [
+      'not e-mail by device, even when asked: it has none',
+      { devices: { deviceIds: ['PHONE'] }, includeEmail: true },
+      ['phone'],
+    ],
+    [
+      'e-mail with all but a device when asked',
+      { devices: { exceptDeviceId: 'LAPTOP' }, includeEmail: true },
+      ['phone', 'legacy', 'alice@example.org'],
+    ],
   ])('%s', (_case, deletion, pushkeys) => {
     expect(selected(deletion)).toEqual(pushkeys);
   });

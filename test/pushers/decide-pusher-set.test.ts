@@ -1,5 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { decidePusherSet, resolveEnabled, type PusherPolicy, type RawPusherSetAction } from '../../src/pushers/decide-pusher-set.js';
+import {
+  decidePusherSet,
+  resolveEnabled,
+  type PusherPolicy,
+  type RawPusherSetAction,
+} from '../../src/pushers/decide-pusher-set.js';
 import { ALICE } from '../support/builders.js';
 import { expectError, expectOk } from '../support/expect-result.js';
 
@@ -9,7 +14,8 @@ function anHttpAction(overrides: Partial<RawPusherSetAction> = {}): RawPusherSet
   return {
     kind: 'http',
     app_id: 'org.example.app.ios',
-    pushkey: 'APA91bHPRgkF3JUikC4ENAHEeMrd41Zxv3hVZjC9KtT8OvPVGJ-hQMRKRrZuJAEcl7B338qju59zJMjw2DELjzEvxwYv7hH5Ynpc1ODQ0aT4U4OFEeco8ohsN5PjL1iC2dNtk2BAokeMCg2ZXKqpc8FXKmhX94kIxQ',
+    pushkey:
+      'APA91bHPRgkF3JUikC4ENAHEeMrd41Zxv3hVZjC9KtT8OvPVGJ-hQMRKRrZuJAEcl7B338qju59zJMjw2DELjzEvxwYv7hH5Ynpc1ODQ0aT4U4OFEeco8ohsN5PjL1iC2dNtk2BAokeMCg2ZXKqpc8FXKmhX94kIxQ',
     app_display_name: 'Example',
     device_display_name: 'Alice’s phone',
     lang: 'en',
@@ -33,7 +39,11 @@ describe('set pusher: refusals', () => {
   });
 
   it('a delete (kind null) needs only app_id and pushkey', () => {
-    expectError(decidePusherSet(ALICE, { kind: null, app_id: 'a' }, SECURE), 'MissingParam', 'Missing parameters: pushkey');
+    expectError(
+      decidePusherSet(ALICE, { kind: null, app_id: 'a' }, SECURE),
+      'MissingParam',
+      'Missing parameters: pushkey',
+    );
     expect(expectOk(decidePusherSet(ALICE, { kind: null, app_id: 'a', pushkey: 'k' }, SECURE))).toEqual({
       type: 'delete',
       key: { userId: ALICE, appId: 'a', pushkey: 'k' },
@@ -47,16 +57,34 @@ describe('set pusher: refusals', () => {
     ['http without data.url', { data: {} }, 'http pushers need data.url, a string.'],
     ['http with a numeric url', { data: { url: 5 } }, 'http pushers need data.url, a string.'],
     ['http with a relative url', { data: { url: '/_matrix/push/v1/notify' } }, 'data.url must be an absolute URL.'],
-    ['http with plain http', { data: { url: 'http://push.example.org/_matrix/push/v1/notify' } }, 'data.url must be an https URL.'],
-    ['http with another scheme', { data: { url: 'ftp://push.example.org/_matrix/push/v1/notify' } }, 'data.url must be an https URL.'],
-    ['http with the wrong path', { data: { url: 'https://push.example.org/notify' } }, 'data.url must have the path /_matrix/push/v1/notify.'],
-    ['a non-string format', { data: { url: 'https://p.example.org/_matrix/push/v1/notify', format: 1 } }, 'data.format must be a string.'],
+    [
+      'http with plain http',
+      { data: { url: 'http://push.example.org/_matrix/push/v1/notify' } },
+      'data.url must be an https URL.',
+    ],
+    [
+      'http with another scheme',
+      { data: { url: 'ftp://push.example.org/_matrix/push/v1/notify' } },
+      'data.url must be an https URL.',
+    ],
+    [
+      'http with the wrong path',
+      { data: { url: 'https://push.example.org/notify' } },
+      'data.url must have the path /_matrix/push/v1/notify.',
+    ],
+    [
+      'a non-string format',
+      { data: { url: 'https://p.example.org/_matrix/push/v1/notify', format: 1 } },
+      'data.format must be a string.',
+    ],
   ])('%s → InvalidParam', (_case, overrides, message) => {
     expectError(decidePusherSet(ALICE, anHttpAction(overrides), SECURE), 'InvalidParam', message);
   });
 
   it('limits sit exactly at 512 bytes and 64 characters', () => {
-    expect(decidePusherSet(ALICE, anHttpAction({ pushkey: 'é'.repeat(256), app_id: '😀'.repeat(64) }), SECURE).ok).toBe(true);
+    expect(decidePusherSet(ALICE, anHttpAction({ pushkey: 'é'.repeat(256), app_id: '😀'.repeat(64) }), SECURE).ok).toBe(
+      true,
+    );
   });
 });
 
@@ -106,7 +134,9 @@ describe('set pusher: accepted', () => {
   });
 
   it('email pushers need no url', () => {
-    const plan = expectOk(decidePusherSet(ALICE, anHttpAction({ kind: 'email', pushkey: 'alice@example.org', data: {} }), SECURE));
+    const plan = expectOk(
+      decidePusherSet(ALICE, anHttpAction({ kind: 'email', pushkey: 'alice@example.org', data: {} }), SECURE),
+    );
     expect(plan.type).toBe('upsert');
   });
 
@@ -129,11 +159,17 @@ describe('set pusher: the device and enabled (MSC3881)', () => {
   });
 
   it('records no device for an e-mail pusher: it belongs to the account (MSC3881: device_id only for http)', () => {
-    expect(pusherOf(anHttpAction({ kind: 'email', pushkey: 'alice@example.org', data: {} }), 'PHONE')).not.toHaveProperty('device_id');
+    expect(
+      pusherOf(anHttpAction({ kind: 'email', pushkey: 'alice@example.org', data: {} }), 'PHONE'),
+    ).not.toHaveProperty('device_id');
   });
 
   it("ignores a device_id in the client's action, under either name", () => {
-    const posted = { ...anHttpAction(), device_id: 'STOLEN', 'org.matrix.msc3881.device_id': 'STOLEN' } as RawPusherSetAction;
+    const posted = {
+      ...anHttpAction(),
+      device_id: 'STOLEN',
+      'org.matrix.msc3881.device_id': 'STOLEN',
+    } as RawPusherSetAction;
     expect(pusherOf(posted, 'PHONE').device_id).toBe('PHONE');
     expect(pusherOf(posted)).not.toHaveProperty('device_id');
     expect(pusherOf(posted)).not.toHaveProperty('org.matrix.msc3881.device_id');
@@ -146,7 +182,11 @@ describe('set pusher: the device and enabled (MSC3881)', () => {
     ['both false', { enabled: false, 'org.matrix.msc3881.enabled': false }, false],
     ['null under both names (not given)', { enabled: null, 'org.matrix.msc3881.enabled': null }, true],
     ['null and false', { enabled: null, 'org.matrix.msc3881.enabled': false }, false],
-    ['conflicting names, no stored pusher: the unstable one', { enabled: true, 'org.matrix.msc3881.enabled': false }, false],
+    [
+      'conflicting names, no stored pusher: the unstable one',
+      { enabled: true, 'org.matrix.msc3881.enabled': false },
+      false,
+    ],
   ])('a new pusher with %s is enabled: %s', (_case, overrides, enabled) => {
     expect(pusherOf(anHttpAction(overrides)).enabled).toBe(enabled);
   });

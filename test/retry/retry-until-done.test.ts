@@ -19,7 +19,10 @@ describe('retryUntilDone', () => {
       },
     );
     expect(result).toBe('up');
-    expect(failures).toEqual([[1, 5], [2, 5]]);
+    expect(failures).toEqual([
+      [1, 5],
+      [2, 5],
+    ]);
   });
 
   it('stops waiting and gives up when aborted', async () => {
@@ -31,9 +34,13 @@ describe('retryUntilDone', () => {
         calls += 1;
         return Promise.reject(new Error('down'));
       },
-      { policy: { baseMs: 60_000, maxMs: 60_000 }, signal: controller.signal, onFailure: () => {
-        controller.abort();
-      } },
+      {
+        policy: { baseMs: 60_000, maxMs: 60_000 },
+        signal: controller.signal,
+        onFailure: () => {
+          controller.abort();
+        },
+      },
     );
     expect(await result).toBeUndefined();
     expect(calls).toBe(1);

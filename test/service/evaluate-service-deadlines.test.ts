@@ -5,7 +5,11 @@ import { MESSAGES } from '../../src/errors/error-catalogue.js';
 import { InMemoryPushStore } from '../../src/store/in-memory-push-store.js';
 import type { LoadedPushRules, PushStore } from '../../src/store/push-store.js';
 import type { AbandonReason } from '../../src/service/bounded-store.js';
-import { EvaluateService, type EvaluateOutcome, type EvaluateServiceOptions } from '../../src/service/evaluate-service.js';
+import {
+  EvaluateService,
+  type EvaluateOutcome,
+  type EvaluateServiceOptions,
+} from '../../src/service/evaluate-service.js';
 import { RulesetCache } from '../../src/service/ruleset-cache.js';
 import { CONTRACT_KINDS } from '../support/expect-result.js';
 import { aBody, aRoom } from '../support/evaluation-builders.js';
@@ -19,11 +23,17 @@ import { wrapStore } from '../support/store-doubles.js';
  * Fake clock and timers; stores are object literals.
  */
 const T0 = Date.UTC(2026, 0, 1);
-const DEADLINE_PASSED = { ok: false, error: { kind: 'Unavailable', ...CONTRACT_KINDS.Unavailable, error: MESSAGES.deadlinePassed } };
+const DEADLINE_PASSED = {
+  ok: false,
+  error: { kind: 'Unavailable', ...CONTRACT_KINDS.Unavailable, error: MESSAGES.deadlinePassed },
+};
 const user = (n: number) => `@u${n}:example.org`;
 const recipients = (count: number) => Array.from({ length: count }, (_, i) => ({ user_id: user(i) }));
 const evaluation = (request: Partial<EvaluateRequest> = {}) =>
-  ({ op: 'evaluate', request: { event: aBody('lunch?'), room: aRoom(), recipients: recipients(3), ...request } }) as const;
+  ({
+    op: 'evaluate',
+    request: { event: aBody('lunch?'), room: aRoom(), recipients: recipients(3), ...request },
+  }) as const;
 
 /** A store whose bulk reads are recorded, and run `onRead` first. */
 function reads(onRead: (users: readonly string[], index: number) => Promise<void> | void = () => undefined) {
@@ -42,7 +52,9 @@ function reads(onRead: (users: readonly string[], index: number) => Promise<void
 function aService(store: PushStore, overrides: Partial<EvaluateServiceOptions> = {}) {
   const cache = new RulesetCache<CompiledRuleset>({ maxEntries: 1000, maxBytes: 1 << 30, maxStalenessMs: 3_600_000 });
   const abandoned: [string, AbandonReason][] = [];
-  const observer = { storeOperationAbandoned: (operation: string, reason: AbandonReason) => void abandoned.push([operation, reason]) };
+  const observer = {
+    storeOperationAbandoned: (operation: string, reason: AbandonReason) => void abandoned.push([operation, reason]),
+  };
   const service = new EvaluateService(store, { cache, loadChunkSize: 100, sliceMs: 1000, observer, ...overrides });
   return { service, cache, abandoned };
 }
@@ -117,7 +129,9 @@ describe('EvaluateService under a deadline', () => {
     });
     const { service } = aService(store, { loadChunkSize: 1, loadConcurrency: 1 });
     const outcomes: Record<string, EvaluateOutcome> = {};
-    void service.handle(evaluation({ recipients: recipients(2) }), { deadline: T0 + 1000 }).then((o) => (outcomes['owner'] = o));
+    void service
+      .handle(evaluation({ recipients: recipients(2) }), { deadline: T0 + 1000 })
+      .then((o) => (outcomes['owner'] = o));
     // Joins both of the owner's reads: the one under way and the one to come.
     void service.handle(evaluation({ recipients: recipients(2) })).then((o) => (outcomes['joiner'] = o));
     await vi.advanceTimersByTimeAsync(1000);
@@ -125,6 +139,9 @@ describe('EvaluateService under a deadline', () => {
     release();
     await vi.advanceTimersByTimeAsync(0);
     expect(loads).toEqual([[user(0)]]);
-    expect(outcomes['joiner']?.reply).toMatchObject({ ok: false, error: { kind: 'Unavailable', error: MESSAGES.storeUnavailable } });
+    expect(outcomes['joiner']?.reply).toMatchObject({
+      ok: false,
+      error: { kind: 'Unavailable', error: MESSAGES.storeUnavailable },
+    });
   });
 });

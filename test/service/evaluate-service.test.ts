@@ -39,7 +39,11 @@ function aService(store: PushStore, overrides: Partial<EvaluateServiceOptions> =
 /** Gives `userId` a content rule on `keyword` whose actions are `notify` and a tweak saying so. */
 async function withKeyword(store: PushStore, userId: string, keyword: string) {
   const ruleset = serverDefaultRuleset(userId);
-  const rule = aContentRule({ rule_id: `kw-${keyword}`, pattern: keyword, actions: ['notify', { set_tweak: 'keyword', value: keyword }] });
+  const rule = aContentRule({
+    rule_id: `kw-${keyword}`,
+    pattern: keyword,
+    actions: ['notify', { set_tweak: 'keyword', value: keyword }],
+  });
   await store.savePushRules(userId, 0, { ...ruleset, content: [rule, ...ruleset.content] }, DEFAULT_RULES_REVISION);
 }
 
@@ -48,11 +52,18 @@ describe('EvaluateService', () => {
     const { store, loads } = countingStore();
     await withKeyword(store, user(1), 'lunch');
     const { service } = aService(store);
-    const outcome = await service.handle({ op: 'evaluate', request: aRequest({ recipients: [...recipients(3), { user_id: SENDER }], explain: true }) });
+    const outcome = await service.handle({
+      op: 'evaluate',
+      request: aRequest({ recipients: [...recipients(3), { user_id: SENDER }], explain: true }),
+    });
     expect(outcome.reply).toEqual({
       ok: true,
       body: {
-        notify: { [user(0)]: ['notify'], [user(1)]: ['notify', { set_tweak: 'keyword', value: 'lunch' }], [user(2)]: ['notify'] },
+        notify: {
+          [user(0)]: ['notify'],
+          [user(1)]: ['notify', { set_tweak: 'keyword', value: 'lunch' }],
+          [user(2)]: ['notify'],
+        },
         evaluated: 4,
         rule_ids: { [user(0)]: '.m.rule.message', [user(1)]: 'kw-lunch', [user(2)]: '.m.rule.message', [SENDER]: null },
       },
@@ -93,8 +104,13 @@ describe('EvaluateService', () => {
     const outcomes = await Promise.all([service.handle(request), service.handle(request), service.handle(request)]);
     expect(loads).toHaveLength(3);
     expect(new Set(loads.flat()).size).toBe(3000);
-    for (const outcome of outcomes) expect(outcome.reply.ok && (outcome.reply.body as { notify: object }).notify).toEqual(expect.objectContaining({ [user(2999)]: ['notify'] }));
-    expect(outcomes.map((o) => Object.keys((o.reply as { body: { notify: object } }).body.notify).length)).toEqual([3000, 3000, 3000]);
+    for (const outcome of outcomes)
+      expect(outcome.reply.ok && (outcome.reply.body as { notify: object }).notify).toEqual(
+        expect.objectContaining({ [user(2999)]: ['notify'] }),
+      );
+    expect(outcomes.map((o) => Object.keys((o.reply as { body: { notify: object } }).body.notify).length)).toEqual([
+      3000, 3000, 3000,
+    ]);
   });
 
   it('a failed read fails every evaluation that joined it, and the next one reads again', async () => {
@@ -129,7 +145,10 @@ describe('EvaluateService', () => {
     const { store } = countingStore();
     const { service, cache } = aService(store);
     const notifyOf = async () => {
-      const outcome = await service.handle({ op: 'evaluate', request: aRequest({ recipients: [{ user_id: user(1) }] }) });
+      const outcome = await service.handle({
+        op: 'evaluate',
+        request: aRequest({ recipients: [{ user_id: user(1) }] }),
+      });
       return outcome.reply.ok ? (outcome.reply.body as { notify: Record<string, unknown> }).notify[user(1)] : undefined;
     };
     expect(await notifyOf()).toEqual(['notify']);
@@ -145,8 +164,14 @@ describe('EvaluateService', () => {
     inner.putRawPushRules(user(1), { contentJson: '{not json', defaultsRevision: DEFAULT_RULES_REVISION });
     const undecodable: string[] = [];
     const { service } = aService(inner, { onUndecodable: (userId) => undecodable.push(userId) });
-    const outcome = await service.handle({ op: 'evaluate', request: aRequest({ recipients: recipients(2), explain: true }) });
-    expect(outcome.reply).toMatchObject({ ok: true, body: { rule_ids: { [user(0)]: '.m.rule.message', [user(1)]: '.m.rule.message' } } });
+    const outcome = await service.handle({
+      op: 'evaluate',
+      request: aRequest({ recipients: recipients(2), explain: true }),
+    });
+    expect(outcome.reply).toMatchObject({
+      ok: true,
+      body: { rule_ids: { [user(0)]: '.m.rule.message', [user(1)]: '.m.rule.message' } },
+    });
     expect(undecodable).toEqual([user(0)]);
   });
 

@@ -24,8 +24,14 @@ const OPTIONS: PushServiceOptions = {
   pusherPolicy: { allowInsecureGateways: false },
   limits: DEFAULT_LIMITS,
 };
-const DEADLINE_PASSED = { ok: false, error: { kind: 'Unavailable', ...CONTRACT_KINDS.Unavailable, error: MESSAGES.deadlinePassed } };
-const STORE_UNAVAILABLE = { ok: false, error: { kind: 'Unavailable', ...CONTRACT_KINDS.Unavailable, error: MESSAGES.storeUnavailable } };
+const DEADLINE_PASSED = {
+  ok: false,
+  error: { kind: 'Unavailable', ...CONTRACT_KINDS.Unavailable, error: MESSAGES.deadlinePassed },
+};
+const STORE_UNAVAILABLE = {
+  ok: false,
+  error: { kind: 'Unavailable', ...CONTRACT_KINDS.Unavailable, error: MESSAGES.storeUnavailable },
+};
 
 const MASTER = { scope: 'global', kind: 'override', ruleId: '.m.rule.master' } as const;
 const MY_RULE = { scope: 'global', kind: 'override', ruleId: 'my.rule' } as const;
@@ -37,13 +43,23 @@ const COMMANDS: readonly (readonly [string, Command])[] = [
   ['get_pushrule', { op: 'get_pushrule', userId: ALICE, address: MY_RULE }],
   ['get_pushrule_actions', { op: 'get_pushrule_actions', userId: ALICE, address: MY_RULE }],
   ['get_pushrule_enabled', { op: 'get_pushrule_enabled', userId: ALICE, address: MY_RULE }],
-  ['set_pushrule', { op: 'set_pushrule', userId: ALICE, request: { ...MY_RULE, ruleId: 'new.rule', body: { actions: ['notify'], conditions: [] } } }],
+  [
+    'set_pushrule',
+    {
+      op: 'set_pushrule',
+      userId: ALICE,
+      request: { ...MY_RULE, ruleId: 'new.rule', body: { actions: ['notify'], conditions: [] } },
+    },
+  ],
   ['delete_pushrule', { op: 'delete_pushrule', userId: ALICE, address: MY_RULE }],
   ['set_pushrule_actions', { op: 'set_pushrule_actions', userId: ALICE, address: MASTER, actions: ['notify'] }],
   ['set_pushrule_enabled', { op: 'set_pushrule_enabled', userId: ALICE, address: MASTER, enabled: true }],
   ['get_pushers', { op: 'get_pushers', userId: ALICE }],
   ['set_pusher (new)', { op: 'set_pusher', userId: ALICE, action: pusher('new-key'), deviceId: 'PHONE' }],
-  ['set_pusher (delete)', { op: 'set_pusher', userId: ALICE, action: { app_id: 'org.example.app', pushkey: 'old-key', kind: null } }],
+  [
+    'set_pusher (delete)',
+    { op: 'set_pusher', userId: ALICE, action: { app_id: 'org.example.app', pushkey: 'old-key', kind: null } },
+  ],
   ['delete_pushers', { op: 'delete_pushers', userId: ALICE, devices: { all: true }, includeEmail: false }],
   ['delete_user_data', { op: 'delete_user_data', userId: ALICE }],
 ];
@@ -51,7 +67,12 @@ const COMMANDS: readonly (readonly [string, Command])[] = [
 /** Alice with a rule of her own and a pusher. */
 async function seeded(): Promise<InMemoryPushStore> {
   const store = new InMemoryPushStore();
-  await store.savePushRules(ALICE, 0, aRuleset({ override: overridesWithUserRules(aConditionalRule()) }), DEFAULT_RULES_REVISION);
+  await store.savePushRules(
+    ALICE,
+    0,
+    aRuleset({ override: overridesWithUserRules(aConditionalRule()) }),
+    DEFAULT_RULES_REVISION,
+  );
   const seed = new PushService(store, OPTIONS);
   await seed.handle({ op: 'set_pusher', userId: ALICE, action: pusher('old-key') });
   return store;
@@ -61,7 +82,10 @@ async function seeded(): Promise<InMemoryPushStore> {
  * `inner`, recording the name of every operation started, in order;
  * `onStart` runs as each one starts (to move the clock, or to stall it).
  */
-function recording(inner: PushStore, onStart: (operation: string, index: number) => Promise<void> | void = () => undefined) {
+function recording(
+  inner: PushStore,
+  onStart: (operation: string, index: number) => Promise<void> | void = () => undefined,
+) {
   const started: string[] = [];
   const forward = wrapStore(inner) as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>;
   const store = Object.fromEntries(
@@ -79,7 +103,12 @@ function recording(inner: PushStore, onStart: (operation: string, index: number)
 
 function observed() {
   const abandoned: [string, AbandonReason][] = [];
-  return { abandoned, observer: { storeOperationAbandoned: (operation: string, reason: AbandonReason) => void abandoned.push([operation, reason]) } };
+  return {
+    abandoned,
+    observer: {
+      storeOperationAbandoned: (operation: string, reason: AbandonReason) => void abandoned.push([operation, reason]),
+    },
+  };
 }
 
 const never = async (): Promise<never> => new Promise<never>(() => undefined);
@@ -92,36 +121,51 @@ afterEach(() => {
 });
 
 describe('PushService: nothing is started once the deadline has passed', () => {
-  it.each(COMMANDS)('%s: a deadline already passed → Unavailable, and not one store operation', async (_name, command) => {
-    const { store, started } = recording(await seeded());
-    const { abandoned, observer } = observed();
-    const outcome = await new PushService(store, { ...OPTIONS, observer }).handle(command, { messageId: 'm-1', deadline: Date.now() });
-    expect(outcome).toMatchObject({ reply: DEADLINE_PASSED, deadlinePassed: true, conflicts: 0 });
-    expect(outcome.cause).toMatch(/^the request's deadline had passed before \w+ was started$/);
-    expect(started).toEqual([]);
-    expect(abandoned).toEqual([[expect.any(String), 'not-started']]);
-  });
-
-  it.each(COMMANDS)('%s: the deadline passing during any of its operations → none after it is started', async (_name, command) => {
-    // What the op does with time to spare.
-    const reference = recording(await seeded());
-    const served = await new PushService(reference.store, OPTIONS).handle(command, { messageId: 'm-1', deadline: T0 + 1000 });
-    expect(served.reply.ok).toBe(true);
-    const sequence = reference.started;
-    expect(sequence.length).toBeGreaterThan(0);
-
-    for (let slow = 0; slow < sequence.length; slow += 1) {
-      vi.setSystemTime(T0);
-      // Operation `slow` takes 2 s: the deadline passes while it is under way (its answer still comes).
-      const { store, started } = recording(await seeded(), (_op, index) => {
-        if (index === slow) vi.setSystemTime(Date.now() + 2000);
+  it.each(COMMANDS)(
+    '%s: a deadline already passed → Unavailable, and not one store operation',
+    async (_name, command) => {
+      const { store, started } = recording(await seeded());
+      const { abandoned, observer } = observed();
+      const outcome = await new PushService(store, { ...OPTIONS, observer }).handle(command, {
+        messageId: 'm-1',
+        deadline: Date.now(),
       });
-      const outcome = await new PushService(store, OPTIONS).handle(command, { messageId: 'm-1', deadline: T0 + 1000 });
-      expect(started).toEqual(sequence.slice(0, slow + 1));
-      if (slow === sequence.length - 1) expect(outcome.reply).toEqual(served.reply);
-      else expect(outcome).toMatchObject({ reply: DEADLINE_PASSED, deadlinePassed: true });
-    }
-  });
+      expect(outcome).toMatchObject({ reply: DEADLINE_PASSED, deadlinePassed: true, conflicts: 0 });
+      expect(outcome.cause).toMatch(/^the request's deadline had passed before \w+ was started$/);
+      expect(started).toEqual([]);
+      expect(abandoned).toEqual([[expect.any(String), 'not-started']]);
+    },
+  );
+
+  it.each(COMMANDS)(
+    '%s: the deadline passing during any of its operations → none after it is started',
+    async (_name, command) => {
+      // What the op does with time to spare.
+      const reference = recording(await seeded());
+      const served = await new PushService(reference.store, OPTIONS).handle(command, {
+        messageId: 'm-1',
+        deadline: T0 + 1000,
+      });
+      expect(served.reply.ok).toBe(true);
+      const sequence = reference.started;
+      expect(sequence.length).toBeGreaterThan(0);
+
+      for (let slow = 0; slow < sequence.length; slow += 1) {
+        vi.setSystemTime(T0);
+        // Operation `slow` takes 2 s: the deadline passes while it is under way (its answer still comes).
+        const { store, started } = recording(await seeded(), (_op, index) => {
+          if (index === slow) vi.setSystemTime(Date.now() + 2000);
+        });
+        const outcome = await new PushService(store, OPTIONS).handle(command, {
+          messageId: 'm-1',
+          deadline: T0 + 1000,
+        });
+        expect(started).toEqual(sequence.slice(0, slow + 1));
+        if (slow === sequence.length - 1) expect(outcome.reply).toEqual(served.reply);
+        else expect(outcome).toMatchObject({ reply: DEADLINE_PASSED, deadlinePassed: true });
+      }
+    },
+  );
 
   it('no compare-and-set round is started after the deadline: Unavailable for the deadline, not for the spent budget', async () => {
     const inner = await seeded();
@@ -138,13 +182,22 @@ describe('PushService: nothing is started once the deadline has passed', () => {
     const outcome = await new PushService(store, OPTIONS).handle(command, { messageId: 'm-1', deadline: T0 + 1000 });
     expect(outcome).toMatchObject({ reply: DEADLINE_PASSED, deadlinePassed: true });
     // Saves end at 400, 800, 1200 ms: the fourth round's load is not started.
-    expect(started).toEqual(['loadPushRules', 'savePushRules', 'loadPushRules', 'savePushRules', 'loadPushRules', 'savePushRules']);
+    expect(started).toEqual([
+      'loadPushRules',
+      'savePushRules',
+      'loadPushRules',
+      'savePushRules',
+      'loadPushRules',
+      'savePushRules',
+    ]);
   });
 });
 
 describe('PushService: a store that stalls is answered by the deadline', () => {
   const stalled = (): PushStore =>
-    Object.fromEntries(Object.keys(wrapStore(new InMemoryPushStore())).map((name) => [name, never])) as unknown as PushStore;
+    Object.fromEntries(
+      Object.keys(wrapStore(new InMemoryPushStore())).map((name) => [name, never]),
+    ) as unknown as PushStore;
 
   it.each<[string, number | undefined, number | undefined, number, object, AbandonReason]>([
     ['the deadline, with no operation timeout', 1000, undefined, 1000, DEADLINE_PASSED, 'deadline'],
@@ -157,9 +210,11 @@ describe('PushService: a store that stalls is answered by the deadline', () => {
       const { abandoned, observer } = observed();
       const service = new PushService(stalled(), { ...OPTIONS, operationTimeoutMs, observer });
       let outcome: HandleOutcome | undefined;
-      void service.handle(command, { messageId: 'm-1', deadline: deadlineIn === undefined ? undefined : T0 + deadlineIn }).then((o) => {
-        outcome = o;
-      });
+      void service
+        .handle(command, { messageId: 'm-1', deadline: deadlineIn === undefined ? undefined : T0 + deadlineIn })
+        .then((o) => {
+          outcome = o;
+        });
       await vi.advanceTimersByTimeAsync(answeredAt - 1);
       expect(outcome).toBeUndefined();
       await vi.advanceTimersByTimeAsync(1);

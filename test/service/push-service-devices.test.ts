@@ -36,18 +36,35 @@ const action = (pushkey: string, overrides: Partial<RawPusherSetAction> = {}): R
   ...overrides,
 });
 const emailAction = (address: string): RawPusherSetAction => ({
-  kind: 'email', app_id: 'm.email', pushkey: address, app_display_name: 'E-mail', device_display_name: address, lang: 'en', data: {},
+  kind: 'email',
+  app_id: 'm.email',
+  pushkey: address,
+  app_display_name: 'E-mail',
+  device_display_name: address,
+  lang: 'en',
+  data: {},
 });
-const setPusher = (pushkey: string, deviceId?: string, overrides: Partial<RawPusherSetAction> = {}, userId = ALICE): Command =>
+const setPusher = (
+  pushkey: string,
+  deviceId?: string,
+  overrides: Partial<RawPusherSetAction> = {},
+  userId = ALICE,
+): Command =>
   deviceId === undefined
     ? { op: 'set_pusher', userId, action: action(pushkey, overrides) }
     : { op: 'set_pusher', userId, action: action(pushkey, overrides), deviceId };
-const deletePushers = (devices: DeviceSelector, includeEmail = false, userId = ALICE): Command => ({ op: 'delete_pushers', userId, devices, includeEmail });
+const deletePushers = (devices: DeviceSelector, includeEmail = false, userId = ALICE): Command => ({
+  op: 'delete_pushers',
+  userId,
+  devices,
+  includeEmail,
+});
 
 function setup() {
   const store = new InMemoryPushStore();
   const service = new PushService(store, OPTIONS);
-  const run = async (command: Command, messageId?: string) => service.handle(command, messageId === undefined ? {} : { messageId });
+  const run = async (command: Command, messageId?: string) =>
+    service.handle(command, messageId === undefined ? {} : { messageId });
   const pushers = async (userId = ALICE) => {
     const outcome = await run({ op: 'get_pushers', userId });
     if (!outcome.reply.ok) throw new Error('get_pushers failed');
@@ -62,20 +79,33 @@ describe('set_pusher: the device and enabled', () => {
     const { run, pushers } = setup();
     await run(setPusher('k', 'PHONE'));
     expect(await pushers()).toEqual([
-      expect.objectContaining({ pushkey: 'k', enabled: true, 'org.matrix.msc3881.enabled': true, device_id: 'PHONE', 'org.matrix.msc3881.device_id': 'PHONE' }),
+      expect.objectContaining({
+        pushkey: 'k',
+        enabled: true,
+        'org.matrix.msc3881.enabled': true,
+        device_id: 'PHONE',
+        'org.matrix.msc3881.device_id': 'PHONE',
+      }),
     ]);
   });
 
   it('keeps the device on an update from another device', async () => {
     const { run, pushers } = setup();
     await run(setPusher('k', 'PHONE'));
-    expect((await run(setPusher('k', 'LAPTOP', { lang: 'de' }))).changes?.[0]).toMatchObject({ type: 'm.pushers', version: 2 });
+    expect((await run(setPusher('k', 'LAPTOP', { lang: 'de' }))).changes?.[0]).toMatchObject({
+      type: 'm.pushers',
+      version: 2,
+    });
     expect(await pushers()).toMatchObject([{ lang: 'de', device_id: 'PHONE' }]);
   });
 
   it("ignores a device_id in the client's action", async () => {
     const { run, pushers } = setup();
-    const forged = { ...action('k'), device_id: 'FORGED', 'org.matrix.msc3881.device_id': 'FORGED' } as RawPusherSetAction;
+    const forged = {
+      ...action('k'),
+      device_id: 'FORGED',
+      'org.matrix.msc3881.device_id': 'FORGED',
+    } as RawPusherSetAction;
     await run({ op: 'set_pusher', userId: ALICE, action: forged, deviceId: 'PHONE' });
     await run({ op: 'set_pusher', userId: ALICE, action: { ...forged, pushkey: 'no-device' } });
     const listed = await pushers();
@@ -86,14 +116,17 @@ describe('set_pusher: the device and enabled', () => {
     expect(noDevice).not.toHaveProperty('org.matrix.msc3881.device_id');
   });
 
-  it.each([['enabled'], ['org.matrix.msc3881.enabled']])('enabled: false round-trips under %s, and both names list it', async (name) => {
-    const { run, pushers } = setup();
-    await run(setPusher('k', 'PHONE', { [name]: false }));
-    expect(await pushers()).toMatchObject([{ enabled: false, 'org.matrix.msc3881.enabled': false }]);
-    // An update that does not say it is enabled again (MSC3881's default).
-    await run(setPusher('k', 'PHONE'));
-    expect(await pushers()).toMatchObject([{ enabled: true, 'org.matrix.msc3881.enabled': true }]);
-  });
+  it.each([['enabled'], ['org.matrix.msc3881.enabled']])(
+    'enabled: false round-trips under %s, and both names list it',
+    async (name) => {
+      const { run, pushers } = setup();
+      await run(setPusher('k', 'PHONE', { [name]: false }));
+      expect(await pushers()).toMatchObject([{ enabled: false, 'org.matrix.msc3881.enabled': false }]);
+      // An update that does not say it is enabled again (MSC3881's default).
+      await run(setPusher('k', 'PHONE'));
+      expect(await pushers()).toMatchObject([{ enabled: true, 'org.matrix.msc3881.enabled': true }]);
+    },
+  );
 
   it('a pusher object from get_pushers posted back with one name changed toggles it (as Element does), from another device', async () => {
     const { run, pushers } = setup();
@@ -101,7 +134,10 @@ describe('set_pusher: the device and enabled', () => {
     const [listed] = await pushers();
     // Element: {...pusher, [PUSHER_ENABLED.name]: false} — the unstable name; the stable one keeps the old value.
     const off = { ...listed, 'org.matrix.msc3881.enabled': false } as RawPusherSetAction;
-    expect((await run({ op: 'set_pusher', userId: ALICE, action: off, deviceId: 'LAPTOP' })).reply).toEqual({ ok: true, body: {} });
+    expect((await run({ op: 'set_pusher', userId: ALICE, action: off, deviceId: 'LAPTOP' })).reply).toEqual({
+      ok: true,
+      body: {},
+    });
     expect(await pushers()).toMatchObject([{ enabled: false, device_id: 'PHONE' }]);
     const [disabled] = await pushers();
     await run({ op: 'set_pusher', userId: ALICE, action: { ...disabled, enabled: true }, deviceId: 'LAPTOP' });
@@ -123,15 +159,31 @@ describe('delete_pushers', () => {
   it.each<[string, DeviceSelector, boolean, number, string[]]>([
     ['logout of a device', { deviceIds: ['PHONE'] }, false, 1, ['alice@example.org', 'laptop', 'legacy']],
     ['deletion of devices', { deviceIds: ['PHONE', 'LAPTOP'] }, false, 2, ['alice@example.org', 'legacy']],
-    ['a password change that logs out the other devices', { exceptDeviceId: 'PHONE' }, false, 2, ['alice@example.org', 'phone']],
+    [
+      'a password change that logs out the other devices',
+      { exceptDeviceId: 'PHONE' },
+      false,
+      2,
+      ['alice@example.org', 'phone'],
+    ],
     ['a logout everywhere', { all: true }, false, 3, ['alice@example.org']],
     ['a deactivation', { all: true }, true, 4, []],
-    ['a logout with include_email: e-mail pushers have no device, so it keeps them', { deviceIds: ['PHONE'] }, true, 1, ['alice@example.org', 'laptop', 'legacy']],
+    [
+      'a logout with include_email: e-mail pushers have no device, so it keeps them',
+      { deviceIds: ['PHONE'] },
+      true,
+      1,
+      ['alice@example.org', 'laptop', 'legacy'],
+    ],
     ['a password change with include_email', { exceptDeviceId: 'PHONE' }, true, 3, ['phone']],
   ])('%s: replies how many went, announces one change', async (_case, devices, includeEmail, deleted, left) => {
     const { run, pushkeys } = await seeded();
     const outcome = await run(deletePushers(devices, includeEmail));
-    expect(outcome).toEqual({ reply: { ok: true, body: { deleted } }, changes: [{ user_id: ALICE, type: 'm.pushers', version: 5 }], conflicts: 0 });
+    expect(outcome).toEqual({
+      reply: { ok: true, body: { deleted } },
+      changes: [{ user_id: ALICE, type: 'm.pushers', version: 5 }],
+      conflicts: 0,
+    });
     expect(await pushkeys()).toEqual(left);
     expect(await pushkeys(BOB)).toEqual(['bobs-phone']);
   });
@@ -141,7 +193,10 @@ describe('delete_pushers', () => {
     await run({ op: 'set_pusher', userId: ALICE, action: emailAction('alice@example.org'), deviceId: 'PHONE' });
     // The account's, not the device's: no device recorded.
     expect((await pushers())[0]).not.toHaveProperty('device_id');
-    expect((await run(deletePushers({ deviceIds: ['PHONE'] }, true))).reply).toEqual({ ok: true, body: { deleted: 0 } });
+    expect((await run(deletePushers({ deviceIds: ['PHONE'] }, true))).reply).toEqual({
+      ok: true,
+      body: { deleted: 0 },
+    });
     expect((await run(deletePushers({ all: true }))).reply).toEqual({ ok: true, body: { deleted: 0 } });
     expect(await pushkeys()).toEqual(['alice@example.org']);
     expect((await run(deletePushers({ all: true }, true))).reply).toEqual({ ok: true, body: { deleted: 1 } });
@@ -163,7 +218,12 @@ describe('delete_pushers', () => {
     const retry = await run(deletePushers({ deviceIds: ['PHONE'] }), 'logout-1');
     expect(first.reply).toEqual({ ok: true, body: { deleted: 1 } });
     // It changed the pushers: announced again, at their version now (the re-registration's).
-    expect(retry).toEqual({ reply: first.reply, conflicts: 0, replayed: true, changes: [{ user_id: ALICE, type: 'm.pushers', version: expect.any(Number) as number }] });
+    expect(retry).toEqual({
+      reply: first.reply,
+      conflicts: 0,
+      replayed: true,
+      changes: [{ user_id: ALICE, type: 'm.pushers', version: expect.any(Number) as number }],
+    });
     expect(retry.changes?.[0]?.version).toBeGreaterThan(first.changes?.[0]?.version ?? Number.POSITIVE_INFINITY);
     expect(await pushkeys()).toContain('phone');
   });
@@ -172,7 +232,11 @@ describe('delete_pushers', () => {
     const { run } = setup();
     await run(deletePushers({ all: true }), 'nothing');
     await run(setPusher('k', 'PHONE'));
-    expect(await run(deletePushers({ all: true }), 'nothing')).toEqual({ reply: { ok: true, body: { deleted: 0 } }, conflicts: 0, replayed: true });
+    expect(await run(deletePushers({ all: true }), 'nothing')).toEqual({
+      reply: { ok: true, body: { deleted: 0 } },
+      conflicts: 0,
+      replayed: true,
+    });
   });
 });
 
@@ -180,7 +244,11 @@ describe('delete_user_data', () => {
   async function withData() {
     const world = setup();
     await world.run({ op: 'get_pushrules', userId: ALICE });
-    await world.run({ op: 'set_pushrule', userId: ALICE, request: { scope: 'global', kind: 'room', ruleId: '!r:example.org', body: { actions: [] } } });
+    await world.run({
+      op: 'set_pushrule',
+      userId: ALICE,
+      request: { scope: 'global', kind: 'room', ruleId: '!r:example.org', body: { actions: [] } },
+    });
     await world.run(setPusher('phone', 'PHONE'));
     await world.run({ op: 'set_pusher', userId: ALICE, action: emailAction('alice@example.org') });
     await world.run(setPusher('bobs', 'PHONE', {}, BOB));
@@ -203,12 +271,19 @@ describe('delete_user_data', () => {
     const { run } = await withData();
     await run({ op: 'delete_user_data', userId: ALICE });
     const address = { scope: 'global', kind: 'room', ruleId: '!r:example.org' };
-    expect((await run({ op: 'get_pushrule', userId: ALICE, address })).reply).toMatchObject({ ok: false, error: { kind: 'NotFound', error: 'PushRules event not found.' } });
+    expect((await run({ op: 'get_pushrule', userId: ALICE, address })).reply).toMatchObject({
+      ok: false,
+      error: { kind: 'NotFound', error: 'PushRules event not found.' },
+    });
     const read = await run({ op: 'get_pushrules', userId: ALICE });
     expect(read.reply).toEqual({ ok: true, body: { global: serverDefaultRuleset(ALICE) } });
     // Stored again as a new user's defaults are, at the next version (not 1).
     expect(read.changes?.[0]).toEqual({ user_id: ALICE, type: 'm.push_rules', version: 4 });
-    expect((await run(setPusher('k', 'PHONE'))).changes?.[0]).toEqual({ user_id: ALICE, type: 'm.pushers', version: 4 });
+    expect((await run(setPusher('k', 'PHONE'))).changes?.[0]).toEqual({
+      user_id: ALICE,
+      type: 'm.pushers',
+      version: 4,
+    });
   });
 
   it('a retry with the same messageId replays {} and erases nothing made since', async () => {
@@ -217,14 +292,27 @@ describe('delete_user_data', () => {
     await run(setPusher('new', 'PHONE'));
     const retry = await run({ op: 'delete_user_data', userId: ALICE }, 'deactivate');
     // It deleted pushers: their change is announced again at the version now.
-    expect(retry).toMatchObject({ reply: first.reply, conflicts: 0, replayed: true, changes: [{ user_id: ALICE, type: 'm.pushers' }] });
+    expect(retry).toMatchObject({
+      reply: first.reply,
+      conflicts: 0,
+      replayed: true,
+      changes: [{ user_id: ALICE, type: 'm.pushers' }],
+    });
     expect(await pushkeys()).toEqual(['new']);
   });
 
   it('for a user without data: {} and no change event; with a messageId, a record a retry replays', async () => {
     const { store, run } = setup();
-    expect(await run({ op: 'delete_user_data', userId: ALICE })).toEqual({ reply: { ok: true, body: {} }, conflicts: 0, unchanged: true });
-    expect(await run({ op: 'delete_user_data', userId: ALICE }, 'm')).toEqual({ reply: { ok: true, body: {} }, conflicts: 0, unchanged: true });
+    expect(await run({ op: 'delete_user_data', userId: ALICE })).toEqual({
+      reply: { ok: true, body: {} },
+      conflicts: 0,
+      unchanged: true,
+    });
+    expect(await run({ op: 'delete_user_data', userId: ALICE }, 'm')).toEqual({
+      reply: { ok: true, body: {} },
+      conflicts: 0,
+      unchanged: true,
+    });
     expect(await run({ op: 'delete_user_data', userId: ALICE }, 'm')).toMatchObject({ replayed: true });
     expect(await store.loadPushRules(ALICE)).toEqual({ version: 0, lookup: { found: false } });
   });
@@ -232,10 +320,14 @@ describe('delete_user_data', () => {
   it('only pushers, or only rules: announces what changed', async () => {
     const rulesOnly = setup();
     await rulesOnly.run({ op: 'get_pushrules', userId: ALICE });
-    expect((await rulesOnly.run({ op: 'delete_user_data', userId: ALICE })).changes).toEqual([{ user_id: ALICE, type: 'm.push_rules', version: 2 }]);
+    expect((await rulesOnly.run({ op: 'delete_user_data', userId: ALICE })).changes).toEqual([
+      { user_id: ALICE, type: 'm.push_rules', version: 2 },
+    ]);
     const pushersOnly = setup();
     await pushersOnly.run(setPusher('k'));
-    expect((await pushersOnly.run({ op: 'delete_user_data', userId: ALICE })).changes).toEqual([{ user_id: ALICE, type: 'm.pushers', version: 2 }]);
+    expect((await pushersOnly.run({ op: 'delete_user_data', userId: ALICE })).changes).toEqual([
+      { user_id: ALICE, type: 'm.pushers', version: 2 },
+    ]);
   });
 
   it('erases a corrupt push-rules entry too', async () => {
@@ -254,13 +346,22 @@ describe('delete_user_data', () => {
       eraseUserData: async (u, v, erasure) => {
         if (!raced) {
           raced = true;
-          await base.handle({ op: 'set_pushrule_enabled', userId: ALICE, address: { scope: 'global', kind: 'override', ruleId: '.m.rule.master' }, enabled: true });
+          await base.handle({
+            op: 'set_pushrule_enabled',
+            userId: ALICE,
+            address: { scope: 'global', kind: 'override', ruleId: '.m.rule.master' },
+            enabled: true,
+          });
         }
         return store.eraseUserData(u, v, erasure);
       },
     });
     const outcome = await new PushService(racing, OPTIONS).handle({ op: 'delete_user_data', userId: ALICE });
-    expect(outcome).toMatchObject({ reply: { ok: true }, conflicts: 1, changes: [{ type: 'm.push_rules', version: 3 }] });
+    expect(outcome).toMatchObject({
+      reply: { ok: true },
+      conflicts: 1,
+      changes: [{ type: 'm.push_rules', version: 3 }],
+    });
     expect((await store.loadPushRules(ALICE)).lookup).toEqual({ found: false });
   });
 });
@@ -271,7 +372,11 @@ describe('a pusher the push gateway rejected', () => {
     await run(setPusher('shared', 'PHONE'));
     await run(setPusher('shared', 'BOBS-PHONE', { append: true }, BOB));
     await run(setPusher('other', 'PHONE'));
-    const removal: Command = { op: 'set_pusher', userId: ALICE, action: { kind: null, app_id: 'org.example.app', pushkey: 'shared' } };
+    const removal: Command = {
+      op: 'set_pusher',
+      userId: ALICE,
+      action: { kind: null, app_id: 'org.example.app', pushkey: 'shared' },
+    };
     expect((await run(removal, 'rejected-1')).changes?.[0]).toMatchObject({ type: 'm.pushers' });
     expect(await pushkeys()).toEqual(['other']);
     expect(await pushkeys(BOB)).toEqual(['shared']);
@@ -285,18 +390,52 @@ describe('set_pusher and delete_pushers for the same device, concurrently', () =
     return store;
   };
   const snapshot = async (store: PushStore) =>
-    (await store.listPushers(ALICE)).map((p) => ({ pushkey: p.pushkey, lang: p.lang, device: p.device_id ?? null, enabled: p.enabled }));
+    (await store.listPushers(ALICE)).map((p) => ({
+      pushkey: p.pushkey,
+      lang: p.lang,
+      device: p.device_id ?? null,
+      enabled: p.enabled,
+    }));
   const phonesPusher = setPusher('k', 'PHONE');
 
   it.each<[string, Command, Command, Command]>([
-    ['an update from another device and the logout of the creating device', phonesPusher, setPusher('k', 'LAPTOP', { lang: 'de', enabled: false }), deletePushers({ deviceIds: ['PHONE'] })],
-    ['a new pusher of the device and its logout', phonesPusher, setPusher('new', 'PHONE'), deletePushers({ deviceIds: ['PHONE'] })],
-    ['an update from the kept device and a password change', phonesPusher, setPusher('k', 'LAPTOP', { lang: 'de' }), deletePushers({ exceptDeviceId: 'LAPTOP' })],
+    [
+      'an update from another device and the logout of the creating device',
+      phonesPusher,
+      setPusher('k', 'LAPTOP', { lang: 'de', enabled: false }),
+      deletePushers({ deviceIds: ['PHONE'] }),
+    ],
+    [
+      'a new pusher of the device and its logout',
+      phonesPusher,
+      setPusher('new', 'PHONE'),
+      deletePushers({ deviceIds: ['PHONE'] }),
+    ],
+    [
+      'an update from the kept device and a password change',
+      phonesPusher,
+      setPusher('k', 'LAPTOP', { lang: 'de' }),
+      deletePushers({ exceptDeviceId: 'LAPTOP' }),
+    ],
     // Both orders keep the pusher, bound to the laptop; a delete that read first and deleted by key later would not.
-    ['the kept device taking a pusher of an unknown device during a password change', setPusher('k'), setPusher('k', 'LAPTOP', { lang: 'de' }), deletePushers({ exceptDeviceId: 'LAPTOP' })],
-  ])('%s end as one of the two orders would leave them, at every interleaving', async (_case, existing, set, remove) => {
-    const { sequential, interleaved } = await allInterleavings({ fresh: storeWith(existing), service: OPTIONS, first: set, second: remove, snapshot });
-    expect(interleaved.length).toBeGreaterThan(3);
-    for (const run of interleaved) expect(sequential, run.label).toContainEqual(run.state);
-  });
+    [
+      'the kept device taking a pusher of an unknown device during a password change',
+      setPusher('k'),
+      setPusher('k', 'LAPTOP', { lang: 'de' }),
+      deletePushers({ exceptDeviceId: 'LAPTOP' }),
+    ],
+  ])(
+    '%s end as one of the two orders would leave them, at every interleaving',
+    async (_case, existing, set, remove) => {
+      const { sequential, interleaved } = await allInterleavings({
+        fresh: storeWith(existing),
+        service: OPTIONS,
+        first: set,
+        second: remove,
+        snapshot,
+      });
+      expect(interleaved.length).toBeGreaterThan(3);
+      for (const run of interleaved) expect(sequential, run.label).toContainEqual(run.state);
+    },
+  );
 });

@@ -35,7 +35,11 @@ const pusherAction = (overrides: Partial<RawPusherSetAction> = {}): RawPusherSet
   data: { url: 'https://push.example.org/_matrix/push/v1/notify', format: 'event_id_only' },
   ...overrides,
 });
-const setRule = (actions: readonly string[], placement: { before?: string; after?: string } = {}, ruleId = ROOM): Command => ({
+const setRule = (
+  actions: readonly string[],
+  placement: { before?: string; after?: string } = {},
+  ruleId = ROOM,
+): Command => ({
   op: 'set_pushrule',
   userId: ALICE,
   request: { scope: 'global', kind: 'room', ruleId, body: { actions }, ...placement },
@@ -116,7 +120,10 @@ async function aliceWithRuleAndPusher(): Promise<InMemoryPushStore> {
   const store = new InMemoryPushStore();
   await store.savePushRules(ALICE, 0, serverDefaultRuleset(ALICE), 'v1.19');
   const service = new PushService(store, OPTIONS);
-  for (const command of [setRule(['notify']), { op: 'set_pusher', userId: ALICE, action: pusherAction() } satisfies Command]) {
+  for (const command of [
+    setRule(['notify']),
+    { op: 'set_pusher', userId: ALICE, action: pusherAction() } satisfies Command,
+  ]) {
     expect((await service.handle(command)).changes).toHaveLength(1);
   }
   return store;
@@ -124,24 +131,28 @@ async function aliceWithRuleAndPusher(): Promise<InMemoryPushStore> {
 
 async function roomRules(store: PushStore) {
   const outcome = await new PushService(store, OPTIONS).handle({ op: 'get_pushrules', userId: ALICE });
-  return (outcome.reply as { body: { global: { room: { rule_id: string; enabled: boolean; actions: unknown[] }[] } } }).body.global.room;
+  return (outcome.reply as { body: { global: { room: { rule_id: string; enabled: boolean; actions: unknown[] }[] } } })
+    .body.global.room;
 }
 
 describe('PushService: a write that changes nothing', () => {
-  it.each(OPS)('$op with what is stored: {} and nothing written, no version bump, no change event', async ({ same }) => {
-    const inner = await aliceWithRuleAndPusher();
-    const { store, writes, records } = counting(inner);
-    const version = (await inner.loadPushRules(ALICE)).version;
-    const pushers = await inner.listPushers(ALICE);
+  it.each(OPS)(
+    '$op with what is stored: {} and nothing written, no version bump, no change event',
+    async ({ same }) => {
+      const inner = await aliceWithRuleAndPusher();
+      const { store, writes, records } = counting(inner);
+      const version = (await inner.loadPushRules(ALICE)).version;
+      const pushers = await inner.listPushers(ALICE);
 
-    const outcome = await new PushService(store, OPTIONS).handle(same);
+      const outcome = await new PushService(store, OPTIONS).handle(same);
 
-    expect(outcome).toEqual({ reply: { ok: true, body: {} }, conflicts: 0, unchanged: true });
-    expect(writes).toEqual([]);
-    expect(records).toEqual([]);
-    expect((await inner.loadPushRules(ALICE)).version).toBe(version);
-    expect(await inner.listPushers(ALICE)).toEqual(pushers);
-  });
+      expect(outcome).toEqual({ reply: { ok: true, body: {} }, conflicts: 0, unchanged: true });
+      expect(writes).toEqual([]);
+      expect(records).toEqual([]);
+      expect((await inner.loadPushRules(ALICE)).version).toBe(version);
+      expect(await inner.listPushers(ALICE)).toEqual(pushers);
+    },
+  );
 
   it.each(OPS)('$op with a change still writes once and announces it', async ({ op, change }) => {
     const inner = await aliceWithRuleAndPusher();
@@ -149,37 +160,56 @@ describe('PushService: a write that changes nothing', () => {
     const outcome = await new PushService(store, OPTIONS).handle(change);
     expect(outcome.reply).toEqual({ ok: true, body: {} });
     expect(outcome.unchanged).toBeUndefined();
-    expect(outcome.changes?.[0]).toMatchObject(op === 'set_pusher' ? { type: 'm.pushers', version: 2 } : { type: 'm.push_rules', version: 3 });
+    expect(outcome.changes?.[0]).toMatchObject(
+      op === 'set_pusher' ? { type: 'm.pushers', version: 2 } : { type: 'm.push_rules', version: 3 },
+    );
     expect(writes).toEqual(op === 'set_pusher' ? ['upsertPusher', 'bumpPushersVersion'] : ['savePushRules']);
   });
 
-  it.each(OPS)('$op with what is stored and a messageId: only the record is written, and a retry replays it', async ({ same }) => {
-    const inner = await aliceWithRuleAndPusher();
-    const { store, writes, records } = counting(inner);
-    const service = new PushService(store, OPTIONS);
-    const version = (await inner.loadPushRules(ALICE)).version;
-    expect(await service.handle(same, { messageId: 'm-same' })).toEqual({ reply: { ok: true, body: {} }, conflicts: 0, unchanged: true });
-    expect(writes).toEqual([]);
-    expect(records).toEqual(['m-same']);
-    expect((await inner.loadPushRules(ALICE)).version).toBe(version);
-    // Its record says it changed nothing: answered from it without announcing anything.
-    expect(await service.handle(same, { messageId: 'm-same' })).toEqual({ reply: { ok: true, body: {} }, conflicts: 0, replayed: true });
-  });
+  it.each(OPS)(
+    '$op with what is stored and a messageId: only the record is written, and a retry replays it',
+    async ({ same }) => {
+      const inner = await aliceWithRuleAndPusher();
+      const { store, writes, records } = counting(inner);
+      const service = new PushService(store, OPTIONS);
+      const version = (await inner.loadPushRules(ALICE)).version;
+      expect(await service.handle(same, { messageId: 'm-same' })).toEqual({
+        reply: { ok: true, body: {} },
+        conflicts: 0,
+        unchanged: true,
+      });
+      expect(writes).toEqual([]);
+      expect(records).toEqual(['m-same']);
+      expect((await inner.loadPushRules(ALICE)).version).toBe(version);
+      // Its record says it changed nothing: answered from it without announcing anything.
+      expect(await service.handle(same, { messageId: 'm-same' })).toEqual({
+        reply: { ok: true, body: {} },
+        conflicts: 0,
+        replayed: true,
+      });
+    },
+  );
 
-  it.each(OPS)('$op: a retry of a recorded no-op after another client changed the value does not undo that change', async ({ op, same, change }) => {
-    const inner = await aliceWithRuleAndPusher();
-    const service = new PushService(inner, OPTIONS);
-    await service.handle(same, { messageId: 'first' });
-    await service.handle(change);
-    const version = (await inner.loadPushRules(ALICE)).version;
-    const pushers = await inner.listPushers(ALICE);
+  it.each(OPS)(
+    '$op: a retry of a recorded no-op after another client changed the value does not undo that change',
+    async ({ op, same, change }) => {
+      const inner = await aliceWithRuleAndPusher();
+      const service = new PushService(inner, OPTIONS);
+      await service.handle(same, { messageId: 'first' });
+      await service.handle(change);
+      const version = (await inner.loadPushRules(ALICE)).version;
+      const pushers = await inner.listPushers(ALICE);
 
-    expect(await service.handle(same, { messageId: 'first' })).toMatchObject({ replayed: true });
+      expect(await service.handle(same, { messageId: 'first' })).toMatchObject({ replayed: true });
 
-    expect((await inner.loadPushRules(ALICE)).version).toBe(version);
-    expect(await inner.listPushers(ALICE)).toEqual(pushers);
-    if (op !== 'set_pusher') expect((await roomRules(inner))[0]).toMatchObject(op === 'set_pushrule_enabled' ? { enabled: false } : { actions: [] });
-  });
+      expect((await inner.loadPushRules(ALICE)).version).toBe(version);
+      expect(await inner.listPushers(ALICE)).toEqual(pushers);
+      if (op !== 'set_pusher')
+        expect((await roomRules(inner))[0]).toMatchObject(
+          op === 'set_pushrule_enabled' ? { enabled: false } : { actions: [] },
+        );
+    },
+  );
 
   it('a no-op whose record loses the compare-and-set is judged again on what is stored now', async () => {
     const inner = await aliceWithRuleAndPusher();
@@ -189,7 +219,12 @@ describe('PushService: a write that changes nothing', () => {
         if (!raced) {
           raced = true;
           // Another worker disables the rule after this request read it enabled.
-          await new PushService(inner, OPTIONS).handle({ op: 'set_pushrule_enabled', userId: ALICE, address: address(), enabled: false });
+          await new PushService(inner, OPTIONS).handle({
+            op: 'set_pushrule_enabled',
+            userId: ALICE,
+            address: address(),
+            enabled: false,
+          });
         }
         return inner.recordWriteAtVersion(u, version, record);
       },
@@ -197,7 +232,11 @@ describe('PushService: a write that changes nothing', () => {
     const enable: Command = { op: 'set_pushrule_enabled', userId: ALICE, address: address(), enabled: true };
     const outcome = await new PushService(racing, OPTIONS).handle(enable, { messageId: 'late' });
     // Ordered after the other writer, it is a change now.
-    expect(outcome).toMatchObject({ reply: { ok: true, body: {} }, conflicts: 1, changes: [{ type: 'm.push_rules', version: 4 }] });
+    expect(outcome).toMatchObject({
+      reply: { ok: true, body: {} },
+      conflicts: 1,
+      changes: [{ type: 'm.push_rules', version: 4 }],
+    });
     expect((await roomRules(inner))[0]).toMatchObject({ enabled: true });
     expect(await inner.findRecordedWrite(ALICE, 'late')).toBeDefined();
   });
@@ -226,7 +265,10 @@ describe('PushService: a write that changes nothing', () => {
     const inner = await aliceWithRuleAndPusher();
     const loaded = await inner.loadPushRules(ALICE);
     const content = loaded.lookup.found === true ? loaded.lookup.event : undefined;
-    inner.putRawPushRules(ALICE, { contentJson: JSON.stringify((content as { content: unknown }).content), defaultsRevision: 'v1.4' });
+    inner.putRawPushRules(ALICE, {
+      contentJson: JSON.stringify((content as { content: unknown }).content),
+      defaultsRevision: 'v1.4',
+    });
     const outcome = await new PushService(inner, OPTIONS).handle(OPS[2]?.same ?? setRule(['notify']));
     expect(outcome.changes?.[0]).toMatchObject({ type: 'm.push_rules' });
     expect((await inner.loadPushRules(ALICE)).lookup).toMatchObject({ defaultsRevision: 'v1.19' });
@@ -234,8 +276,16 @@ describe('PushService: a write that changes nothing', () => {
 
   it("set_pusher with the stored values and append: false still removes another user's pusher with the same key, announcing nothing", async () => {
     const inner = await aliceWithRuleAndPusher();
-    await new PushService(inner, OPTIONS).handle({ op: 'set_pusher', userId: BOB, action: pusherAction({ append: true }) });
-    const outcome = await new PushService(inner, OPTIONS).handle({ op: 'set_pusher', userId: ALICE, action: pusherAction() });
+    await new PushService(inner, OPTIONS).handle({
+      op: 'set_pusher',
+      userId: BOB,
+      action: pusherAction({ append: true }),
+    });
+    const outcome = await new PushService(inner, OPTIONS).handle({
+      op: 'set_pusher',
+      userId: ALICE,
+      action: pusherAction(),
+    });
     expect(outcome).toEqual({ reply: { ok: true, body: {} }, conflicts: 0, unchanged: true });
     expect(await inner.listPushers(BOB)).toEqual([]);
     expect(await inner.listPushers(ALICE)).toHaveLength(1);

@@ -50,9 +50,16 @@ describe('PushService: compare-and-set retries', () => {
   it('re-reads and re-applies after a conflict, and reports the conflicts', async () => {
     const store = await withDefaults();
     const outcome = await new PushService(racing(store, 2), OPTIONS).handle(setEnabled);
-    expect(outcome).toMatchObject({ reply: { ok: true, body: {} }, conflicts: 2, changes: [{ type: 'm.push_rules', version: 4 }] });
+    expect(outcome).toMatchObject({
+      reply: { ok: true, body: {} },
+      conflicts: 2,
+      changes: [{ type: 'm.push_rules', version: 4 }],
+    });
     const loaded = await store.loadPushRules(ALICE);
-    const stored = loaded.lookup.found === true ? (loaded.lookup.event as { content: { global: { override: { enabled: boolean }[] } } }) : undefined;
+    const stored =
+      loaded.lookup.found === true
+        ? (loaded.lookup.event as { content: { global: { override: { enabled: boolean }[] } } })
+        : undefined;
     expect(stored?.content.global.override[0]?.enabled).toBe(true);
   });
 
@@ -61,20 +68,29 @@ describe('PushService: compare-and-set retries', () => {
     const outcome = await new PushService(racing(store, 10), OPTIONS).handle(setEnabled);
     expect(outcome.reply).toEqual({
       ok: false,
-      error: { kind: 'Unavailable', ...CONTRACT_KINDS.Unavailable, error: "Too many concurrent changes to this user's push rules; try again." },
+      error: {
+        kind: 'Unavailable',
+        ...CONTRACT_KINDS.Unavailable,
+        error: "Too many concurrent changes to this user's push rules; try again.",
+      },
     });
     expect(outcome.conflicts).toBe(4);
   });
 });
 
 describe('PushService: storage failures are replies', () => {
-  const failing = (error: Error): PushStore => wrapStore(new InMemoryPushStore(), { loadPushRules: async () => Promise.reject(error) });
+  const failing = (error: Error): PushStore =>
+    wrapStore(new InMemoryPushStore(), { loadPushRules: async () => Promise.reject(error) });
 
   it('a transient failure → Unavailable (503)', async () => {
     const outcome = await new PushService(failing(new StoreUnavailableError('down')), OPTIONS).handle(setEnabled);
     expect(outcome.reply).toEqual({
       ok: false,
-      error: { kind: 'Unavailable', ...CONTRACT_KINDS.Unavailable, error: 'The push rules store is unavailable; try again.' },
+      error: {
+        kind: 'Unavailable',
+        ...CONTRACT_KINDS.Unavailable,
+        error: 'The push rules store is unavailable; try again.',
+      },
     });
   });
 
@@ -91,7 +107,10 @@ describe('PushService: storage failures are replies', () => {
   it('anything else (a bug) → Internal (500), with the cause kept for the log', async () => {
     const bug = new TypeError('cannot read properties of undefined');
     const outcome = await new PushService(failing(bug), OPTIONS).handle(setEnabled);
-    expect(outcome.reply).toEqual({ ok: false, error: { kind: 'Internal', ...CONTRACT_KINDS.Internal, error: 'Internal error.' } });
+    expect(outcome.reply).toEqual({
+      ok: false,
+      error: { kind: 'Internal', ...CONTRACT_KINDS.Internal, error: 'Internal error.' },
+    });
     expect(outcome.failure).toBe(bug);
   });
 });
@@ -147,20 +166,34 @@ describe('PushService: a write redelivered with the same messageId is applied on
   it.each([
     ['set_pushrule', rule('!a:x')],
     ['delete_pushrule', { op: 'delete_pushrule', userId: ALICE, address: address('!keep:x') } satisfies Command],
-    ['set_pushrule_enabled', { op: 'set_pushrule_enabled', userId: ALICE, address: address('!keep:x'), enabled: false } satisfies Command],
-    ['set_pushrule_actions', { op: 'set_pushrule_actions', userId: ALICE, address: address('!keep:x'), actions: [] } satisfies Command],
-  ])('%s: the second delivery gets the recorded reply, writes nothing, and announces the push rules again at the stored version', async (_op, command) => {
-    const store = await withDefaults();
-    const service = new PushService(store, OPTIONS);
-    await service.handle(rule('!keep:x'));
-    const first = await service.handle(command, { messageId: 'm-1' });
-    const versionAfterFirst = (await store.loadPushRules(ALICE)).version;
-    const second = await service.handle(command, { messageId: 'm-1' });
-    expect(first.reply).toEqual({ ok: true, body: {} });
-    // The first delivery's event may be the one lost (a crash or a lost connection before the broker confirmed it).
-    expect(second).toEqual({ reply: first.reply, conflicts: 0, replayed: true, changes: [{ user_id: ALICE, type: 'm.push_rules', version: versionAfterFirst }] });
-    expect((await store.loadPushRules(ALICE)).version).toBe(versionAfterFirst);
-  });
+    [
+      'set_pushrule_enabled',
+      { op: 'set_pushrule_enabled', userId: ALICE, address: address('!keep:x'), enabled: false } satisfies Command,
+    ],
+    [
+      'set_pushrule_actions',
+      { op: 'set_pushrule_actions', userId: ALICE, address: address('!keep:x'), actions: [] } satisfies Command,
+    ],
+  ])(
+    '%s: the second delivery gets the recorded reply, writes nothing, and announces the push rules again at the stored version',
+    async (_op, command) => {
+      const store = await withDefaults();
+      const service = new PushService(store, OPTIONS);
+      await service.handle(rule('!keep:x'));
+      const first = await service.handle(command, { messageId: 'm-1' });
+      const versionAfterFirst = (await store.loadPushRules(ALICE)).version;
+      const second = await service.handle(command, { messageId: 'm-1' });
+      expect(first.reply).toEqual({ ok: true, body: {} });
+      // The first delivery's event may be the one lost (a crash or a lost connection before the broker confirmed it).
+      expect(second).toEqual({
+        reply: first.reply,
+        conflicts: 0,
+        replayed: true,
+        changes: [{ user_id: ALICE, type: 'm.push_rules', version: versionAfterFirst }],
+      });
+      expect((await store.loadPushRules(ALICE)).version).toBe(versionAfterFirst);
+    },
+  );
 
   it('a redelivered delete answers {} again, not NotFound, even after the rule is re-created by another request', async () => {
     const store = await withDefaults();
@@ -195,7 +228,10 @@ describe('PushService: a write redelivered with the same messageId is applied on
     const store = await withDefaults();
     const service = new PushService(store, OPTIONS);
     const remove: Command = { op: 'delete_pushrule', userId: ALICE, address: address('!later:x') };
-    expect((await service.handle(remove, { messageId: 'd' })).reply).toMatchObject({ ok: false, error: { kind: 'NotFound' } });
+    expect((await service.handle(remove, { messageId: 'd' })).reply).toMatchObject({
+      ok: false,
+      error: { kind: 'NotFound' },
+    });
     await service.handle(rule('!later:x'));
     expect((await service.handle(remove, { messageId: 'd' })).reply).toEqual({ ok: true, body: {} });
   });
@@ -203,7 +239,12 @@ describe('PushService: a write redelivered with the same messageId is applied on
   it('requests without a messageId, or with different ones, are each applied', async () => {
     const store = await withDefaults();
     const service = new PushService(store, OPTIONS);
-    const toggle = (enabled: boolean): Command => ({ op: 'set_pushrule_enabled', userId: ALICE, address: address('!t:x'), enabled });
+    const toggle = (enabled: boolean): Command => ({
+      op: 'set_pushrule_enabled',
+      userId: ALICE,
+      address: address('!t:x'),
+      enabled,
+    });
     await service.handle(rule('!t:x'));
     const before = (await store.loadPushRules(ALICE)).version;
     // Each one a change (the same value twice would change nothing the second time).
@@ -230,7 +271,12 @@ describe('PushService: a write redelivered with the same messageId is applied on
     });
     const outcome = await new PushService(racingCopy, OPTIONS).handle(command, { messageId: 'same' });
     const { version } = await store.loadPushRules(ALICE);
-    expect(outcome).toEqual({ reply: { ok: true, body: {} }, conflicts: 1, replayed: true, changes: [{ user_id: ALICE, type: 'm.push_rules', version }] });
+    expect(outcome).toEqual({
+      reply: { ok: true, body: {} },
+      conflicts: 1,
+      replayed: true,
+      changes: [{ user_id: ALICE, type: 'm.push_rules', version }],
+    });
     expect((await userRoomRules(store)).map((r) => r.rule_id)).toEqual(['!dup:x']);
   });
 
@@ -241,7 +287,12 @@ describe('PushService: a write redelivered with the same messageId is applied on
       op: 'set_pusher',
       userId: ALICE,
       action: {
-        kind: 'http', app_id: 'a', pushkey: 'k', app_display_name: 'A', device_display_name: 'D', lang,
+        kind: 'http',
+        app_id: 'a',
+        pushkey: 'k',
+        app_display_name: 'A',
+        device_display_name: 'D',
+        lang,
         data: { url: 'https://push.example.org/_matrix/push/v1/notify' },
       },
     });
@@ -250,7 +301,12 @@ describe('PushService: a write redelivered with the same messageId is applied on
     await service.handle(setPusher('de'), { messageId: 'p2' });
     const replay = await service.handle(setPusher('en'), { messageId: 'p1' });
     // Its first event may have been lost with a worker or a broker node: a spare one costs a re-read.
-    expect(replay).toEqual({ reply: { ok: true, body: {} }, conflicts: 0, replayed: true, changes: [{ user_id: ALICE, type: 'm.pushers', version: 2 }] });
+    expect(replay).toEqual({
+      reply: { ok: true, body: {} },
+      conflicts: 0,
+      replayed: true,
+      changes: [{ user_id: ALICE, type: 'm.pushers', version: 2 }],
+    });
     expect((await store.listPushers(ALICE)).map((p) => p.lang)).toEqual(['de']);
   });
 
@@ -259,7 +315,12 @@ describe('PushService: a write redelivered with the same messageId is applied on
     const service = new PushService(store, OPTIONS);
     const remove: Command = { op: 'set_pusher', userId: ALICE, action: { kind: null, app_id: 'a', pushkey: 'k' } };
     await service.handle(remove, { messageId: 'gone' });
-    expect(await store.findRecordedWrite(ALICE, 'gone')).toEqual({ messageId: 'gone', replyJson: '{"ok":true,"body":{}}', unchanged: true, pushersVersion: 0 });
+    expect(await store.findRecordedWrite(ALICE, 'gone')).toEqual({
+      messageId: 'gone',
+      replyJson: '{"ok":true,"body":{}}',
+      unchanged: true,
+      pushersVersion: 0,
+    });
     // Nothing changed, so its replay announces nothing.
     expect((await service.handle(remove, { messageId: 'gone' })).changes).toBeUndefined();
   });
@@ -276,7 +337,12 @@ describe('PushService: limits on what a user accumulates', () => {
     op: 'set_pusher',
     userId: ALICE,
     action: {
-      kind: 'http', app_id: 'a', pushkey, app_display_name: 'A', device_display_name: 'D', lang,
+      kind: 'http',
+      app_id: 'a',
+      pushkey,
+      app_display_name: 'A',
+      device_display_name: 'D',
+      lang,
       data: { url: 'https://push.example.org/_matrix/push/v1/notify' },
     },
   });
@@ -289,7 +355,11 @@ describe('PushService: limits on what a user accumulates', () => {
     const version = (await store.loadPushRules(ALICE)).version;
     expect((await service.handle(roomRule('!c:x'))).reply).toEqual({
       ok: false,
-      error: { kind: 'TooLarge', ...CONTRACT_KINDS.TooLarge, error: 'Too many push rules: a user may have at most 2 of their own.' },
+      error: {
+        kind: 'TooLarge',
+        ...CONTRACT_KINDS.TooLarge,
+        error: 'Too many push rules: a user may have at most 2 of their own.',
+      },
     });
     expect((await store.loadPushRules(ALICE)).version).toBe(version);
     // Replacing an existing rule does not add one.
@@ -306,7 +376,10 @@ describe('PushService: limits on what a user accumulates', () => {
       error: { kind: 'TooLarge', ...CONTRACT_KINDS.TooLarge, error: 'Too many pushers: a user may have at most 2.' },
     });
     expect((await service.handle(pusher('k2', 'de'))).reply).toEqual({ ok: true, body: {} });
-    expect((await store.listPushers(ALICE)).map((p) => [p.pushkey, p.lang])).toEqual([['k1', 'en'], ['k2', 'de']]);
+    expect((await store.listPushers(ALICE)).map((p) => [p.pushkey, p.lang])).toEqual([
+      ['k1', 'en'],
+      ['k2', 'de'],
+    ]);
   });
 });
 

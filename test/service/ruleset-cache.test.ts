@@ -3,7 +3,13 @@ import { RulesetCache, type RulesetCacheOptions } from '../../src/service/rulese
 
 function aCache(overrides: Partial<RulesetCacheOptions> = {}) {
   const clock = { now: 1_000 };
-  const cache = new RulesetCache<string>({ maxEntries: 100, maxBytes: 10_000, maxStalenessMs: 1_000, now: () => clock.now, ...overrides });
+  const cache = new RulesetCache<string>({
+    maxEntries: 100,
+    maxBytes: 10_000,
+    maxStalenessMs: 1_000,
+    now: () => clock.now,
+    ...overrides,
+  });
   /** Caches `value` for `user` as a load that started now. */
   const load = (user: string, value = `rules of ${user}`, bytes = 10) => cache.set(user, value, bytes, cache.ticket());
   return { cache, clock, load };
@@ -77,7 +83,11 @@ describe('RulesetCache', () => {
     load('@b:x');
     cache.get('@a:x');
     load('@c:x');
-    expect([cache.get('@a:x'), cache.get('@b:x'), cache.get('@c:x')]).toEqual(['rules of @a:x', undefined, 'rules of @c:x']);
+    expect([cache.get('@a:x'), cache.get('@b:x'), cache.get('@c:x')]).toEqual([
+      'rules of @a:x',
+      undefined,
+      'rules of @c:x',
+    ]);
     expect(cache.stats.evictions).toBe(1);
   });
 

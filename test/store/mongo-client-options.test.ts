@@ -4,7 +4,9 @@ import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load-config.js';
 import { mongoClientOptions } from '../../src/store/mongo-client-options.js';
 
-const gateway = JSON.parse(readFileSync(new URL('../../config/gateway.json', import.meta.url), 'utf8')) as { http: { requestTimeoutMs: number } };
+const gateway = JSON.parse(readFileSync(new URL('../../config/gateway.json', import.meta.url), 'utf8')) as {
+  http: { requestTimeoutMs: number };
+};
 /** `RpcClient`'s deadline when a call gives none. */
 const CLIENT_DEFAULT_TIMEOUT_MS = 10_000;
 
@@ -26,7 +28,10 @@ describe('the MongoDB client options', () => {
 
   it('are what the driver then runs with, over the same options in the URL', () => {
     const { mongodb } = loadConfig({});
-    const client = new MongoClient('mongodb://127.0.0.1:1/?socketTimeoutMS=99000&connectTimeoutMS=99000', mongoClientOptions(mongodb));
+    const client = new MongoClient(
+      'mongodb://127.0.0.1:1/?socketTimeoutMS=99000&connectTimeoutMS=99000',
+      mongoClientOptions(mongodb),
+    );
     expect(client.options).toMatchObject({
       serverSelectionTimeoutMS: mongodb.serverSelectionTimeoutMs,
       connectTimeoutMS: mongodb.connectTimeoutMs,
@@ -38,7 +43,13 @@ describe('the MongoDB client options', () => {
   it('default below the default request deadline of the client and the gateway, so a stalled store answers Unavailable in time', () => {
     const { mongodb } = loadConfig({});
     const deadline = Math.min(CLIENT_DEFAULT_TIMEOUT_MS, gateway.http.requestTimeoutMs);
-    for (const ms of [mongodb.serverSelectionTimeoutMs, mongodb.connectTimeoutMs, mongodb.socketTimeoutMs, mongodb.waitQueueTimeoutMs, mongodb.operationTimeoutMs]) {
+    for (const ms of [
+      mongodb.serverSelectionTimeoutMs,
+      mongodb.connectTimeoutMs,
+      mongodb.socketTimeoutMs,
+      mongodb.waitQueueTimeoutMs,
+      mongodb.operationTimeoutMs,
+    ]) {
       expect(ms).toBeLessThan(deadline);
     }
     // The worker's own bound answers first; the socket timeout then reclaims a connection stuck past it.

@@ -18,8 +18,14 @@ describe('MongoDB error classification', () => {
     ['a network error', new MongoNetworkError('connection reset')],
     ['a primary stepping down', new MongoServerError({ code: 189, errmsg: 'stepped down' })],
     ['a shutdown in progress', new MongoServerError({ code: 91, errmsg: 'shutting down' })],
-    ['a socket ended under a write (Node EPIPE, unwrapped)', Object.assign(new Error('This socket has been ended by the other party'), { code: 'EPIPE' })],
-    ['a reset socket as the cause', new Error('write failed', { cause: Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' }) })],
+    [
+      'a socket ended under a write (Node EPIPE, unwrapped)',
+      Object.assign(new Error('This socket has been ended by the other party'), { code: 'EPIPE' }),
+    ],
+    [
+      'a reset socket as the cause',
+      new Error('write failed', { cause: Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' }) }),
+    ],
   ])('%s is transient', (_case, error) => {
     const classified = classifyMongoError(error);
     expect(classified).toBeInstanceOf(StoreUnavailableError);
@@ -59,10 +65,22 @@ const { WaitQueueTimeoutError } = createRequire(import.meta.url)('mongodb/lib/cm
 describe('MongoDB timeouts are Unavailable', () => {
   it.each<[string, Error]>([
     ['a socket silent past socketTimeoutMS', new MongoNetworkTimeoutError('connection 3 to 127.0.0.1:27017 timed out')],
-    ['a connection not made within connectTimeoutMS', new MongoNetworkTimeoutError("Socket 'connect' timed out after 2001ms (connectTimeoutMS: 2000)")],
-    ['no pooled connection within waitQueueTimeoutMS', new WaitQueueTimeoutError('Timed out while checking out a connection from connection pool', '127.0.0.1:27017')],
-    ['a client-side operation timeout (timeoutMS)', new MongoOperationTimeoutError('Timed out during connection checkout')],
-    ["the server's own maxTimeMS", new MongoServerError({ code: 50, codeName: 'MaxTimeMSExpired', errmsg: 'operation exceeded time limit' })],
+    [
+      'a connection not made within connectTimeoutMS',
+      new MongoNetworkTimeoutError("Socket 'connect' timed out after 2001ms (connectTimeoutMS: 2000)"),
+    ],
+    [
+      'no pooled connection within waitQueueTimeoutMS',
+      new WaitQueueTimeoutError('Timed out while checking out a connection from connection pool', '127.0.0.1:27017'),
+    ],
+    [
+      'a client-side operation timeout (timeoutMS)',
+      new MongoOperationTimeoutError('Timed out during connection checkout'),
+    ],
+    [
+      "the server's own maxTimeMS",
+      new MongoServerError({ code: 50, codeName: 'MaxTimeMSExpired', errmsg: 'operation exceeded time limit' }),
+    ],
   ])('%s', (_case, error) => {
     const classified = classifyMongoError(error);
     expect(classified).toBeInstanceOf(StoreUnavailableError);
@@ -79,9 +97,18 @@ describe('MongoDB timeouts are Unavailable', () => {
     const silent = createServer((socket) => sockets.add(socket)).listen(0, '127.0.0.1');
     await once(silent, 'listening');
     const { port } = silent.address() as AddressInfo;
-    const client = new MongoClient(`mongodb://127.0.0.1:${port}/?directConnection=true`, { serverSelectionTimeoutMS: 300, connectTimeoutMS: 200 });
+    const client = new MongoClient(`mongodb://127.0.0.1:${port}/?directConnection=true`, {
+      serverSelectionTimeoutMS: 300,
+      connectTimeoutMS: 200,
+    });
     try {
-      const error = await client.db('x').command({ ping: 1 }).then(() => undefined, (e: unknown) => e);
+      const error = await client
+        .db('x')
+        .command({ ping: 1 })
+        .then(
+          () => undefined,
+          (e: unknown) => e,
+        );
       expect(classifyMongoError(error)).toBeInstanceOf(StoreUnavailableError);
     } finally {
       await client.close();

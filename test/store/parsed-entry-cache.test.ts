@@ -33,7 +33,9 @@ describe('ParsedEntryCache', () => {
   ])('parses again for %s', (_name, version, text, revision) => {
     const { read, parses } = aCache();
     read('@a:x', 3, TEXT);
-    expect(read('@a:x', version, text, revision)).toEqual(readPushRulesEntry({ contentJson: text, defaultsRevision: revision }));
+    expect(read('@a:x', version, text, revision)).toEqual(
+      readPushRulesEntry({ contentJson: text, defaultsRevision: revision }),
+    );
     expect(parses()).toBe(2);
   });
 

@@ -8,7 +8,10 @@ import { aConditionalRule, aRuleset, overridesWithUserRules } from '../support/b
 export interface StoreFixture {
   readonly store: PushStore;
   /** Puts a raw push-rules entry in place, bypassing the port. */
-  readonly putRaw: (userId: string, entry: { contentJson?: string | number; defaultsRevision?: string }) => Promise<void>;
+  readonly putRaw: (
+    userId: string,
+    entry: { contentJson?: string | number; defaultsRevision?: string },
+  ) => Promise<void>;
 }
 
 let counter = 0;
@@ -37,7 +40,10 @@ export interface FixtureOptions {
   readonly recordedWritesWindow?: number;
 }
 
-export function pushStoreContract(name: string, makeFixture: (options?: FixtureOptions) => Promise<StoreFixture>): void {
+export function pushStoreContract(
+  name: string,
+  makeFixture: (options?: FixtureOptions) => Promise<StoreFixture>,
+): void {
   describe(`PushStore contract: ${name}`, () => {
     let fixture: StoreFixture;
     let user: string;
@@ -51,7 +57,11 @@ export function pushStoreContract(name: string, makeFixture: (options?: FixtureO
     });
 
     it('saves a first ruleset at version 0 and reads it back exactly', async () => {
-      const ruleset = aRuleset({ override: overridesWithUserRules(aConditionalRule({ actions: ['notify', { set_tweak: 'x.y', value: { $k: 1 } }] })) });
+      const ruleset = aRuleset({
+        override: overridesWithUserRules(
+          aConditionalRule({ actions: ['notify', { set_tweak: 'x.y', value: { $k: 1 } }] }),
+        ),
+      });
       expect(await fixture.store.savePushRules(user, 0, ruleset, 'v1.19')).toEqual({ saved: true, version: 1 });
       expect(await fixture.store.loadPushRules(user)).toEqual({
         version: 1,
@@ -80,8 +90,13 @@ export function pushStoreContract(name: string, makeFixture: (options?: FixtureO
     });
 
     it('inserts if absent only when there is no push-rules entry', async () => {
-      expect(await fixture.store.insertPushRulesIfAbsent(user, aRuleset(), 'v1.19')).toEqual({ saved: true, version: 1 });
-      expect(await fixture.store.insertPushRulesIfAbsent(user, serverDefaultRuleset('@x:y'), 'v1.19')).toEqual({ saved: false });
+      expect(await fixture.store.insertPushRulesIfAbsent(user, aRuleset(), 'v1.19')).toEqual({
+        saved: true,
+        version: 1,
+      });
+      expect(await fixture.store.insertPushRulesIfAbsent(user, serverDefaultRuleset('@x:y'), 'v1.19')).toEqual({
+        saved: false,
+      });
       const loaded = await fixture.store.loadPushRules(user);
       expect(loaded.lookup).toMatchObject({ found: true, event: { content: { global: aRuleset() } } });
     });
@@ -95,7 +110,11 @@ export function pushStoreContract(name: string, makeFixture: (options?: FixtureO
 
     it('reads an entry without content as an event without content', async () => {
       await fixture.putRaw(user, { defaultsRevision: 'v1.19' });
-      expect((await fixture.store.loadPushRules(user)).lookup).toEqual({ found: true, event: {}, defaultsRevision: 'v1.19' });
+      expect((await fixture.store.loadPushRules(user)).lookup).toEqual({
+        found: true,
+        event: {},
+        defaultsRevision: 'v1.19',
+      });
     });
 
     it('loads many users at once: each stored entry with its version, corrupt ones as failed, users without one left out', async () => {
@@ -141,8 +160,16 @@ export function pushStoreContract(name: string, makeFixture: (options?: FixtureO
       ['device_display_name', { device_display_name: 'Tablet' }],
       ['lang', { lang: 'de' }],
       ['a profile_tag added', { profile_tag: 'p' }],
-      ['a data value', { data: { url: 'https://push.example.org/_matrix/push/v1/notify', 'org.example.$weird.key': [1, { a: 0 }] } }],
-      ['data keys in another order (data is kept as sent)', { data: { 'org.example.$weird.key': [1, { a: null }], url: 'https://push.example.org/_matrix/push/v1/notify' } }],
+      [
+        'a data value',
+        { data: { url: 'https://push.example.org/_matrix/push/v1/notify', 'org.example.$weird.key': [1, { a: 0 }] } },
+      ],
+      [
+        'data keys in another order (data is kept as sent)',
+        {
+          data: { 'org.example.$weird.key': [1, { a: null }], url: 'https://push.example.org/_matrix/push/v1/notify' },
+        },
+      ],
     ])('reports an upsert that changes %s as updated, and a repeat of it as unchanged', async (_field, change) => {
       await fixture.store.upsertPusher(aPusher(user));
       expect(await fixture.store.upsertPusher(aPusher(user, change))).toBe('updated');
@@ -185,9 +212,13 @@ export function pushStoreContract(name: string, makeFixture: (options?: FixtureO
 
       it('keeps the device of a pusher updated from another device, and reports a change of other values only', async () => {
         await fixture.store.upsertPusher(aPusher(user, { device_id: 'PHONE' }));
-        expect(await fixture.store.upsertPusher(aPusher(user, { device_id: 'LAPTOP', enabled: false }))).toBe('updated');
+        expect(await fixture.store.upsertPusher(aPusher(user, { device_id: 'LAPTOP', enabled: false }))).toBe(
+          'updated',
+        );
         expect(await fixture.store.listPushers(user)).toEqual([aPusher(user, { device_id: 'PHONE', enabled: false })]);
-        expect(await fixture.store.upsertPusher(aPusher(user, { device_id: 'LAPTOP', enabled: false }))).toBe('unchanged');
+        expect(await fixture.store.upsertPusher(aPusher(user, { device_id: 'LAPTOP', enabled: false }))).toBe(
+          'unchanged',
+        );
         expect(await fixture.store.upsertPusher(aPusher(user, { enabled: false }))).toBe('unchanged');
         expect(await fixture.store.listPushers(user)).toEqual([aPusher(user, { device_id: 'PHONE', enabled: false })]);
       });
@@ -207,19 +238,39 @@ export function pushStoreContract(name: string, makeFixture: (options?: FixtureO
         await fixture.store.upsertPusher(aPusher(user, { pushkey: 'phone-2', device_id: 'PHONE' }));
         await fixture.store.upsertPusher(aPusher(user, { pushkey: 'laptop', device_id: 'LAPTOP' }));
         await fixture.store.upsertPusher(aPusher(user, { pushkey: 'legacy' }));
-        await fixture.store.upsertPusher(aPusher(user, { kind: 'email', app_id: 'm.email', pushkey: 'a@example.org', data: {} }));
+        await fixture.store.upsertPusher(
+          aPusher(user, { kind: 'email', app_id: 'm.email', pushkey: 'a@example.org', data: {} }),
+        );
         await fixture.store.upsertPusher(aPusher(other, { pushkey: 'phone', device_id: 'PHONE' }));
         return other;
       }
       const pushkeys = async (userId: string) => (await fixture.store.listPushers(userId)).map((p) => p.pushkey).sort();
 
       it.each<[string, PusherDeletion['devices'], boolean, number, string[]]>([
-        ['the pushers of some devices', { deviceIds: ['PHONE', 'GONE'] }, false, 2, ['a@example.org', 'laptop', 'legacy']],
+        [
+          'the pushers of some devices',
+          { deviceIds: ['PHONE', 'GONE'] },
+          false,
+          2,
+          ['a@example.org', 'laptop', 'legacy'],
+        ],
         ['no devices', { deviceIds: [] }, false, 0, ['a@example.org', 'laptop', 'legacy', 'phone', 'phone-2']],
-        ['all but one device, unknown ones included', { exceptDeviceId: 'LAPTOP' }, false, 3, ['a@example.org', 'laptop']],
+        [
+          'all but one device, unknown ones included',
+          { exceptDeviceId: 'LAPTOP' },
+          false,
+          3,
+          ['a@example.org', 'laptop'],
+        ],
         ['all but e-mail', { all: true }, false, 4, ['a@example.org']],
         ['all with e-mail', { all: true }, true, 5, []],
-        ['some devices with e-mail (which has no device)', { deviceIds: ['PHONE'] }, true, 2, ['a@example.org', 'laptop', 'legacy']],
+        [
+          'some devices with e-mail (which has no device)',
+          { deviceIds: ['PHONE'] },
+          true,
+          2,
+          ['a@example.org', 'laptop', 'legacy'],
+        ],
         ['all but one device with e-mail', { exceptDeviceId: 'LAPTOP' }, true, 4, ['laptop']],
       ])('deletes %s, and no other user’s', async (_case, devices, includeEmail, deleted, left) => {
         const other = await seed();
@@ -242,29 +293,46 @@ export function pushStoreContract(name: string, makeFixture: (options?: FixtureO
         await fixture.store.savePushRules(user, 0, aRuleset(), 'v1.19', record('before'));
         await fixture.store.savePushRules(user, 1, aRuleset({ room: [] }), 'v1.19');
         await fixture.store.bumpPushersVersion(user);
-        expect(await fixture.store.eraseUserData(user, 2, { pushRules: true, pushers: true, record: record('erase') })).toEqual({
+        expect(
+          await fixture.store.eraseUserData(user, 2, { pushRules: true, pushers: true, record: record('erase') }),
+        ).toEqual({
           saved: true,
           version: 3,
           pushersVersion: 2,
         });
-        expect(await fixture.store.loadPushRules(user, 'erase')).toEqual({ version: 3, lookup: { found: false }, recorded: record('erase') });
+        expect(await fixture.store.loadPushRules(user, 'erase')).toEqual({
+          version: 3,
+          lookup: { found: false },
+          recorded: record('erase'),
+        });
         expect(await fixture.store.findRecordedWrite(user, 'before')).toMatchObject(record('before'));
         expect((await fixture.store.loadManyPushRules([user])).size).toBe(0);
         // Read as a new user's, stored again past every version announced before.
-        expect(await fixture.store.insertPushRulesIfAbsent(user, aRuleset(), 'v1.19')).toEqual({ saved: true, version: 4 });
+        expect(await fixture.store.insertPushRulesIfAbsent(user, aRuleset(), 'v1.19')).toEqual({
+          saved: true,
+          version: 4,
+        });
         expect(await fixture.store.bumpPushersVersion(user)).toBe(3);
       });
 
       it('erases a corrupt entry too', async () => {
         await fixture.putRaw(user, { contentJson: '{not json', defaultsRevision: 'v1.19' });
-        expect(await fixture.store.eraseUserData(user, 1, { pushRules: true, pushers: false })).toEqual({ saved: true, version: 2, pushersVersion: 0 });
+        expect(await fixture.store.eraseUserData(user, 1, { pushRules: true, pushers: false })).toEqual({
+          saved: true,
+          version: 2,
+          pushersVersion: 0,
+        });
         expect(await fixture.store.loadPushRules(user)).toEqual({ version: 2, lookup: { found: false } });
       });
 
       it('refuses at a stale version and changes nothing', async () => {
         await fixture.store.savePushRules(user, 0, aRuleset(), 'v1.19');
-        expect(await fixture.store.eraseUserData(user, 0, { pushRules: true, pushers: true, record: record('x') })).toEqual({ saved: false });
-        expect(await fixture.store.eraseUserData(user, 2, { pushRules: true, pushers: true, record: record('x') })).toEqual({ saved: false });
+        expect(
+          await fixture.store.eraseUserData(user, 0, { pushRules: true, pushers: true, record: record('x') }),
+        ).toEqual({ saved: false });
+        expect(
+          await fixture.store.eraseUserData(user, 2, { pushRules: true, pushers: true, record: record('x') }),
+        ).toEqual({ saved: false });
         expect(await fixture.store.loadPushRules(user, 'x')).toMatchObject({ version: 1, lookup: { found: true } });
         expect(await fixture.store.loadPushRules(user, 'x')).not.toHaveProperty('recorded');
         expect(await fixture.store.bumpPushersVersion(user)).toBe(1);
@@ -272,22 +340,37 @@ export function pushStoreContract(name: string, makeFixture: (options?: FixtureO
 
       it('leaves the push rules alone when told to, bumping the pushers version and recording', async () => {
         await fixture.store.savePushRules(user, 0, aRuleset(), 'v1.19');
-        expect(await fixture.store.eraseUserData(user, 1, { pushRules: false, pushers: true, record: record('p') })).toEqual({
+        expect(
+          await fixture.store.eraseUserData(user, 1, { pushRules: false, pushers: true, record: record('p') }),
+        ).toEqual({
           saved: true,
           version: 1,
           pushersVersion: 1,
         });
-        expect(await fixture.store.loadPushRules(user, 'p')).toMatchObject({ version: 1, lookup: { found: true }, recorded: record('p') });
+        expect(await fixture.store.loadPushRules(user, 'p')).toMatchObject({
+          version: 1,
+          lookup: { found: true },
+          recorded: record('p'),
+        });
       });
 
       it('records for a user without any document, who still reads as new', async () => {
-        expect(await fixture.store.eraseUserData(user, 0, { pushRules: false, pushers: false, record: record('n') })).toEqual({
+        expect(
+          await fixture.store.eraseUserData(user, 0, { pushRules: false, pushers: false, record: record('n') }),
+        ).toEqual({
           saved: true,
           version: 0,
           pushersVersion: 0,
         });
-        expect(await fixture.store.loadPushRules(user, 'n')).toEqual({ version: 0, lookup: { found: false }, recorded: record('n') });
-        expect(await fixture.store.insertPushRulesIfAbsent(user, aRuleset(), 'v1.19')).toEqual({ saved: true, version: 1 });
+        expect(await fixture.store.loadPushRules(user, 'n')).toEqual({
+          version: 0,
+          lookup: { found: false },
+          recorded: record('n'),
+        });
+        expect(await fixture.store.insertPushRulesIfAbsent(user, aRuleset(), 'v1.19')).toEqual({
+          saved: true,
+          version: 1,
+        });
       });
     });
 
@@ -320,7 +403,9 @@ export function pushStoreContract(name: string, makeFixture: (options?: FixtureO
 
       it('records nothing when the save loses the compare-and-set', async () => {
         await fixture.store.savePushRules(user, 0, aRuleset(), 'v1.19');
-        expect(await fixture.store.savePushRules(user, 0, aRuleset(), 'v1.19', record('lost'))).toEqual({ saved: false });
+        expect(await fixture.store.savePushRules(user, 0, aRuleset(), 'v1.19', record('lost'))).toEqual({
+          saved: false,
+        });
         expect(await fixture.store.findRecordedWrite(user, 'lost')).toBeUndefined();
       });
 

@@ -14,7 +14,8 @@ function fixture(docs: Record<string, string>, maxBatch = 3) {
   };
   const batcher = new ReadBatcher<string>({
     fetchOne: async (key) => answer([key], () => docs[key] ?? null),
-    fetchMany: async (keys) => answer(keys, () => new Map(keys.flatMap((k) => (docs[k] === undefined ? [] : [[k, docs[k]] as const])))),
+    fetchMany: async (keys) =>
+      answer(keys, () => new Map(keys.flatMap((k) => (docs[k] === undefined ? [] : [[k, docs[k]] as const])))),
     maxBatch,
   });
   const release = () => {
@@ -60,7 +61,9 @@ describe('ReadBatcher', () => {
       fetchMany: async () => Promise.reject(new Error('network')),
       maxBatch: 10,
     });
-    const reads = ['a', 'b', 'c'].map(async (key) => batcher.load(key).catch((error: unknown) => (error as Error).message));
+    const reads = ['a', 'b', 'c'].map(async (key) =>
+      batcher.load(key).catch((error: unknown) => (error as Error).message),
+    );
     expect(await Promise.all(reads)).toEqual(['A', 'network', 'network']);
     expect(await batcher.load('d')).toBe('D');
   });

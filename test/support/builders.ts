@@ -51,7 +51,10 @@ export function validView(ruleset: Ruleset = aRuleset()): PushRulesEventView {
 export const ABSENT: PushRulesEventView = { status: 'missing', reason: 'absent' };
 export const UNDECODABLE: PushRulesEventView = { status: 'undecodable' };
 
-export function storedLookup(content: unknown, defaultsRevision: string | undefined = DEFAULT_RULES_REVISION): PushRulesLookup {
+export function storedLookup(
+  content: unknown,
+  defaultsRevision: string | undefined = DEFAULT_RULES_REVISION,
+): PushRulesLookup {
   return { found: true, event: { type: 'm.push_rules', content }, defaultsRevision };
 }
 

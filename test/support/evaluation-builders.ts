@@ -38,7 +38,13 @@ export const EMPTY_RULESET: Ruleset = { override: [], content: [], room: [], sen
 
 /** A ruleset of one override rule with these conditions. */
 export function ruleWith(...conditions: PushCondition[]): Ruleset {
-  const rule: ConditionalPushRule = { rule_id: 'test.rule', default: false, enabled: true, conditions, actions: ['notify'] };
+  const rule: ConditionalPushRule = {
+    rule_id: 'test.rule',
+    default: false,
+    enabled: true,
+    conditions,
+    actions: ['notify'],
+  };
   return { ...EMPTY_RULESET, override: [rule] };
 }
 

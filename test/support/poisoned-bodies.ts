@@ -35,16 +35,26 @@ const address = `"scope": "global", "kind": "override", "rule_id": "poison"`;
 export const POISONED_PLACES: readonly PoisonedPlace[] = [
   {
     place: 'a rule condition',
-    request: (user, key) => `{"op": "set_pushrule", "user_id": "${user}", ${address}, "rule": ${ruleBody(`, "${key}": ${PAYLOAD}`)}}`,
+    request: (user, key) =>
+      `{"op": "set_pushrule", "user_id": "${user}", ${address}, "rule": ${ruleBody(`, "${key}": ${PAYLOAD}`)}}`,
     requestPath: (key) => `rule.conditions.0.${key}`,
-    http: { method: 'PUT', path: 'pushrules/global/override/poison', body: (key) => ruleBody(`, "${key}": ${PAYLOAD}`) },
+    http: {
+      method: 'PUT',
+      path: 'pushrules/global/override/poison',
+      body: (key) => ruleBody(`, "${key}": ${PAYLOAD}`),
+    },
     httpPath: (key) => `conditions.0.${key}`,
   },
   {
     place: 'a tweak value object',
-    request: (user, key) => `{"op": "set_pushrule_actions", "user_id": "${user}", ${address}, "actions": [{"set_tweak": "org.example", "value": {"${key}": ${PAYLOAD}}}]}`,
+    request: (user, key) =>
+      `{"op": "set_pushrule_actions", "user_id": "${user}", ${address}, "actions": [{"set_tweak": "org.example", "value": {"${key}": ${PAYLOAD}}}]}`,
     requestPath: (key) => `actions.0.value.${key}`,
-    http: { method: 'PUT', path: 'pushrules/global/override/poison/actions', body: (key) => `{"actions": [{"set_tweak": "org.example", "value": {"${key}": ${PAYLOAD}}}]}` },
+    http: {
+      method: 'PUT',
+      path: 'pushrules/global/override/poison/actions',
+      body: (key) => `{"actions": [{"set_tweak": "org.example", "value": {"${key}": ${PAYLOAD}}}]}`,
+    },
     httpPath: (key) => `actions.0.value.${key}`,
   },
   {
@@ -64,7 +74,9 @@ export const POISONED_PLACES: readonly PoisonedPlace[] = [
 ];
 
 /** Every key at every place: `[place, key, the place]` rows for `it.each`. */
-export const POISONED_CASES = POISONED_PLACES.flatMap((place) => POISON_KEYS.map((key) => [place.place, key, place] as const));
+export const POISONED_CASES = POISONED_PLACES.flatMap((place) =>
+  POISON_KEYS.map((key) => [place.place, key, place] as const),
+);
 
 /** The message a refusal names the key with. */
 export const forbiddenKeyMessage = (path: string) =>

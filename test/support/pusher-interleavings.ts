@@ -50,7 +50,8 @@ export async function allInterleavings(options: {
         if (progress.calls === gap && !progress.ran) {
           progress.ran = true;
           const reply = await new PushService(store, service).handle(inner);
-          if (!reply.reply.ok) throw new Error(`the inner request failed before ${method}: ${JSON.stringify(reply.reply)}`);
+          if (!reply.reply.ok)
+            throw new Error(`the inner request failed before ${method}: ${JSON.stringify(reply.reply)}`);
         }
         progress.calls += 1;
       };

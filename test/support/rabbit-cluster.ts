@@ -45,7 +45,8 @@ const LETTERS: readonly NodeLetter[] = ['a', 'b', 'c'];
  */
 export async function clusterUp(): Promise<readonly ClusterNode[]> {
   const urls = (await services('cluster-up')).split('\n').filter((line) => line !== '');
-  if (urls.length !== LETTERS.length) throw new Error(`cluster-up printed ${urls.length} URLs, not 3: ${urls.join(' ')}`);
+  if (urls.length !== LETTERS.length)
+    throw new Error(`cluster-up printed ${urls.length} URLs, not 3: ${urls.join(' ')}`);
   // The script names nodes after `hostname -s`, which is the host name up to
   // its first dot; asking it again would cost another rabbitmqctl start.
   const host = hostname().split('.')[0] ?? '';
@@ -94,7 +95,12 @@ export async function quorumOnline(queue: string): Promise<readonly string[]> {
  * and a leader among them. The next test then starts on a whole cluster,
  * so that one failure stays one failure.
  */
-export async function restoreCluster(nodes: readonly ClusterNode[], down: Set<ClusterNode>, queues: readonly string[], timeoutMs = 60_000): Promise<void> {
+export async function restoreCluster(
+  nodes: readonly ClusterNode[],
+  down: Set<ClusterNode>,
+  queues: readonly string[],
+  timeoutMs = 60_000,
+): Promise<void> {
   for (const node of [...down]) {
     await startNode(node);
     down.delete(node);
@@ -106,7 +112,10 @@ export async function restoreCluster(nodes: readonly ClusterNode[], down: Set<Cl
     for (;;) {
       const online = await quorumOnline(queue).catch(() => []);
       if (online.length === all.length && online.every((name, i) => name === all[i])) break;
-      if (Date.now() > deadline) throw new Error(`queue ${queue}: online members ${online.join(', ') || 'none'} after ${timeoutMs} ms, not ${all.join(', ')}`);
+      if (Date.now() > deadline)
+        throw new Error(
+          `queue ${queue}: online members ${online.join(', ') || 'none'} after ${timeoutMs} ms, not ${all.join(', ')}`,
+        );
       await new Promise((resolve) => setTimeout(resolve, 250));
     }
     await waitForLeader(queue, nodes, timeoutMs);
@@ -114,7 +123,11 @@ export async function restoreCluster(nodes: readonly ClusterNode[], down: Set<Cl
 }
 
 /** Polls until the queue's leader is one of `among`; resolves with it. */
-export async function waitForLeader(queue: string, among: readonly ClusterNode[], timeoutMs = 30_000): Promise<ClusterNode> {
+export async function waitForLeader(
+  queue: string,
+  among: readonly ClusterNode[],
+  timeoutMs = 30_000,
+): Promise<ClusterNode> {
   const deadline = Date.now() + timeoutMs;
   let last = '';
   for (;;) {
@@ -122,7 +135,10 @@ export async function waitForLeader(queue: string, among: readonly ClusterNode[]
     last = await quorumLeader(queue).catch(() => '');
     const found = among.find((node) => node.name === last);
     if (found !== undefined) return found;
-    if (Date.now() > deadline) throw new Error(`queue ${queue}: leader still '${last}' after ${timeoutMs} ms, not one of ${among.map((n) => n.name).join(', ')}`);
+    if (Date.now() > deadline)
+      throw new Error(
+        `queue ${queue}: leader still '${last}' after ${timeoutMs} ms, not one of ${among.map((n) => n.name).join(', ')}`,
+      );
     await new Promise((resolve) => setTimeout(resolve, 250));
   }
 }

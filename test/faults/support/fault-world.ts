@@ -2,7 +2,13 @@ import { MongoClient, type Db } from 'mongodb';
 import { inject } from 'vitest';
 import { RpcClient } from '../../../src/client/rpc-client.js';
 import { deleteTopology, uniqueNames, type Names } from '../../integration/support/worker-harness.js';
-import { startServiceProcess, startWorkerProcess, stopWorkerProcess, workerEnvironment, type WorkerProcess } from '../../integration/support/worker-processes.js';
+import {
+  startServiceProcess,
+  startWorkerProcess,
+  stopWorkerProcess,
+  workerEnvironment,
+  type WorkerProcess,
+} from '../../integration/support/worker-processes.js';
 
 /** The worker with crash hooks (FAULT_CRASH_ON_USER_ID, FAULT_CRASH_AFTER_APPLY_ON_USER_ID), relative to the repository. */
 const CRASHING_WORKER = 'test/faults/support/crashing-worker-main.ts';
@@ -28,12 +34,19 @@ export async function openFaultWorld(workerCount: number, extraEnv: Record<strin
     const environment = workerEnvironment(names, { ...extraEnv, ...env });
     // Crash hooks are the test entry point's: the production one knows nothing of them.
     const crashing = Object.keys(environment).some((name) => name.startsWith('FAULT_CRASH_'));
-    const worker = crashing ? await startServiceProcess(CRASHING_WORKER, environment, 'worker started') : await startWorkerProcess(environment);
+    const worker = crashing
+      ? await startServiceProcess(CRASHING_WORKER, environment, 'worker started')
+      : await startWorkerProcess(environment);
     workers.push(worker);
     return worker;
   };
   await Promise.all(Array.from({ length: workerCount }, async () => startWorker()));
-  const client = new RpcClient({ url: names.amqp.url, queue: names.queue, timeoutMs: 10_000, publisherUserId: 'guest' });
+  const client = new RpcClient({
+    url: names.amqp.url,
+    queue: names.queue,
+    timeoutMs: 10_000,
+    publisherUserId: 'guest',
+  });
   return {
     names,
     workers,
@@ -47,7 +60,10 @@ export async function openFaultWorld(workerCount: number, extraEnv: Record<strin
       const content = JSON.parse(doc?.push_rules?.content_json ?? '{"global":{}}') as {
         global: Record<string, { rule_id: string; default: boolean }[]>;
       };
-      const ruleIds = Object.values(content.global).flat().filter((r) => !r.default).map((r) => r.rule_id);
+      const ruleIds = Object.values(content.global)
+        .flat()
+        .filter((r) => !r.default)
+        .map((r) => r.rule_id);
       return { version: doc?.version ?? 0, ruleIds };
     },
     close: async () => {

@@ -59,13 +59,21 @@ async function send(options: LoadOptions, request: LoadRequest): Promise<LoadOut
   for (let attempt = 1; ; attempt += 1) {
     let outcome: string;
     try {
-      const reply: Reply = await options.client.request(request.body, { messageId: request.messageId, timeoutMs: options.timeoutMs });
+      const reply: Reply = await options.client.request(request.body, {
+        messageId: request.messageId,
+        timeoutMs: options.timeoutMs,
+      });
       outcome = reply.ok ? 'ok' : reply.error.kind;
     } catch (error) {
       if (!(error instanceof RpcTransportError)) throw error;
       outcome = error.reason;
     }
-    const transient = outcome === 'Unavailable' || outcome === 'timeout' || outcome === 'connection-lost' || outcome === 'refused' || outcome === 'unroutable';
+    const transient =
+      outcome === 'Unavailable' ||
+      outcome === 'timeout' ||
+      outcome === 'connection-lost' ||
+      outcome === 'refused' ||
+      outcome === 'unroutable';
     if (outcome !== 'ok') {
       // A failure can come back without any I/O (a closed channel): let
       // timers and socket events run before the next attempt.
@@ -91,7 +99,12 @@ export function tally(values: readonly string[]): Record<string, number> {
  * (`!<tag><i>:example.org`) for `users` in turn, with a `messageId` per
  * write, retried after a failure as a front would, with a 3 s deadline.
  */
-export async function ruleWrites(client: RpcClient, users: readonly string[], tag: string, running: () => boolean): Promise<LoadOutcome[]> {
+export async function ruleWrites(
+  client: RpcClient,
+  users: readonly string[],
+  tag: string,
+  running: () => boolean,
+): Promise<LoadOutcome[]> {
   return runLoad({
     client,
     concurrency: 8,
@@ -101,7 +114,18 @@ export async function ruleWrites(client: RpcClient, users: readonly string[], ta
     running,
     next: (i) => {
       const user = users[i % users.length] ?? '';
-      return { user, messageId: `${tag}-${i}`, body: { op: 'set_pushrule', user_id: user, scope: 'global', kind: 'room', rule_id: `!${tag}${i}:example.org`, rule: { actions: [] } } };
+      return {
+        user,
+        messageId: `${tag}-${i}`,
+        body: {
+          op: 'set_pushrule',
+          user_id: user,
+          scope: 'global',
+          kind: 'room',
+          rule_id: `!${tag}${i}:example.org`,
+          rule: { actions: [] },
+        },
+      };
     },
   });
 }

@@ -44,8 +44,15 @@ export async function startEvaluatingWorker(options: EvaluatingWorkerOptions): P
       trustedPublishers: [...(options.trustedPublishers ?? [])],
     },
   };
-  const evaluateSettings: Config['evaluate'] = { ...DEFAULT_CONFIG.evaluate, queue: `${names.queue}.evaluate`, ...options.evaluate };
-  const mongoStore = new MongoPushStore(options.db, { accountDataCollection: 'account_data', pushersCollection: 'pushers' });
+  const evaluateSettings: Config['evaluate'] = {
+    ...DEFAULT_CONFIG.evaluate,
+    queue: `${names.queue}.evaluate`,
+    ...options.evaluate,
+  };
+  const mongoStore = new MongoPushStore(options.db, {
+    accountDataCollection: 'account_data',
+    pushersCollection: 'pushers',
+  });
   await mongoStore.ensureIndexes();
   const store = options.wrapStore?.(mongoStore) ?? mongoStore;
   const cache = new RulesetCache<CompiledRuleset>({
@@ -59,12 +66,23 @@ export async function startEvaluatingWorker(options: EvaluatingWorkerOptions): P
     pusherPolicy: { allowInsecureGateways: false },
     limits: TEST_LIMITS,
   });
-  const evaluations = new EvaluateService(store, { cache, loadChunkSize: evaluateSettings.loadChunkSize, sliceMs: evaluateSettings.sliceMs });
+  const evaluations = new EvaluateService(store, {
+    cache,
+    loadChunkSize: evaluateSettings.loadChunkSize,
+    sliceMs: evaluateSettings.sliceMs,
+  });
   const worker = new RpcWorker(service, {
     amqp: names.amqp,
     limits: TEST_LIMITS,
     logger: createLogger(process.env['TEST_LOG_LEVEL'] ?? 'silent'),
-    queues: [evaluateQueue({ amqp: names.amqp, evaluate: evaluateSettings, maxJsonDepth: TEST_LIMITS.maxJsonDepth, service: evaluations })],
+    queues: [
+      evaluateQueue({
+        amqp: names.amqp,
+        evaluate: evaluateSettings,
+        maxJsonDepth: TEST_LIMITS.maxJsonDepth,
+        service: evaluations,
+      }),
+    ],
     changes: {
       pushRulesChanged: (userId) => {
         cache.invalidate(userId);

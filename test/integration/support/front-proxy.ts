@@ -15,11 +15,15 @@ export async function startFrontProxy(gatewayUrl: string): Promise<{ url: string
   const server: Server = createServer((incoming, outgoing) => {
     const path = incoming.url ?? '/';
     if (path.startsWith('/_matrix/client/versions')) {
-      outgoing.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ versions: ['r0.6.1', 'v1.1', 'v1.11'], unstable_features: {} }));
+      outgoing
+        .writeHead(200, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ versions: ['r0.6.1', 'v1.1', 'v1.11'], unstable_features: {} }));
       return;
     }
     if (!GATEWAY_PATHS.test(path)) {
-      outgoing.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ errcode: 'M_UNRECOGNIZED', error: 'Unrecognized request' }));
+      outgoing
+        .writeHead(404, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ errcode: 'M_UNRECOGNIZED', error: 'Unrecognized request' }));
       return;
     }
     const upstream = forward(

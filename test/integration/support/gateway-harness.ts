@@ -28,7 +28,12 @@ export interface GatewayHarnessOptions {
 /** The real gateway, listening on a free port, forwarding to `queue` with the package's client. */
 export async function startGateway(options: GatewayHarnessOptions): Promise<GatewayHarness> {
   const requestTimeoutMs = options.requestTimeoutMs ?? 5_000;
-  const client = new PushRulesClient({ url: options.amqpUrl, queue: options.queue, readQueue: `${options.queue}.read`, timeoutMs: requestTimeoutMs });
+  const client = new PushRulesClient({
+    url: options.amqpUrl,
+    queue: options.queue,
+    readQueue: `${options.queue}.read`,
+    timeoutMs: requestTimeoutMs,
+  });
   const app = buildGatewayServer({
     api: client,
     authenticator: options.authenticator ?? new TokenFileAuthenticator(options.tokens ?? {}),

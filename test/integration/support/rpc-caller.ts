@@ -39,8 +39,14 @@ export class RpcCaller {
   }
 
   /** Publishes a request and resolves with its reply (rejects after `timeoutMs`). */
-  async call(queue: string, body: unknown, properties: Options.Publish = {}, timeoutMs = 15_000): Promise<ContractReply> {
-    const correlationId: string = typeof properties.correlationId === 'string' ? properties.correlationId : randomUUID();
+  async call(
+    queue: string,
+    body: unknown,
+    properties: Options.Publish = {},
+    timeoutMs = 15_000,
+  ): Promise<ContractReply> {
+    const correlationId: string =
+      typeof properties.correlationId === 'string' ? properties.correlationId : randomUUID();
     const content = Buffer.isBuffer(body) ? body : Buffer.from(JSON.stringify(body));
     return new Promise<ContractReply>((resolve, reject) => {
       const timer = setTimeout(() => {

@@ -66,7 +66,10 @@ export const TEST_LIMITS = {
 export type WorkerOverrides = Partial<Pick<RpcWorkerOptions, 'logger' | 'observer' | 'beforeServe' | 'afterServe'>>;
 
 /** One in-process worker on the real broker and database server. */
-export async function startHarness(amqpOverrides: Partial<TestAmqp> = {}, workerOverrides: WorkerOverrides = {}): Promise<Harness> {
+export async function startHarness(
+  amqpOverrides: Partial<TestAmqp> = {},
+  workerOverrides: WorkerOverrides = {},
+): Promise<Harness> {
   const unique = uniqueNames();
   const names = { ...unique, amqp: { ...unique.amqp, ...amqpOverrides } };
   const mongo = new MongoClient(inject('mongoUrl'), { serverSelectionTimeoutMS: 5000 });

@@ -45,8 +45,16 @@ export async function startWorkerProcess(env: NodeJS.ProcessEnv): Promise<Worker
  * `readyMessage`. `healthUrl` is taken from its 'health and metrics
  * listening' line; `port` from the ready line, if it has one.
  */
-export async function startServiceProcess(entry: string, env: NodeJS.ProcessEnv, readyMessage: string): Promise<WorkerProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', entry], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+export async function startServiceProcess(
+  entry: string,
+  env: NodeJS.ProcessEnv,
+  readyMessage: string,
+): Promise<WorkerProcess> {
+  const child = spawn(process.execPath, ['--import', 'tsx', entry], {
+    cwd: ROOT,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   const lines: Record<string, unknown>[] = [];
   let stderr = '';
   child.stderr.on('data', (chunk: Buffer) => {
@@ -65,13 +73,18 @@ export async function startServiceProcess(entry: string, env: NodeJS.ProcessEnv,
         // not a log line
       }
     });
-    child.once('exit', (code) => { reject(new Error(`${entry} exited with ${String(code)} before starting: ${stderr}`)); });
+    child.once('exit', (code) => {
+      reject(new Error(`${entry} exited with ${String(code)} before starting: ${stderr}`));
+    });
   });
   await started;
   return { child, lines, healthUrl };
 }
 
-export async function stopWorkerProcess(worker: WorkerProcess, signal: NodeJS.Signals = 'SIGTERM'): Promise<number | null> {
+export async function stopWorkerProcess(
+  worker: WorkerProcess,
+  signal: NodeJS.Signals = 'SIGTERM',
+): Promise<number | null> {
   // A process killed by a signal has no exit code, only a signal code.
   if (worker.child.exitCode !== null || worker.child.signalCode !== null) return worker.child.exitCode;
   const exited = once(worker.child, 'exit') as Promise<[number | null]>;
