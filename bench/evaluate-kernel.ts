@@ -21,7 +21,7 @@ import * as v8 from 'node:v8';
 import * as vm from 'node:vm';
 import { evaluateRequest } from '../src/evaluation/evaluate-request.js';
 import type { CompiledRuleset } from '../src/evaluation/compiled-ruleset.js';
-import { compileRowRulesets, loadWorkload, type WorkloadRow } from './support/evaluate-workload.js';
+import { compileRowRulesets, loadWorkload, type WorkloadRow } from '../test/support/evaluate-bench-fixtures.js';
 
 /**
  * Synapse 1.163.2 on the same rows, "with evaluator construction", median

@@ -5,7 +5,7 @@ import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { gunzipSync } from 'node:zlib';
 import { ROOT } from './processes.js';
-import { WORKLOAD_PATH } from './evaluate-workload.js';
+import { WORKLOAD_PATH } from '../../test/support/evaluate-bench-fixtures.js';
 
 /**
  * Synapse's own evaluator on the same workload, in the same run: the

@@ -4,7 +4,7 @@ import {
   loadExpected,
   loadWorkload,
   type ExpectedPair,
-} from '../../bench/support/evaluate-workload.js';
+} from '../support/evaluate-bench-fixtures.js';
 import { evaluateRequest, type EvaluateReply } from '../../src/evaluation/evaluate-request.js';
 
 /*

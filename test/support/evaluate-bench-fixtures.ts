@@ -11,8 +11,8 @@ import type { EvaluationEvent, EvaluationRecipient, EvaluationRoom } from '../..
  * see its README): rows of events × recipients with the recipients' stored
  * rules, the same rows Synapse's evaluator was timed and checked on.
  */
-export const WORKLOAD_PATH = new URL('../../test/fixtures/evaluate-bench/workload.json.gz', import.meta.url);
-export const EXPECTED_PATH = new URL('../../test/fixtures/evaluate-bench/expected.json', import.meta.url);
+export const WORKLOAD_PATH = new URL('../fixtures/evaluate-bench/workload.json.gz', import.meta.url);
+export const EXPECTED_PATH = new URL('../fixtures/evaluate-bench/expected.json', import.meta.url);
 
 export interface WorkloadEvent {
   readonly event: EvaluationEvent;
