@@ -57,6 +57,21 @@ const usersOf = (tag: string) => Array.from({ length: 6 }, (_, i) => `@failover-
 const clusterUrls = () => nodes.map((n) => n.url).join(',');
 const nodeOfBroker = (broker: unknown) => nodes.find((n) => `127.0.0.1:${n.port}` === broker);
 
+/** Lines that say a worker lost its broker connection, and why. */
+const LOSS_LINES = new Set(['lost the broker connection; reconnecting', 'the broker connection closed']);
+
+/** `broker: reason` of every loss a worker logged since `since`, and how long each reconnect took. */
+function lossesSince(worker: WorkerProcess, since: number): string[] {
+  return worker.lines
+    .filter((l) => Date.parse(String(l['time'])) >= since)
+    .flatMap((l) => {
+      if (LOSS_LINES.has(String(l['msg']))) return [`${String(l['broker'])}: ${String(l['reason'])}`];
+      if (l['msg'] === 'reconnected to RabbitMQ')
+        return [`reconnected to ${String(l['broker'])} in ${String(l['totalMs'])} ms`];
+      return [];
+    });
+}
+
 /** The node a worker process is connected to now: its last "connected"/"reconnected" line. */
 function workerNode(worker: WorkerProcess): ClusterNode | undefined {
   const line = worker.lines
@@ -219,10 +234,7 @@ describe('a three-node broker cluster losing a node', () => {
     const metrics = await (await fetch(`${worker.healthUrl}/metrics`)).text();
     expect(metrics).toContain(`push_worker_amqp_connected{broker="127.0.0.1:${run.node.port}"} 0`);
     expect(metrics).toContain(`push_worker_amqp_connected{broker="127.0.0.1:${now?.port ?? 0}"} 1`);
-    const lossLines = new Set(['lost the broker connection; reconnecting', 'the broker connection closed']);
-    const losses = worker.lines
-      .filter((l) => lossLines.has(String(l['msg'])) && since(l))
-      .map((l) => `${String(l['broker'])}: ${String(l['reason'])}`);
+    const losses = lossesSince(worker, run.killedAt);
     const retried = run.outcomes.filter((o) => o.failedAttempts.length > 0);
     console.info(
       `[fault: cluster node of a worker killed] ${run.node.name} killed; worker 0 consumed again through ${String(back?.['broker'])} after ${reconnectMs} ms ` +
@@ -333,10 +345,15 @@ describe('a three-node broker cluster losing a node', () => {
     expect(leaderNow).not.toBe(run.node);
     expect(run.gapMs).toBeLessThan(SERVE_AGAIN_WITHIN_MS);
     const retried = run.outcomes.filter((o) => o.failedAttempts.length > 0);
+    // Workers whose node was the leader reconnect while the queue elects a
+    // new one: what each lost, and why, is printed for the record.
+    const workerLosses = workers
+      .map((w, i) => `worker ${i}: ${JSON.stringify(lossesSince(w, run.killedAt))}`)
+      .join('; ');
     console.info(
       `[fault: cluster leader of the request queue killed] ${run.node.name} killed; ${leaderNow.name} leads now; ` +
         `longest time without a reply ok ${run.gapMs} ms; ${run.outcomes.length} writes all ok, ${retried.length} retried ` +
-        `(${JSON.stringify(tally(retried.flatMap((o) => o.failedAttempts)))}); each applied once`,
+        `(${JSON.stringify(tally(retried.flatMap((o) => o.failedAttempts)))}); each applied once; ${workerLosses}`,
     );
   });
 
