@@ -52,6 +52,8 @@ const LAYERS = {
     'result',
     'matrix',
   ],
+  // Push delivery's planning (payloads, batches, backoff, breaker, address policy): pure.
+  delivery: ['contract', 'pushers', 'push-rules', 'retry', 'config', 'errors', 'result', 'matrix'],
   observability: ['consumer', 'service', 'amqp', 'retry', 'config', 'logging'],
   gateway: [
     'client',
