@@ -1,7 +1,8 @@
 /**
  * The one place where error kinds, their Matrix errcodes, HTTP statuses and
  * the fixed message texts live. Kinds and codes are the RPC contract's table;
- * messages are the seed specification's strings, verbatim (no `M_...:` prefix).
+ * messages are those of docs/push-rules.md#error-messages, verbatim (no
+ * `M_...:` prefix).
  */
 
 export const ERROR_KINDS = {
@@ -21,7 +22,7 @@ export const ERROR_KINDS = {
 
 export type ErrorKind = keyof typeof ERROR_KINDS;
 
-/** Fixed messages. The first group is quoted from the seed specification. */
+/** Fixed messages. The first group is the table of docs/push-rules.md#error-messages. */
 export const MESSAGES = {
   scopeNotGlobal: "Scopes other than 'global' are not supported.",
   eventNotFound: 'PushRules event not found.',
@@ -34,7 +35,7 @@ export const MESSAGES = {
   invalidData: 'Invalid data.',
   deleteServerDefault: 'Cannot delete a server-default pushrule.',
 
-  // Our own wording, where the seed has no text.
+  // Our own wording, where that table has no text.
   undecodableEvent: 'The stored push rules event could not be decoded.',
   storeUnavailable: 'The push rules store is unavailable; try again.',
   deadlinePassed: "The push rules store did not answer before the request's deadline; try again.",

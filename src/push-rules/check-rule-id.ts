@@ -8,7 +8,8 @@ import { isServerDefaultRuleId, type RuleKind } from './push-rule.js';
  * The ID checks of rule creation, in order: reserved dot prefix, then
  * characters that cannot appear in a path segment (`/`, `\`), then, for
  * `room` and `sender` rules, the ID must be the room or user it applies to.
- * The last is an "other insertion failure" of the seed (`Invalid data.`).
+ * The last is an "other insertion failure" (`Invalid data.`):
+ * docs/push-rules.md#rule-ids.
  */
 export function checkNewRuleId(kind: RuleKind, ruleId: string): Result<void> {
   if (isServerDefaultRuleId(ruleId)) return fail(matrixError('InvalidParam', MESSAGES.ruleIdReserved));

@@ -7,9 +7,10 @@ import type { RuleAddress } from './rule-address.js';
 import { findRule, withRules } from './ruleset-access.js';
 
 /**
- * Seed 4.8. Check order: scope, event presence, then removal: a stored
- * server-default rule cannot be deleted; a rule that is not there is
- * NotFound (so is an unknown kind, or a dot-prefixed ID no rule has).
+ * Check order (docs/push-rules.md#delete_pushrule): scope, event presence,
+ * then removal: a stored server-default rule cannot be deleted; a rule that
+ * is not there is NotFound (so is an unknown kind, or a dot-prefixed ID no
+ * rule has).
  */
 export function deletePushRule(view: PushRulesEventView, address: RuleAddress): Result<Ruleset> {
   const scope = checkScope(address.scope);

@@ -11,7 +11,8 @@ import { serverDefaultRuleset } from './server-default-rules.js';
  *   missing or empty event, or an upgraded ruleset), under the usual
  *   compare-and-set;
  * - `store-if-absent`: write only if no document exists. Used when the
- *   lookup itself failed: the seed says to answer with the defaults, and
+ *   lookup itself failed: the defaults are answered, as for an absent event
+ *   (docs/push-rules.md#the-push-rules-event-and-its-states), and
  *   overwriting a ruleset we could not read would destroy the user's rules.
  */
 export type GetPushRulesPersistence = 'none' | 'store' | 'store-if-absent';
@@ -24,7 +25,7 @@ export interface GetPushRulesDecision {
 /** The lookup as `get_pushrules` sees it: it alone survives a failed lookup. */
 export type GetPushRulesLookup = PushRulesLookup | { readonly found: 'failed' };
 
-/** Seed section 3, first six rows. */
+/** What `get_pushrules` answers and stores in each state: docs/push-rules.md#get_pushrules. */
 export function getPushRules(lookup: GetPushRulesLookup, userId: string): Result<GetPushRulesDecision> {
   if (lookup.found === 'failed') return ok({ ruleset: serverDefaultRuleset(userId), persist: 'store-if-absent' });
   const view = viewPushRulesEvent(lookup, userId);

@@ -11,7 +11,8 @@ export interface LocatedRule extends FoundRule {
 }
 
 /**
- * The shared check order of the single-rule operations (seed 4.4–4.7): scope
+ * The shared check order of the single-rule operations
+ * (docs/push-rules.md#checks-shared-by-the-single-rule-operations): scope
  * (unless the operation has no scope check), event presence, rule presence.
  */
 export function locateRule(

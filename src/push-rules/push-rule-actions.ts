@@ -5,13 +5,16 @@ import type { PushRulesEventView } from './push-rules-event.js';
 import type { RuleAddress } from './rule-address.js';
 import { withRuleReplaced } from './ruleset-access.js';
 
-/** Seed 4.4. */
+/** See docs/push-rules.md#get_pushrule_actions-and-set_pushrule_actions. */
 export function getPushRuleActions(view: PushRulesEventView, address: RuleAddress): Result<readonly PushAction[]> {
   const located = locateRule(view, address);
   return located.ok ? ok(located.value.rule.actions) : located;
 }
 
-/** Seed 4.5. Server-default rules may have their actions changed too. */
+/**
+ * Server-default rules may have their actions changed too
+ * (docs/push-rules.md#get_pushrule_actions-and-set_pushrule_actions).
+ */
 export function setPushRuleActions(
   view: PushRulesEventView,
   address: RuleAddress,

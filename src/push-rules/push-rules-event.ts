@@ -18,9 +18,10 @@ export type PushRulesLookup =
     };
 
 /**
- * The states of seed section 3, decided from a lookup. "Missing" covers the
- * three states that every operation but `get_pushrules` treats as an absent
- * event (and `get_pushrules` replaces with the defaults).
+ * The states of docs/push-rules.md#the-push-rules-event-and-its-states,
+ * decided from a lookup. "Missing" covers the three states that every
+ * operation but `get_pushrules` treats as an absent event (and
+ * `get_pushrules` replaces with the defaults).
  */
 export type PushRulesEventView =
   | { readonly status: 'missing'; readonly reason: 'absent' | 'no-content' | 'empty-content' }
@@ -64,7 +65,8 @@ function decideView(lookup: PushRulesLookup, userId: string): PushRulesEventView
 
 /**
  * The ruleset an operation other than `get_pushrules` works on, or the
- * seed's error for the event's state.
+ * error for the event's state
+ * (docs/push-rules.md#the-push-rules-event-and-its-states).
  */
 export function requireRuleset(view: PushRulesEventView): Result<Ruleset> {
   switch (view.status) {

@@ -17,8 +17,9 @@ export interface SetPushRuleRequest {
 }
 
 /**
- * Creates or replaces a user rule. Check order (seed 4.3): scope, event
- * presence, then the insertion checks of `checkNewRuleId` and `placeRule`.
+ * Creates or replaces a user rule. Check order
+ * (docs/push-rules.md#set_pushrule): scope, event presence, then the
+ * insertion checks of `checkNewRuleId` and `placeRule`.
  *
  * A new rule is enabled. A rule that already exists keeps its `enabled`
  * flag wherever it is placed: replacing a rule's body is not a request to

@@ -13,9 +13,11 @@ export function encodePushRulesContent(ruleset: Ruleset): string {
 }
 
 /**
- * Reads a stored entry back into the seed's states: no entry (absent), an
- * entry without content, content that parses (decodable or not, the domain
- * decides), or text that is not JSON at all — a failed lookup.
+ * Reads a stored entry back into the states of the push-rules event
+ * (docs/push-rules.md#the-push-rules-event-and-its-states): no entry
+ * (absent), an entry without content, content that parses (decodable or
+ * not, the domain decides), or text that is not JSON at all — a failed
+ * lookup.
  */
 export function readPushRulesEntry(
   entry: { readonly contentJson?: unknown; readonly defaultsRevision?: string | undefined } | undefined,

@@ -11,7 +11,8 @@ import type { PusherKey, StoredPusher } from '../pushers/pusher.js';
  * announced before, so a front that tracks versions sees the next change
  * as newer.
  *
- * `lookup.found === 'failed'` is the seed's "event lookup fails": a document
+ * `lookup.found === 'failed'` is the "lookup failed" state
+ * (docs/push-rules.md#the-push-rules-event-and-its-states): a document
  * holds a push-rules entry that cannot even be read back as an event (its
  * stored JSON text is corrupt), as opposed to an event whose content is not
  * a ruleset (which is `found: true` and decodes as undecodable).
