@@ -4,7 +4,7 @@ import { evaluateRecipient } from './evaluate-recipient.js';
 import type { EvaluationEvent, EvaluationRecipient, EvaluationRoom } from './evaluation-input.js';
 import { prepareEvent, type PreparedEvent } from './prepared-event.js';
 
-/** The fields of an `evaluate` request the evaluator uses (evaluation.md, "Request"). */
+/** The fields of an `evaluate` request the evaluator uses (docs/rpc-contract.md#evaluate). */
 export interface EvaluateRequest {
   readonly event: EvaluationEvent;
   readonly room: EvaluationRoom;
@@ -12,7 +12,7 @@ export interface EvaluateRequest {
   readonly explain?: boolean;
 }
 
-/** The success body of an `evaluate` reply (evaluation.md, "Reply"). */
+/** The success body of an `evaluate` reply (docs/rpc-contract.md#evaluate). */
 export interface EvaluateReply {
   readonly notify: Record<string, readonly PushAction[]>;
   readonly evaluated: number;

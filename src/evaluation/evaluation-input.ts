@@ -1,7 +1,7 @@
 import type { JsonObject } from '../matrix/json.js';
 
 /**
- * What an `evaluate` request carries (evaluation.md, "Request"), in wire
+ * What an `evaluate` request carries (docs/rpc-contract.md#evaluate), in wire
  * names. The request schema checks these shapes before the evaluator sees
  * them; the evaluator relies on them and on nothing else.
  */

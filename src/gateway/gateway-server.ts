@@ -78,7 +78,7 @@ export interface GatewayServerOptions {
 /** How often at most the gateway logs the same kind of refusal. */
 export const REFUSAL_LOG_INTERVAL_MS = 10_000;
 
-/** The client-server API versions served: `r0` (the seed) and `v3` (current clients). */
+/** The client-server API versions served: `r0` and `v3` (docs/push-rules.md#endpoints-and-operations). */
 export const API_PREFIXES = ['/_matrix/client/r0', '/_matrix/client/v3'] as const;
 
 /** What the Matrix spec asks of every response so that browser clients work. */
@@ -190,10 +190,11 @@ const BODY_METHODS = new Set<string>(['PUT', 'POST']);
 const WRITE_METHODS = new Set<string>(['PUT', 'POST', 'DELETE']);
 
 /**
- * The HTTP front of the worker pool: the seed's push-rule and pusher
- * endpoints under `/_matrix/client/r0` and `/v3`, authenticated by bearer
- * token, each forwarded to the workers with `PushRulesClient`. The user the
- * workers act for is only ever the one the token authenticates.
+ * The HTTP front of the worker pool: the push-rule and pusher endpoints
+ * (docs/push-rules.md#endpoints-and-operations) under `/_matrix/client/r0`
+ * and `/v3`, authenticated by bearer token, each forwarded to the workers
+ * with `PushRulesClient`. The user the workers act for is only ever the one
+ * the token authenticates.
  */
 export function buildGatewayServer(options: GatewayServerOptions): FastifyInstance {
   // Typed as fastify's logger, so that the instance has fastify's default type.
