@@ -2,7 +2,7 @@ import type { Static } from '@sinclair/typebox';
 import type { EvaluateReply } from '../evaluation/evaluate-request.js';
 import type { PushAction, PushRule, Ruleset } from '../push-rules/push-rule.js';
 import type { WirePusher } from '../pushers/pusher.js';
-import { REQUEST_SCHEMAS, type EvaluateRequestSchema, type Op } from './request-schemas.js';
+import { REQUEST_SCHEMAS, type EvaluateRequestSchema, type NotifyRequestSchema, type Op } from './request-schemas.js';
 
 /** What the contract says of an op besides its schema. */
 export interface OpTraits {
@@ -79,3 +79,6 @@ export function isHomeserverOp(op: Op): boolean {
 /** The `evaluate` op: the homeserver's, on a queue of its own. */
 export type EvaluateRequestBody = Static<typeof EvaluateRequestSchema>;
 export type EvaluateReplyBody = EvaluateReply;
+
+/** The `notify` message: the homeserver's, on the delivery queue of its own. */
+export type NotifyRequestBody = Static<typeof NotifyRequestSchema>;

@@ -130,6 +130,46 @@ export const EvaluateRequestSchema = Type.Object({
   explain: Type.Optional(Type.Boolean()),
 });
 
+/** A non-negative integer count, as a badge shows it. */
+const Count = Type.Integer({ minimum: 0 });
+
+/**
+ * The `notify` message (homeserver-only, on the delivery queue): one event,
+ * or a badge change when `event_id` is absent, and the recipients to push
+ * with what `evaluate` answered for each. Every notification field is
+ * optional because the push gateway API makes them all optional; objects
+ * are open, as in every request, and fields not named here are not sent on.
+ */
+export const NotifyRequestSchema = Type.Object({
+  op: Type.Literal('notify'),
+  notification: Type.Object({
+    event_id: Type.Optional(Type.String()),
+    room_id: Type.Optional(Type.String()),
+    type: Type.Optional(Type.String()),
+    sender: Type.Optional(Type.String()),
+    sender_display_name: Type.Optional(Type.String()),
+    room_name: Type.Optional(Type.String()),
+    room_alias: Type.Optional(Type.String()),
+    content: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+    prio: Type.Optional(Type.Union([Type.Literal('high'), Type.Literal('low')])),
+  }),
+  recipients: Type.Array(
+    Type.Object({
+      user_id: Type.String(),
+      // Absent means ["notify"]: a recipient listed without actions is pushed.
+      actions: Type.Optional(Type.Array(Type.Unknown())),
+      // The homeserver's counts: they depend on receipts and every room of the user.
+      counts: Type.Optional(
+        Type.Object({
+          unread: Type.Optional(Count),
+          missed_calls: Type.Optional(Count),
+        }),
+      ),
+      user_is_target: Type.Optional(Type.Boolean()),
+    }),
+  ),
+});
+
 /** One schema per op of the request and read queues; the op name is the key. */
 export const REQUEST_SCHEMAS = {
   get_pushrules: GetPushRulesRequest,
