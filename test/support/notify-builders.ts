@@ -1,5 +1,5 @@
 import type { DeliveryPusher } from '../../src/delivery/device-batches.js';
-import type { NotifyNotification, NotifyRecipient } from '../../src/delivery/notification-plan.js';
+import type { NotifyNotification, NotifyRecipient, Pushed } from '../../src/delivery/notification-plan.js';
 import { ALICE } from './builders.js';
 
 export const GATEWAY_URL = 'https://push.example.org/_matrix/push/v1/notify';
@@ -46,6 +46,11 @@ export function aDeliveryPusher(overrides: Partial<DeliveryPusher> = {}): Delive
     pushkeyTsMs: PUSHKEY_TS_MS,
     ...overrides,
   };
+}
+
+/** A plan for a pushed recipient (as planRecipient makes it for an event). */
+export function aPushedPlan(overrides: Partial<Pushed> = {}): Pushed {
+  return { pushed: true, countsOnly: false, prio: 'high', tweaks: { sound: 'default' }, ...overrides };
 }
 
 /** The object without the given keys: how a test says "absent" under exactOptionalPropertyTypes. */

@@ -1,0 +1,112 @@
+import type { JsonObject } from '../matrix/json.js';
+import type { DeviceBatch, DeliveryPusher } from './device-batches.js';
+import type { NotifyNotification, NotifyRecipient, Pushed, PushPrio, Tweaks } from './notification-plan.js';
+
+/** The format that asks the gateway to fetch the event itself: only its IDs are sent. */
+const EVENT_ID_ONLY = 'event_id_only';
+
+/** The recipient's unread counts, as the homeserver gave them. */
+export interface GatewayCounts {
+  readonly unread?: number;
+  readonly missed_calls?: number;
+}
+
+/** One device of a push gateway request (spec: `Device`). */
+export interface GatewayDevice {
+  readonly app_id: string;
+  readonly pushkey: string;
+  /** Seconds, as the spec has it. */
+  readonly pushkey_ts: number;
+  readonly data: JsonObject;
+  readonly tweaks: Tweaks;
+}
+
+/** The `notification` of a push gateway request (spec: `Notification`). Absent fields are left out, never null. */
+export interface GatewayNotification {
+  readonly event_id?: string;
+  readonly room_id?: string;
+  readonly type?: string;
+  readonly sender?: string;
+  readonly sender_display_name?: string;
+  readonly room_name?: string;
+  readonly room_alias?: string;
+  readonly user_is_target?: boolean;
+  readonly prio: PushPrio;
+  readonly content?: Readonly<Record<string, unknown>>;
+  readonly counts?: GatewayCounts;
+  readonly devices: readonly GatewayDevice[];
+}
+
+/** The body of POST `/_matrix/push/v1/notify` (https://spec.matrix.org/v1.19/push-gateway-api/). */
+export interface GatewayRequestBody {
+  readonly notification: GatewayNotification;
+}
+
+/**
+ * The request body for one batch of one recipient's devices, from the
+ * notification, the recipient's counts and the plan for that recipient.
+ *
+ * Only the fields the push gateway API defines are sent on; unknown fields of
+ * the `notify` message are ignored, like unknown fields of every request.
+ * Counts go as given: a zero is how a badge is cleared, so it is never
+ * dropped (the spec suggests omitting zeros, which leaves badges stuck).
+ */
+export function gatewayRequestBody(
+  notification: NotifyNotification,
+  recipient: NotifyRecipient,
+  plan: Pushed,
+  batch: DeviceBatch,
+): GatewayRequestBody {
+  const devices = batch.pushers.map((pusher) => gatewayDevice(pusher, plan.tweaks));
+  const counts = recipient.counts === undefined ? {} : { counts: gatewayCounts(recipient.counts) };
+  if (batch.format === EVENT_ID_ONLY) {
+    // The gateway (or the app) fetches the event: nothing of its content leaves the server.
+    return {
+      notification: {
+        ...present('event_id', notification.event_id),
+        ...present('room_id', notification.room_id),
+        ...counts,
+        prio: plan.prio,
+        devices,
+      },
+    };
+  }
+  return {
+    notification: {
+      ...present('event_id', notification.event_id),
+      ...present('room_id', notification.room_id),
+      ...present('type', notification.type),
+      ...present('sender', notification.sender),
+      ...present('sender_display_name', notification.sender_display_name),
+      ...present('room_name', notification.room_name),
+      ...present('room_alias', notification.room_alias),
+      ...present('user_is_target', recipient.user_is_target),
+      prio: plan.prio,
+      ...present('content', notification.content),
+      ...counts,
+      devices,
+    },
+  };
+}
+
+function gatewayDevice(pusher: DeliveryPusher, tweaks: Tweaks): GatewayDevice {
+  // The URL is where the request goes, not something the gateway needs back;
+  // every other key (custom ones included) is the app's and goes as stored.
+  const { url: _url, ...data } = pusher.data;
+  return {
+    app_id: pusher.app_id,
+    pushkey: pusher.pushkey,
+    pushkey_ts: Math.floor(pusher.pushkeyTsMs / 1000),
+    data,
+    tweaks,
+  };
+}
+
+function gatewayCounts(counts: NonNullable<NotifyRecipient['counts']>): GatewayCounts {
+  return { ...present('unread', counts.unread), ...present('missed_calls', counts.missed_calls) };
+}
+
+/** `{key: value}` when the value is given, `{}` when not: spread into an object, absent stays absent. */
+function present<K extends string, V>(key: K, value: V | undefined): { [P in K]?: V } {
+  return value === undefined ? {} : ({ [key]: value } as { [P in K]: V });
+}
