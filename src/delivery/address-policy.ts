@@ -4,7 +4,7 @@ import { type CidrRange, inRange, IPV4_MAPPED_BASE, isIpv4, parseCidr, parseIp }
  * Which IP addresses a push may be sent to.
  *
  * A pusher URL is user input: without this check it makes the worker a
- * proxy into the operator's own network (docs: delivery.md, "Security").
+ * proxy into the operator's own network (server-side request forgery).
  * The check is made on an address, never on a name: the address a name
  * resolved to and that is connected to, or the one a socket reports. A name
  * proves nothing (it can resolve anywhere, and differently the next time).
