@@ -1,0 +1,185 @@
+import { scheduleRetry, type RetryPolicy } from './retry-schedule.js';
+
+export interface BacklogPolicy {
+  /** The most notifications a device keeps waiting (≥ 1); older ones are dropped. */
+  readonly maxPending: number;
+}
+
+/** Synapse sends a pusher at most 20 notifications per round; we keep at most 20 waiting. */
+export const DEFAULT_BACKLOG_POLICY: BacklogPolicy = { maxPending: 20 };
+
+/**
+ * One device's notifications, in publish order, and how its delivery is
+ * going. Immutable: every function returns a new backlog, so a caller can
+ * keep the old one until the new one is safely stored.
+ *
+ * Only the front is ever sent, and only one request at a time: that is
+ * what keeps a device's notifications in publish order, and why later
+ * ones wait behind a front that keeps failing. Each device has its own
+ * backlog, so a failing device holds back no other.
+ */
+export interface DeviceBacklog<T> {
+  /** Oldest first. `queue[0]`, the front, is the next to send, or the one in flight. */
+  readonly queue: readonly T[];
+  /** Whether the front has been sent and its outcome is not known yet. */
+  readonly inFlight: boolean;
+  /** The device's consecutive failed attempts: the step of its backoff. */
+  readonly failures: number;
+  /** When the front first failed (its give-up window starts there); undefined while it has not. */
+  readonly frontFailedAt: number | undefined;
+  /** The front is not sent again before this time. */
+  readonly retryAt: number | undefined;
+}
+
+/** A backlog after a change, with what the change took out of it, for the caller to count. */
+export interface BacklogChange<T> {
+  readonly backlog: DeviceBacklog<T>;
+  /** Dropped by the cap, oldest first. */
+  readonly dropped: readonly T[];
+  /** Given up: failing for the whole retry window. */
+  readonly gaveUp: readonly T[];
+}
+
+export type NextSend<T> =
+  | { readonly kind: 'send'; readonly item: T }
+  | { readonly kind: 'wait'; readonly until: number }
+  | { readonly kind: 'in-flight' }
+  | { readonly kind: 'empty' };
+
+export function emptyBacklog<T>(): DeviceBacklog<T> {
+  return { queue: [], inFlight: false, failures: 0, frontFailedAt: undefined, retryAt: undefined };
+}
+
+/**
+ * Adds a newly published notification at the back. At most `maxPending`
+ * wait (besides one in flight, which cannot be unsent): past that the
+ * oldest waiting one is dropped. Dropping as they arrive rather than when
+ * the gateway recovers gives the same result, the newest N, while a long
+ * outage holds no more than N per device in memory. A healthy gateway
+ * rarely lets N pile up behind one request; when it does (a slow gateway,
+ * a busy room), the older pushes are as stale as after an outage.
+ */
+export function enqueue<T>(backlog: DeviceBacklog<T>, item: T, policy: BacklogPolicy): BacklogChange<T> {
+  return { ...capped({ ...backlog, queue: [...backlog.queue, item] }, policy), gaveUp: [] };
+}
+
+/**
+ * What the device should do at `now`: send its front, wait until a time,
+ * or nothing (its front is in flight, or nothing waits). A front whose
+ * give-up window has ended without an attempt (its gateway's breaker kept
+ * it from being sent, or the worker was down) is given up here, before it
+ * could be sent stale, and the next one is due at once.
+ *
+ * This only looks: call `markSent` once the request is really going (the
+ * gateway's breaker may still say no).
+ */
+export function nextSend<T>(
+  backlog: DeviceBacklog<T>,
+  now: number,
+  policy: RetryPolicy,
+): Omit<BacklogChange<T>, 'dropped'> & { readonly next: NextSend<T> } {
+  const expired =
+    !backlog.inFlight && backlog.frontFailedAt !== undefined && now > backlog.frontFailedAt + policy.giveUpAfterMs;
+  if (!expired) return { backlog, gaveUp: [], next: nextOf(backlog, now) };
+  const movedOnBacklog = movedOn(backlog);
+  return { backlog: movedOnBacklog, gaveUp: backlog.queue.slice(0, 1), next: nextOf(movedOnBacklog, now) };
+}
+
+function nextOf<T>(backlog: DeviceBacklog<T>, now: number): NextSend<T> {
+  if (backlog.inFlight) return { kind: 'in-flight' };
+  if (backlog.queue.length === 0) return { kind: 'empty' };
+  if (backlog.retryAt !== undefined && now < backlog.retryAt) return { kind: 'wait', until: backlog.retryAt };
+  return { kind: 'send', item: backlog.queue[0] as T };
+}
+
+/** The front's request has gone out. */
+export function markSent<T>(backlog: DeviceBacklog<T>): DeviceBacklog<T> {
+  if (backlog.inFlight || backlog.queue.length === 0) throw new Error('markSent: no front waiting to be sent');
+  return { ...backlog, inFlight: true };
+}
+
+/**
+ * The front's request is over and the front leaves: delivered (rejected
+ * pushkeys included), or failed for good (a 4xx, a redirect, a refused
+ * address), which retrying would not change. The gateway answered, so the
+ * device's backoff starts again from the first step.
+ */
+export function settleDone<T>(backlog: DeviceBacklog<T>): DeviceBacklog<T> {
+  assertInFlight(backlog, 'settleDone');
+  return movedOn(backlog);
+}
+
+/** A failed attempt, worth retrying. */
+export interface BacklogFailure {
+  readonly now: number;
+  /** The gateway's `Retry-After`, in ms from `now`. */
+  readonly retryAfterMs?: number | undefined;
+}
+
+/**
+ * The front's request failed in a way worth retrying: the front stays at
+ * the front and the device waits for the next step of its backoff, unless
+ * the notification has now failed for its whole window, in which case it is
+ * given up and the device moves on to the next (due at once, from the first
+ * backoff step, as Synapse does). While it waited in flight, newer ones may
+ * have filled the backlog: if `maxPending` newer ones wait, it is the
+ * oldest and is dropped.
+ */
+export function settleRetry<T>(
+  backlog: DeviceBacklog<T>,
+  failure: BacklogFailure,
+  policies: { readonly retry: RetryPolicy; readonly backlog: BacklogPolicy },
+  random: () => number,
+): BacklogChange<T> {
+  assertInFlight(backlog, 'settleRetry');
+  const failures = backlog.failures + 1;
+  const decision = scheduleRetry(
+    policies.retry,
+    {
+      failures,
+      firstFailedAt: backlog.frontFailedAt ?? failure.now,
+      now: failure.now,
+      retryAfterMs: failure.retryAfterMs,
+    },
+    random,
+  );
+  if ('giveUp' in decision) return { backlog: movedOn(backlog), dropped: [], gaveUp: backlog.queue.slice(0, 1) };
+  const failed: DeviceBacklog<T> = {
+    ...backlog,
+    inFlight: false,
+    failures,
+    frontFailedAt: backlog.frontFailedAt ?? failure.now,
+    retryAt: decision.retryAt,
+  };
+  return { ...capped(failed, policies.backlog), gaveUp: [] };
+}
+
+/** The front leaves and the device starts afresh with the next one. */
+function movedOn<T>(backlog: DeviceBacklog<T>): DeviceBacklog<T> {
+  return { queue: backlog.queue.slice(1), inFlight: false, failures: 0, frontFailedAt: undefined, retryAt: undefined };
+}
+
+/**
+ * Drops the oldest waiting notifications past `maxPending`. A front that
+ * is dropped takes its give-up window with it, but the device keeps its
+ * backoff: its gateway is failing no less for it.
+ */
+function capped<T>(backlog: DeviceBacklog<T>, policy: BacklogPolicy): Omit<BacklogChange<T>, 'gaveUp'> {
+  const sending = backlog.inFlight ? backlog.queue.slice(0, 1) : [];
+  const waiting = backlog.queue.slice(sending.length);
+  const excess = Math.max(0, waiting.length - policy.maxPending);
+  if (excess === 0) return { backlog, dropped: [] };
+  const frontDropped = sending.length === 0;
+  return {
+    backlog: {
+      ...backlog,
+      queue: [...sending, ...waiting.slice(excess)],
+      frontFailedAt: frontDropped ? undefined : backlog.frontFailedAt,
+    },
+    dropped: waiting.slice(0, excess),
+  };
+}
+
+function assertInFlight<T>(backlog: DeviceBacklog<T>, operation: string): void {
+  if (!backlog.inFlight) throw new Error(`${operation}: the front is not in flight`);
+}
