@@ -35,5 +35,5 @@ FROM runtime-base AS worker
 EXPOSE 9464
 HEALTHCHECK --interval=10s --timeout=3s --start-period=30s \
   CMD ["node", "-e", "fetch('http://127.0.0.1:9464/readyz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
-# The V8 flags of `npm start` (see README, Memory).
+# The V8 flags of `npm start` (see docs/operations.md, Memory).
 CMD ["node", "--max-semi-space-size=8", "dist/main.js"]

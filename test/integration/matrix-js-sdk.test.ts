@@ -24,7 +24,7 @@ import { aPusherSetAction } from '../support/builders.js';
 /**
  * A real Matrix client (matrix-js-sdk 36, the last line that runs on Node 20)
  * against a homeserver front that routes the push paths to the gateway, as
- * the README tells operators to: what it sees is what any client of the v3
+ * docs/gateway.md tells operators to: what it sees is what any client of the v3
  * API sees.
  */
 const USER = '@sdk:example.org';

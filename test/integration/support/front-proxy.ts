@@ -1,7 +1,7 @@
 import { createServer, request as forward, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
-/** The paths an operator routes to the gateway (the README's reverse-proxy section). */
+/** The paths an operator routes to the gateway (docs/gateway.md, Routes). */
 export const GATEWAY_PATHS = /^\/_matrix\/client\/(r0|v3)\/(pushrules|pushers)(\/|$|\?)/;
 
 /**
