@@ -1,0 +1,462 @@
+import {
+  createServer as createHttpServer,
+  type IncomingHttpHeaders,
+  type IncomingMessage,
+  type Server,
+  type ServerResponse,
+} from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
+import type { AddressInfo, Socket } from 'node:net';
+
+/**
+ * A push gateway for tests and the bench: a local HTTP(S) server on
+ * 127.0.0.1 that speaks the Matrix Push Gateway API's
+ * `POST /_matrix/push/v1/notify` (https://spec.matrix.org/latest/push-gateway-api/),
+ * records every request, and misbehaves on demand the ways real gateways do:
+ * slowly, with any status, with `Retry-After`, by hanging, by resetting the
+ * connection, by rejecting pushkeys, by redirecting, or by going down and
+ * coming back on the same port.
+ *
+ * It checks each body against the spec's shape and answers 400 when it is
+ * wrong, so a test that delivers through it also checks what was sent.
+ */
+
+const NOTIFY_PATH = '/_matrix/push/v1/notify';
+
+/** Bodies above this are refused with 413, as Sygnal (the reference gateway) does at 512 KiB. */
+const MAX_BODY_BYTES = 512 * 1024;
+
+/** What the double does with a valid notify request. */
+export type GatewayBehaviour =
+  /** 200 `{"rejected": [...]}`, the default; after `delayMs` when given. */
+  | { readonly kind: 'answer'; readonly delayMs?: number }
+  /**
+   * Any status. The body is `body` (a string is sent as is, so a test can
+   * send one that is not JSON; anything else as JSON), else the usual
+   * `{"rejected"}` for a 2xx and a Matrix error otherwise. `retryAfter`
+   * sends `Retry-After`: a number as delay-seconds, a Date as an HTTP-date
+   * (RFC 9110 §10.2.3), a string verbatim (to send a malformed one).
+   */
+  | {
+      readonly kind: 'status';
+      readonly status: number;
+      readonly body?: unknown;
+      readonly retryAfter?: number | Date | string;
+      readonly delayMs?: number;
+    }
+  /** A redirect (302 unless given) to `location`: a client must not follow it. */
+  | { readonly kind: 'redirect'; readonly location: string; readonly status?: number; readonly delayMs?: number }
+  /** Read the request and never answer: only the client's timeout ends it. */
+  | { readonly kind: 'hang' }
+  /** Read the request and reset the connection (a TCP RST, no response). */
+  | { readonly kind: 'reset'; readonly delayMs?: number };
+
+/** Which requests a behaviour applies to, and how many times. */
+export interface BehaviourScope {
+  /** Only requests with a device of this pushkey; without it, every request. */
+  readonly pushkey?: string;
+  /** Only the next `times` requests it applies to; then it is dropped. Without it, until replaced. */
+  readonly times?: number;
+}
+
+/** One request the double received, whatever it was. */
+export interface RecordedRequest {
+  /** When its body had been read (ms since the epoch, comparable across processes). */
+  readonly at: number;
+  readonly method: string;
+  /** The path with its query, as requested. */
+  readonly path: string;
+  readonly headers: IncomingHttpHeaders;
+  /** The body as received (UTF-8), empty when it was too large to keep. */
+  readonly rawBody: string;
+  /** The body parsed as JSON, `undefined` when it was not JSON. */
+  readonly body: unknown;
+  /** The pushkeys of its devices, in order, when it was a valid notify request; else empty. */
+  readonly pushkeys: readonly string[];
+  /** What the double did: the status it sent (or will send after a delay), `hang` or `reset`. */
+  readonly answer: number | 'hang' | 'reset';
+}
+
+interface Rule {
+  readonly behaviour: GatewayBehaviour;
+  remaining: number;
+}
+
+/** The key of the rule that applies to every request. */
+const EVERY_REQUEST = Symbol('every request');
+
+export class PushGatewayDouble {
+  readonly #server: Server;
+  readonly #protocol: 'http' | 'https';
+  #port = 0;
+  #listening = false;
+  readonly #sockets = new Set<Socket>();
+  readonly #timers = new Set<NodeJS.Timeout>();
+  readonly #rules = new Map<string | typeof EVERY_REQUEST, Rule>();
+  readonly #rejected = new Set<string>();
+  readonly #requests: RecordedRequest[] = [];
+  readonly #waiters = new Set<() => void>();
+
+  private constructor(tls: { readonly key: string; readonly cert: string } | undefined) {
+    const handler = (request: IncomingMessage, response: ServerResponse): void => {
+      this.#receive(request, response);
+    };
+    this.#server = tls === undefined ? createHttpServer(handler) : createHttpsServer(tls, handler);
+    this.#protocol = tls === undefined ? 'http' : 'https';
+    // The raw TCP sockets (under TLS too): to reset one, and to close them all when going down.
+    this.#server.on('connection', (socket: Socket) => {
+      this.#sockets.add(socket);
+      socket.on('close', () => this.#sockets.delete(socket));
+    });
+  }
+
+  /**
+   * A double listening on 127.0.0.1 on a free port: plain HTTP, or HTTPS
+   * with the given key and certificate (see throwaway-ca.ts).
+   */
+  static async start(options: { readonly tls?: { readonly key: string; readonly cert: string } } = {}) {
+    const double = new PushGatewayDouble(options.tls);
+    await double.#listen(0);
+    return double;
+  }
+
+  get port(): number {
+    return this.#port;
+  }
+
+  /** `http(s)://127.0.0.1:<port>` */
+  get origin(): string {
+    return `${this.#protocol}://127.0.0.1:${this.#port}`;
+  }
+
+  /** The URL a pusher's `data.url` names to reach this double. */
+  get notifyUrl(): string {
+    return `${this.origin}${NOTIFY_PATH}`;
+  }
+
+  /** Every request received so far, oldest first. */
+  get requests(): readonly RecordedRequest[] {
+    return this.#requests;
+  }
+
+  /** Applies a behaviour to every request, or to those with a device of one pushkey (which win), replacing the one before. */
+  behave(behaviour: GatewayBehaviour, scope: BehaviourScope = {}): void {
+    this.#rules.set(scope.pushkey ?? EVERY_REQUEST, { behaviour, remaining: scope.times ?? Infinity });
+  }
+
+  /** From now on, these pushkeys are listed in `rejected` whenever a request names them. */
+  reject(...pushkeys: string[]): void {
+    for (const pushkey of pushkeys) this.#rejected.add(pushkey);
+  }
+
+  /** Back to answering 200 at once and rejecting nothing; the record is kept. */
+  restore(): void {
+    this.#rules.clear();
+    this.#rejected.clear();
+  }
+
+  /** Forgets the requests recorded so far. */
+  clearRequests(): void {
+    this.#requests.length = 0;
+  }
+
+  /** Resolves with the record once at least `count` requests arrived; rejects after `timeoutMs`. */
+  async waitForRequests(count: number, timeoutMs = 5_000): Promise<readonly RecordedRequest[]> {
+    if (this.#requests.length >= count) return this.#requests;
+    return new Promise((resolve, reject) => {
+      const check = (): void => {
+        if (this.#requests.length < count) return;
+        cleanUp();
+        resolve(this.#requests);
+      };
+      const timer = setTimeout(() => {
+        cleanUp();
+        reject(
+          new Error(`the push gateway double got ${this.#requests.length} of ${count} requests in ${timeoutMs} ms`),
+        );
+      }, timeoutMs);
+      const cleanUp = (): void => {
+        clearTimeout(timer);
+        this.#waiters.delete(check);
+      };
+      this.#waiters.add(check);
+    });
+  }
+
+  /**
+   * The gateway goes down: it stops listening (new connections are
+   * refused) and drops every open connection, hanging and delayed
+   * requests included, as a crashed gateway would.
+   */
+  async down(): Promise<void> {
+    if (!this.#listening) return;
+    this.#listening = false;
+    for (const timer of this.#timers) clearTimeout(timer);
+    this.#timers.clear();
+    const closed = new Promise<void>((resolve) =>
+      this.#server.close(() => {
+        resolve();
+      }),
+    );
+    for (const socket of this.#sockets) socket.destroy();
+    await closed;
+  }
+
+  /** The gateway comes back, on the same port (its pushers' URLs still name it). */
+  async up(): Promise<void> {
+    if (this.#listening) return;
+    // The port was free a moment ago; in the rare case something took it in between, wait a little for it.
+    for (let attempt = 1; ; attempt += 1) {
+      try {
+        await this.#listen(this.#port);
+        return;
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== 'EADDRINUSE' || attempt >= 20) throw error;
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+    }
+  }
+
+  /** Stops it for good: the listener, every connection, every pending answer. */
+  async close(): Promise<void> {
+    await this.down();
+  }
+
+  async #listen(port: number): Promise<void> {
+    await new Promise<void>((resolve, reject) => {
+      const failed = (error: Error): void => {
+        reject(error);
+      };
+      this.#server.once('error', failed);
+      this.#server.listen(port, '127.0.0.1', () => {
+        this.#server.off('error', failed);
+        resolve();
+      });
+    });
+    this.#port = (this.#server.address() as AddressInfo).port;
+    this.#listening = true;
+  }
+
+  #receive(request: IncomingMessage, response: ServerResponse): void {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    request.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size <= MAX_BODY_BYTES) chunks.push(chunk);
+    });
+    request.on('end', () => {
+      const rawBody = size <= MAX_BODY_BYTES ? Buffer.concat(chunks).toString('utf8') : '';
+      this.#answer(request, response, rawBody, size);
+    });
+  }
+
+  #answer(request: IncomingMessage, response: ServerResponse, rawBody: string, size: number): void {
+    const method = request.method ?? '';
+    const path = request.url ?? '';
+    const body = parseJson(rawBody);
+    const record = (answer: RecordedRequest['answer'], pushkeys: readonly string[] = []): void => {
+      this.#requests.push({ at: Date.now(), method, path, headers: request.headers, rawBody, body, pushkeys, answer });
+      for (const waiter of this.#waiters) waiter();
+    };
+    const refuse = (status: number, errcode: string, error: string): void => {
+      record(status);
+      sendJson(response, status, { errcode, error });
+    };
+
+    // The spec's answers for what is not a notify request at all.
+    if (new URL(path, 'http://double').pathname !== NOTIFY_PATH) {
+      refuse(404, 'M_UNRECOGNIZED', 'Unrecognized request');
+      return;
+    }
+    if (method !== 'POST') {
+      refuse(405, 'M_UNRECOGNIZED', 'Unrecognized method');
+      return;
+    }
+    if (size > MAX_BODY_BYTES) {
+      refuse(413, 'M_TOO_LARGE', `The body is over ${MAX_BODY_BYTES} bytes`);
+      return;
+    }
+    if (body === undefined) {
+      refuse(400, 'M_NOT_JSON', 'The body is not JSON');
+      return;
+    }
+    const problem = notifyBodyProblem(body);
+    if (problem !== undefined) {
+      refuse(400, 'M_BAD_JSON', problem);
+      return;
+    }
+
+    const pushkeys = devicesOf(body).map((device) => device.pushkey);
+    const behaviour = this.#behaviourFor(pushkeys);
+    const rejected = { rejected: pushkeys.filter((pushkey) => this.#rejected.has(pushkey)) };
+    switch (behaviour.kind) {
+      case 'answer':
+        record(200, pushkeys);
+        this.#later(behaviour.delayMs, () => {
+          sendJson(response, 200, rejected);
+        });
+        return;
+      case 'status': {
+        record(behaviour.status, pushkeys);
+        const headers = retryAfterHeader(behaviour.retryAfter);
+        const fallback =
+          behaviour.status >= 200 && behaviour.status < 300
+            ? rejected
+            : { errcode: 'M_UNKNOWN', error: `The push gateway double was told to answer ${behaviour.status}` };
+        this.#later(behaviour.delayMs, () => {
+          sendJson(response, behaviour.status, behaviour.body ?? fallback, headers);
+        });
+        return;
+      }
+      case 'redirect': {
+        const status = behaviour.status ?? 302;
+        record(status, pushkeys);
+        this.#later(behaviour.delayMs, () => {
+          if (!response.destroyed) response.writeHead(status, { Location: behaviour.location }).end();
+        });
+        return;
+      }
+      case 'hang':
+        record('hang', pushkeys);
+        return;
+      case 'reset':
+        record('reset', pushkeys);
+        this.#later(behaviour.delayMs, () => {
+          this.#resetConnection(request);
+        });
+        return;
+    }
+  }
+
+  /** The rule of the first device whose pushkey has one, else the rule for every request, else the default; counts it down. */
+  #behaviourFor(pushkeys: readonly string[]): GatewayBehaviour {
+    const key = pushkeys.find((pushkey) => this.#rules.has(pushkey)) ?? EVERY_REQUEST;
+    const rule = this.#rules.get(key);
+    if (rule === undefined) return { kind: 'answer' };
+    rule.remaining -= 1;
+    if (rule.remaining <= 0) this.#rules.delete(key);
+    return rule.behaviour;
+  }
+
+  /** Runs `act` now or after `delayMs`; a delay still pending when the double goes down is dropped. */
+  #later(delayMs: number | undefined, act: () => void): void {
+    if (delayMs === undefined || delayMs <= 0) {
+      act();
+      return;
+    }
+    const timer = setTimeout(() => {
+      this.#timers.delete(timer);
+      act();
+    }, delayMs);
+    this.#timers.add(timer);
+  }
+
+  /**
+   * A TCP reset of the request's connection. Under TLS the request's socket
+   * is the TLS layer, which cannot send one: the raw TCP socket under it
+   * (the same peer address and port) does.
+   */
+  #resetConnection(request: IncomingMessage): void {
+    const { remoteAddress, remotePort } = request.socket;
+    for (const socket of this.#sockets) {
+      if (socket.remoteAddress === remoteAddress && socket.remotePort === remotePort && !socket.destroyed) {
+        socket.resetAndDestroy();
+      }
+    }
+  }
+}
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return undefined;
+  }
+}
+
+function sendJson(
+  response: ServerResponse,
+  status: number,
+  body: unknown,
+  headers: Readonly<Record<string, string>> = {},
+): void {
+  // The client may have given up during a delay.
+  if (response.destroyed) return;
+  const text = typeof body === 'string' ? body : JSON.stringify(body);
+  response.writeHead(status, { 'Content-Type': 'application/json', ...headers }).end(text);
+}
+
+function retryAfterHeader(retryAfter: number | Date | string | undefined): Record<string, string> {
+  if (retryAfter === undefined) return {};
+  if (retryAfter instanceof Date) return { 'Retry-After': retryAfter.toUTCString() };
+  return { 'Retry-After': String(retryAfter) };
+}
+
+type JsonObject = Readonly<Record<string, unknown>>;
+
+function isObject(value: unknown): value is JsonObject {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** The devices of a body `notifyBodyProblem` accepted. */
+function devicesOf(body: unknown): readonly { readonly pushkey: string }[] {
+  return (body as { notification: { devices: { pushkey: string }[] } }).notification.devices;
+}
+
+/** The notification fields the spec types as strings. */
+const STRING_FIELDS = ['event_id', 'room_id', 'type', 'sender', 'sender_display_name', 'room_name', 'room_alias'];
+
+/**
+ * What is wrong with a notify body by the spec's shape, or `undefined`:
+ * `notification` an object whose `devices` is a non-empty list of
+ * `{app_id, pushkey, pushkey_ts?, data?, tweaks?}` (data without its url), and each optional field
+ * of the notification of its type when present (null is not a value of any
+ * of them). Other fields are allowed: the spec's objects are open.
+ */
+function notifyBodyProblem(body: unknown): string | undefined {
+  if (!isObject(body)) return 'The body is not a JSON object';
+  const notification = body['notification'];
+  if (!isObject(notification)) return 'notification is missing or not an object';
+  for (const field of STRING_FIELDS) {
+    if (field in notification && typeof notification[field] !== 'string')
+      return `notification.${field} is not a string`;
+  }
+  if ('user_is_target' in notification && typeof notification['user_is_target'] !== 'boolean') {
+    return 'notification.user_is_target is not a boolean';
+  }
+  if ('prio' in notification && notification['prio'] !== 'high' && notification['prio'] !== 'low') {
+    return 'notification.prio is neither "high" nor "low"';
+  }
+  if ('content' in notification && !isObject(notification['content'])) return 'notification.content is not an object';
+  if ('counts' in notification) {
+    const counts = notification['counts'];
+    if (!isObject(counts)) return 'notification.counts is not an object';
+    for (const field of ['unread', 'missed_calls']) {
+      if (field in counts && !isCount(counts[field]))
+        return `notification.counts.${field} is not a non-negative integer`;
+    }
+  }
+  const devices = notification['devices'];
+  if (!Array.isArray(devices)) return 'notification.devices is missing or not a list';
+  if (devices.length === 0) return 'notification.devices is empty';
+  for (const [index, device] of (devices as unknown[]).entries()) {
+    const at = `notification.devices[${index}]`;
+    if (!isObject(device)) return `${at} is not an object`;
+    for (const field of ['app_id', 'pushkey']) {
+      const value = device[field];
+      if (typeof value !== 'string' || value === '') return `${at}.${field} is missing or not a non-empty string`;
+    }
+    if ('pushkey_ts' in device && !isCount(device['pushkey_ts']))
+      return `${at}.pushkey_ts is not a non-negative integer`;
+    for (const field of ['data', 'tweaks']) {
+      if (field in device && !isObject(device[field])) return `${at}.${field} is not an object`;
+    }
+    // The spec's device data is the pusher's data "minus the url key".
+    if (isObject(device['data']) && 'url' in device['data']) return `${at}.data has a url: it must be left out`;
+  }
+  return undefined;
+}
+
+function isCount(value: unknown): boolean {
+  return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0;
+}
