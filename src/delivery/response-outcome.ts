@@ -9,15 +9,28 @@ export type GatewayExchange =
       readonly status: number;
       /** The `Retry-After` header's value, when the gateway sent one. */
       readonly retryAfter?: string;
-      /** The body as read (the client reads a bounded prefix): undefined when there was none. */
+      /** The body, read whole: undefined when there was none, or when it was not read whole (`bodyDropped`). */
       readonly body?: string;
+      /**
+       * Why a body the gateway sent is missing: longer than the client reads
+       * (`too-large`), too slow (`timeout`), or the connection broke while it
+       * came (`connection-error`). The status is the gateway's verdict all the
+       * same: a 2xx is delivered, with nothing rejected, since only a body
+       * read whole may remove pushers.
+       */
+      readonly bodyDropped?: 'too-large' | 'timeout' | 'connection-error';
     }
-  /** No response: refused, reset, DNS failure, TLS failure. */
-  | { readonly kind: 'connection-error' }
-  /** Connecting, the response headers or the body took longer than allowed. */
-  | { readonly kind: 'timeout' }
-  /** The address the gateway's name resolved to is one we do not connect to: no request was sent. */
-  | { readonly kind: 'address-refused' };
+  /** No response: refused, reset, DNS failure, TLS failure; `reason` is the error's code, for the log. */
+  | { readonly kind: 'connection-error'; readonly reason?: string }
+  /** Connecting or the response headers took longer than allowed. */
+  | { readonly kind: 'timeout'; readonly phase?: 'connect' | 'headers' }
+  /**
+   * The address the gateway's name resolved to (or the URL's IP literal) is
+   * one we do not connect to: no request was sent. `rule` is the refusing
+   * row of the address policy (a bounded set, fit for a label), `reason`
+   * says why in words (never the URL).
+   */
+  | { readonly kind: 'address-refused'; readonly rule: string; readonly reason: string };
 
 export type RetryCause = 'connection-error' | 'timeout' | 'server-error' | 'rate-limited' | 'invalid-status';
 export type FailureCause = 'redirect' | 'client-error' | 'address-refused';

@@ -51,7 +51,7 @@ describe('no answer', () => {
     ['a timeout is retried', { kind: 'timeout' }, { kind: 'retry', cause: 'timeout' }],
     [
       'a refused address (SSRF policy) fails for good',
-      { kind: 'address-refused' },
+      { kind: 'address-refused', rule: '127.0.0.0/8', reason: '127.0.0.0/8: loopback, RFC 1122' },
       { kind: 'failed', cause: 'address-refused' },
     ],
   ])('%s', (_, exchange, outcome) => {
@@ -82,6 +82,20 @@ describe('the rejected pushkeys of a 2xx body', () => {
     const response: GatewayResponse = body === undefined ? { kind: 'response', status: 200 } : aResponse({ body });
     expect(classifyExchange(response, NOW)).toEqual(outcome);
   });
+});
+
+describe('a 2xx whose body the client did not read whole', () => {
+  it.each(['too-large', 'timeout', 'connection-error'] as const)(
+    'dropped (%s): delivered, nothing rejected, the status stands',
+    (bodyDropped) => {
+      expect(classifyExchange({ kind: 'response', status: 200, bodyDropped }, NOW)).toEqual(delivered());
+      expect(classifyExchange({ kind: 'response', status: 503, bodyDropped }, NOW)).toEqual({
+        kind: 'retry',
+        cause: 'server-error',
+        status: 503,
+      });
+    },
+  );
 });
 
 describe('Retry-After, read on 429 and 503 only', () => {
