@@ -103,6 +103,14 @@ describe('push gateway double over HTTP', () => {
     expect(recorded?.at).toBeLessThanOrEqual(Date.now());
   });
 
+  it('counts the TCP connections it accepted', async () => {
+    const before = gateway.connections;
+    // node:http without an agent opens a connection per request.
+    await rawNotify(gateway.notifyUrl);
+    await rawNotify(gateway.notifyUrl);
+    expect(gateway.connections - before).toBe(2);
+  });
+
   it('rejects the pushkeys it is told to, only where a request names them', async () => {
     gateway.reject('key-2', 'key-9');
     expect(await (await notify(gateway.notifyUrl, notifyBody(['key-1', 'key-2']))).json()).toEqual({

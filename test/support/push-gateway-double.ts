@@ -91,6 +91,7 @@ export class PushGatewayDouble {
   #port = 0;
   #listening = false;
   readonly #sockets = new Set<Socket>();
+  #connections = 0;
   readonly #timers = new Set<NodeJS.Timeout>();
   readonly #rules = new Map<string | typeof EVERY_REQUEST, Rule>();
   readonly #rejected = new Set<string>();
@@ -105,6 +106,7 @@ export class PushGatewayDouble {
     this.#protocol = tls === undefined ? 'http' : 'https';
     // The raw TCP sockets (under TLS too): to reset one, and to close them all when going down.
     this.#server.on('connection', (socket: Socket) => {
+      this.#connections += 1;
       this.#sockets.add(socket);
       socket.on('close', () => this.#sockets.delete(socket));
     });
@@ -132,6 +134,15 @@ export class PushGatewayDouble {
   /** The URL a pusher's `data.url` names to reach this double. */
   get notifyUrl(): string {
     return `${this.origin}${NOTIFY_PATH}`;
+  }
+
+  /**
+   * How many TCP connections it has accepted so far (kept across `down`
+   * and `up`): how a test sees keep-alive reuse, a pool's size, or that a
+   * refused address was never connected to.
+   */
+  get connections(): number {
+    return this.#connections;
   }
 
   /** Every request received so far, oldest first. */
