@@ -54,6 +54,8 @@ const LAYERS = {
   ],
   // Push delivery's planning (payloads, batches, backoff, breaker, address policy): pure.
   delivery: ['contract', 'pushers', 'push-rules', 'retry', 'config', 'errors', 'result', 'matrix'],
+  // Push delivery's HTTP client: the one adapter that talks to push gateways.
+  'delivery-http': ['delivery', 'contract', 'config', 'logging', 'retry', 'errors', 'matrix', 'result'],
   observability: ['consumer', 'service', 'amqp', 'retry', 'config', 'logging'],
   gateway: [
     'client',
