@@ -1,0 +1,439 @@
+import { execFile } from 'node:child_process';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { pathToFileURL } from 'node:url';
+import { promisify } from 'node:util';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { parseAddressAllowlist } from '../../src/delivery/address-allowlist.js';
+import { gatewayRequestBody, type GatewayRequestBody } from '../../src/delivery/gateway-payload.js';
+import { classifyExchange, type GatewayExchange } from '../../src/delivery/response-outcome.js';
+import {
+  GatewayClient,
+  GatewayClientClosedError,
+  type GatewayClientOptions,
+} from '../../src/delivery-http/gateway-client.js';
+import { ALICE } from '../support/builders.js';
+import { aDeliveryPusher, aNotification, aPushedPlan, aRecipient } from '../support/notify-builders.js';
+import { PushGatewayDouble, type RecordedRequest } from '../support/push-gateway-double.js';
+import { makeThrowawayCa, type ThrowawayCa, throwawayCaUnavailable } from '../support/throwaway-ca.js';
+
+/** The double listens on 127.0.0.1, which the address policy refuses unless the operator opens it. */
+const LOOPBACK = parseAddressAllowlist('127.0.0.1/32');
+
+/** A notify body for one device of Alice's per pushkey, as the delivery planning builds it. */
+function notifyBody(url: string, ...pushkeys: string[]): GatewayRequestBody {
+  const pushers = (pushkeys.length === 0 ? ['key-1'] : pushkeys).map((pushkey) =>
+    aDeliveryPusher({ pushkey, data: { url } }),
+  );
+  return gatewayRequestBody(aNotification(), aRecipient(), aPushedPlan(), { userId: ALICE, url, pushers });
+}
+
+// Everything a test starts, stopped after it: the gateways first (their
+// sockets dropped, so nothing in flight keeps a client's close waiting),
+// then the clients, then anything else.
+const doubles: PushGatewayDouble[] = [];
+const clients: GatewayClient[] = [];
+const servers: Server[] = [];
+
+afterEach(async () => {
+  await Promise.all(doubles.splice(0).map(async (double) => double.close()));
+  await Promise.all(clients.splice(0).map(async (client) => client.close()));
+  await Promise.all(
+    servers.splice(0).map(
+      async (server) =>
+        new Promise<void>((resolve) => {
+          server.close(() => {
+            resolve();
+          });
+          server.closeAllConnections();
+        }),
+    ),
+  );
+});
+
+async function aGateway(tls?: { readonly key: string; readonly cert: string }): Promise<PushGatewayDouble> {
+  const double = await PushGatewayDouble.start(tls === undefined ? {} : { tls });
+  doubles.push(double);
+  return double;
+}
+
+function aClient(options: GatewayClientOptions = {}): GatewayClient {
+  const client = new GatewayClient({ allowlist: LOOPBACK, ...options });
+  clients.push(client);
+  return client;
+}
+
+/**
+ * The most requests a gateway was busy with at once, from the record: each
+ * is taken as busy from its arrival until the gateway's delayed answer (the
+ * slack absorbs timer and clock granularity; a request sent only after an
+ * answer arrives at least `delayMs` after the one answered).
+ */
+function mostAtOnce(requests: readonly RecordedRequest[], delayMs: number): number {
+  const slackMs = 40;
+  const arrivals = requests.map((request) => request.at);
+  return Math.max(
+    ...arrivals.map((at) => arrivals.filter((other) => other <= at && at < other + delayMs - slackMs).length),
+  );
+}
+
+/** A JSON body of exactly `bytes` bytes (ASCII), rejecting key-1. */
+function bodyOfSize(bytes: number): string {
+  const shell = '{"rejected":["key-1"],"padding":""}';
+  return shell.replace('""', `"${'x'.repeat(bytes - shell.length)}"`);
+}
+
+describe('a request to the gateway double', () => {
+  it('POSTs the body as JSON to the pusher URL, exactly as built, and reads the answer', async () => {
+    const gateway = await aGateway();
+    const body = notifyBody(gateway.notifyUrl, 'key-1', 'key-2');
+    const exchange = await aClient().send(gateway.notifyUrl, body);
+    expect(exchange).toEqual({ kind: 'response', status: 200, body: '{"rejected":[]}' });
+    expect(classifyExchange(exchange, Date.now())).toEqual({ kind: 'delivered', status: 200, rejected: [] });
+    expect(gateway.requests).toHaveLength(1);
+    const [recorded] = gateway.requests;
+    expect(recorded).toMatchObject({
+      method: 'POST',
+      path: '/_matrix/push/v1/notify',
+      pushkeys: ['key-1', 'key-2'],
+      answer: 200,
+    });
+    expect(recorded?.rawBody).toBe(JSON.stringify(body));
+    expect(recorded?.body).toEqual(body);
+    expect(recorded?.headers['content-type']).toBe('application/json');
+  });
+
+  it('keeps the query of the pusher URL', async () => {
+    const gateway = await aGateway();
+    const url = `${gateway.notifyUrl}?app=1`;
+    await aClient().send(url, notifyBody(url));
+    expect(gateway.requests[0]?.path).toBe('/_matrix/push/v1/notify?app=1');
+  });
+
+  it('brings back the pushkeys the gateway rejects', async () => {
+    const gateway = await aGateway();
+    gateway.reject('key-2');
+    const exchange = await aClient().send(gateway.notifyUrl, notifyBody(gateway.notifyUrl, 'key-1', 'key-2', 'key-3'));
+    expect(exchange).toEqual({ kind: 'response', status: 200, body: '{"rejected":["key-2"]}' });
+    expect(classifyExchange(exchange, Date.now())).toEqual({ kind: 'delivered', status: 200, rejected: ['key-2'] });
+  });
+
+  it.each<[string, number, number | undefined, string | undefined]>([
+    ['503 with Retry-After in seconds', 503, 120, '120'],
+    ['429 with Retry-After in seconds', 429, 30, '30'],
+    ['500 without Retry-After', 500, undefined, undefined],
+  ])('%s: status and header as sent', async (_, status, retryAfter, header) => {
+    const gateway = await aGateway();
+    gateway.behave({ kind: 'status', status, ...(retryAfter === undefined ? {} : { retryAfter }) });
+    const exchange = await aClient().send(gateway.notifyUrl, notifyBody(gateway.notifyUrl));
+    expect(exchange).toMatchObject({ kind: 'response', status });
+    if (header === undefined) expect(exchange).not.toHaveProperty('retryAfter');
+    else expect(exchange).toHaveProperty('retryAfter', header);
+    expect(classifyExchange(exchange, Date.now())).toMatchObject({
+      kind: 'retry',
+      status,
+      ...(retryAfter === undefined ? {} : { retryAfterMs: retryAfter * 1000 }),
+    });
+  });
+
+  it('brings back a Retry-After HTTP-date as sent', async () => {
+    const gateway = await aGateway();
+    const later = new Date(Math.ceil(Date.now() / 1000) * 1000 + 90_000);
+    gateway.behave({ kind: 'status', status: 429, retryAfter: later });
+    const exchange = await aClient().send(gateway.notifyUrl, notifyBody(gateway.notifyUrl));
+    expect(exchange).toMatchObject({ kind: 'response', status: 429, retryAfter: later.toUTCString() });
+  });
+
+  it.each([301, 302, 303, 307, 308])('does not follow a %i redirect', async (status) => {
+    const gateway = await aGateway();
+    const elsewhere = await aGateway();
+    gateway.behave({ kind: 'redirect', status, location: elsewhere.notifyUrl });
+    const exchange = await aClient().send(gateway.notifyUrl, notifyBody(gateway.notifyUrl));
+    expect(exchange).toMatchObject({ kind: 'response', status });
+    expect(classifyExchange(exchange, Date.now())).toEqual({ kind: 'failed', cause: 'redirect', status });
+    expect(gateway.requests).toHaveLength(1);
+    expect(elsewhere.requests).toHaveLength(0);
+    expect(elsewhere.connections).toBe(0);
+  });
+
+  it('gives up on a gateway that never answers after the headers timeout', async () => {
+    const gateway = await aGateway();
+    gateway.behave({ kind: 'hang' });
+    const started = performance.now();
+    const exchange = await aClient({ headersTimeoutMs: 300 }).send(gateway.notifyUrl, notifyBody(gateway.notifyUrl));
+    const tookMs = performance.now() - started;
+    expect(exchange).toEqual({ kind: 'timeout', phase: 'headers' });
+    expect(gateway.requests).toHaveLength(1);
+    expect(tookMs).toBeGreaterThanOrEqual(290);
+    expect(tookMs).toBeLessThan(3_000);
+    expect(classifyExchange(exchange, Date.now())).toEqual({ kind: 'retry', cause: 'timeout' });
+  });
+
+  it('says a reset connection is a connection error, and connects anew for the next request', async () => {
+    const gateway = await aGateway();
+    gateway.behave({ kind: 'reset' }, { times: 1 });
+    const client = aClient();
+    const exchange = await client.send(gateway.notifyUrl, notifyBody(gateway.notifyUrl));
+    expect(exchange).toEqual({ kind: 'connection-error', reason: expect.any(String) as unknown });
+    expect(classifyExchange(exchange, Date.now())).toEqual({ kind: 'retry', cause: 'connection-error' });
+    expect(await client.send(gateway.notifyUrl, notifyBody(gateway.notifyUrl))).toMatchObject({ status: 200 });
+    expect(gateway.requests.map((request) => request.answer)).toEqual(['reset', 200]);
+  });
+
+  it('says a refused connection is a connection error, without throwing', async () => {
+    const gateway = await aGateway();
+    await gateway.down();
+    expect(await aClient().send(gateway.notifyUrl, notifyBody(gateway.notifyUrl))).toEqual({
+      kind: 'connection-error',
+      reason: 'ECONNREFUSED',
+    });
+  });
+
+  it.each<[string, number, Partial<GatewayExchange>]>([
+    ['exactly 64 KiB is read whole', 64 * 1024, { body: bodyOfSize(64 * 1024) }],
+    ['one byte more is dropped whole', 64 * 1024 + 1, { bodyDropped: 'too-large' }],
+  ])('a 200 body of %s', async (_, bytes, read) => {
+    const gateway = await aGateway();
+    gateway.behave({ kind: 'status', status: 200, body: bodyOfSize(bytes) });
+    const exchange = await aClient().send(gateway.notifyUrl, notifyBody(gateway.notifyUrl));
+    expect(exchange).toEqual({ kind: 'response', status: 200, ...read });
+    // Only a body read whole may remove pushers: the dropped one is delivered, nothing rejected.
+    const rejected = 'body' in read ? ['key-1'] : [];
+    expect(classifyExchange(exchange, Date.now())).toEqual({ kind: 'delivered', status: 200, rejected });
+  });
+
+  it('keeps the status of an answer whose body stalls, and drops the body after the body timeout', async () => {
+    // A gateway that sends its headers and part of its body, then nothing: the double cannot, node:http can.
+    const stalling = createServer((request, response) => {
+      request.resume();
+      request.on('end', () => {
+        response.writeHead(200, { 'Content-Type': 'application/json' });
+        response.write('{"rejected":["key-1"');
+      });
+    });
+    servers.push(stalling);
+    await new Promise<void>((resolve) => stalling.listen(0, '127.0.0.1', resolve));
+    const url = `http://127.0.0.1:${(stalling.address() as AddressInfo).port}/_matrix/push/v1/notify`;
+    const exchange = await aClient({ bodyTimeoutMs: 200 }).send(url, notifyBody(url));
+    expect(exchange).toEqual({ kind: 'response', status: 200, bodyDropped: 'timeout' });
+    expect(classifyExchange(exchange, Date.now())).toEqual({ kind: 'delivered', status: 200, rejected: [] });
+  });
+
+  it('reuses one keep-alive connection for requests one after another', async () => {
+    const gateway = await aGateway();
+    const client = aClient();
+    for (let request = 0; request < 3; request += 1) {
+      expect(await client.send(gateway.notifyUrl, notifyBody(gateway.notifyUrl))).toMatchObject({ status: 200 });
+      // undici frees a connection one event-loop turn after its response (so that a server closing it
+      // anyway is noticed first): a request sent within that turn would open a second one, below the cap.
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    expect(gateway.requests).toHaveLength(3);
+    expect(gateway.connections).toBe(1);
+  });
+
+  it('sends back-to-back requests on one connection when that is the origin’s cap', async () => {
+    const gateway = await aGateway();
+    const client = aClient({ maxInFlightPerOrigin: 1 });
+    for (let request = 0; request < 5; request += 1) {
+      expect(await client.send(gateway.notifyUrl, notifyBody(gateway.notifyUrl))).toMatchObject({ status: 200 });
+    }
+    expect(gateway.connections).toBe(1);
+  });
+});
+
+describe('requests in flight', () => {
+  const DELAY_MS = 150;
+
+  it('holds a gateway origin to its cap: 10 sends, cap 2, never more than 2 at the gateway', async () => {
+    const gateway = await aGateway();
+    gateway.behave({ kind: 'answer', delayMs: DELAY_MS });
+    const client = aClient({ maxInFlightPerOrigin: 2 });
+    const exchanges = await Promise.all(
+      Array.from({ length: 10 }, async (_, index) =>
+        client.send(gateway.notifyUrl, notifyBody(gateway.notifyUrl, `key-${index}`)),
+      ),
+    );
+    expect(exchanges.every((exchange) => exchange.kind === 'response' && exchange.status === 200)).toBe(true);
+    expect(gateway.requests).toHaveLength(10);
+    expect(mostAtOnce(gateway.requests, DELAY_MS)).toBe(2);
+    expect(gateway.connections).toBeLessThanOrEqual(2);
+  });
+
+  it('sends them all at once when the cap allows (the measure above can see more than 2)', async () => {
+    const gateway = await aGateway();
+    gateway.behave({ kind: 'answer', delayMs: DELAY_MS });
+    const client = aClient({ maxInFlightPerOrigin: 10 });
+    await Promise.all(
+      Array.from({ length: 10 }, async (_, index) =>
+        client.send(gateway.notifyUrl, notifyBody(gateway.notifyUrl, `key-${index}`)),
+      ),
+    );
+    expect(mostAtOnce(gateway.requests, DELAY_MS)).toBe(10);
+  });
+
+  it('holds all gateways together to the global cap: 2 at once across two origins', async () => {
+    const gateways = [await aGateway(), await aGateway()];
+    for (const gateway of gateways) gateway.behave({ kind: 'answer', delayMs: DELAY_MS });
+    const client = aClient({ maxInFlight: 2, maxInFlightPerOrigin: 10 });
+    await Promise.all(
+      Array.from({ length: 10 }, async (_, index) => {
+        const { notifyUrl } = gateways[index % 2] as PushGatewayDouble;
+        return client.send(notifyUrl, notifyBody(notifyUrl, `key-${index}`));
+      }),
+    );
+    expect(gateways.map((gateway) => gateway.requests.length)).toEqual([5, 5]);
+    expect(
+      mostAtOnce(
+        gateways.flatMap((gateway) => gateway.requests),
+        DELAY_MS,
+      ),
+    ).toBe(2);
+  });
+});
+
+describe('SSRF: the address connected to', () => {
+  it.each([
+    ['127.0.0.1, an IP literal', '127.0.0.1', /^127\.0\.0\.0\/8$/],
+    ['localhost, a name resolving to loopback', 'localhost', /^(127\.0\.0\.0\/8|::1\/128)$/],
+  ])('refuses %s without the allowlist: no connection, no request', async (_, host, rule) => {
+    const gateway = await aGateway();
+    const url = gateway.notifyUrl.replace('127.0.0.1', host);
+    const exchange = await aClient({ allowlist: [] }).send(url, notifyBody(url));
+    expect(exchange).toEqual({
+      kind: 'address-refused',
+      rule: expect.stringMatching(rule) as unknown,
+      reason: expect.any(String) as unknown,
+    });
+    expect(classifyExchange(exchange, Date.now())).toEqual({ kind: 'failed', cause: 'address-refused' });
+    expect(gateway.requests).toHaveLength(0);
+    expect(gateway.connections).toBe(0);
+  });
+
+  it.each([
+    ['IPv6 loopback', 'http://[::1]:9/_matrix/push/v1/notify', '::1/128'],
+    ['IPv4-mapped loopback', 'http://[::ffff:127.0.0.1]:9/_matrix/push/v1/notify', '127.0.0.0/8'],
+    ['cloud metadata', 'http://169.254.169.254/_matrix/push/v1/notify', '169.254.0.0/16'],
+    ['a private address', 'https://10.1.2.3/_matrix/push/v1/notify', '10.0.0.0/8'],
+  ])('refuses an IP literal of %s before connecting', async (_, url, rule) => {
+    // Nothing listens on port 9 of loopback: a connection attempt would end as ECONNREFUSED, not refused here.
+    const exchange = await aClient({ allowlist: [] }).send(url, notifyBody(url));
+    expect(exchange).toMatchObject({ kind: 'address-refused', rule });
+  });
+
+  it('refuses what is not an http(s) URL, sending nothing', async () => {
+    const client = aClient();
+    for (const url of ['ftp://127.0.0.1/notify', 'not a URL', 'file:///etc/passwd']) {
+      expect(await client.send(url, notifyBody('https://push.example.org/'))).toMatchObject({
+        kind: 'address-refused',
+        rule: 'not an http(s) URL',
+      });
+    }
+  });
+});
+
+describe('closing', () => {
+  it('refuses sends waiting for a slot, lets the one in flight finish, and closes once however often asked', async () => {
+    const gateway = await aGateway();
+    gateway.behave({ kind: 'answer', delayMs: 200 });
+    const client = aClient({ maxInFlightPerOrigin: 1 });
+    const inFlight = client.send(gateway.notifyUrl, notifyBody(gateway.notifyUrl, 'key-1'));
+    const waiting = client.send(gateway.notifyUrl, notifyBody(gateway.notifyUrl, 'key-2'));
+    await gateway.waitForRequests(1);
+    const closed = [client.close(), client.close()];
+    await expect(waiting).rejects.toBeInstanceOf(GatewayClientClosedError);
+    expect(await inFlight).toMatchObject({ kind: 'response', status: 200 });
+    await Promise.all(closed);
+    await client.close();
+    await expect(client.send(gateway.notifyUrl, notifyBody(gateway.notifyUrl))).rejects.toBeInstanceOf(
+      GatewayClientClosedError,
+    );
+    expect(gateway.requests.map((request) => request.pushkeys)).toEqual([['key-1']]);
+  });
+
+  it('refuses settings that are not whole numbers ≥ 1 at construction', () => {
+    expect(() => new GatewayClient({ maxInFlight: 0 })).toThrow(RangeError);
+    expect(() => new GatewayClient({ maxInFlightPerOrigin: 1.5 })).toThrow(/maxInFlightPerOrigin/);
+    expect(() => new GatewayClient({ headersTimeoutMs: -1 })).toThrow(/headersTimeoutMs/);
+  });
+});
+
+describe('HTTPS with a throwaway CA', () => {
+  const unavailable = throwawayCaUnavailable();
+  let ca: ThrowawayCa | undefined;
+
+  beforeAll(async () => {
+    if (unavailable === undefined) ca = await makeThrowawayCa();
+  });
+  afterAll(async () => {
+    await ca?.remove();
+  });
+
+  /** The CA and a double serving HTTPS with it, or the test is skipped saying why. */
+  async function httpsGateway(
+    skip: (condition: boolean, note: string) => void,
+  ): Promise<{ ca: ThrowawayCa; gateway: PushGatewayDouble }> {
+    skip(ca === undefined, `skipped: ${unavailable ?? 'no throwaway CA'}`);
+    const { serverKey, serverCert } = ca as ThrowawayCa;
+    return { ca: ca as ThrowawayCa, gateway: await aGateway({ key: serverKey, cert: serverCert }) };
+  }
+
+  it('delivers when the CA is among the extra trusted CAs, over a verified connection', async ({ skip }) => {
+    const { ca: trusted, gateway } = await httpsGateway(skip);
+    expect(gateway.notifyUrl.startsWith('https://127.0.0.1:')).toBe(true);
+    const exchange = await aClient({ extraTrustedCas: [trusted.caCert] }).send(
+      gateway.notifyUrl,
+      notifyBody(gateway.notifyUrl),
+    );
+    expect(exchange).toEqual({ kind: 'response', status: 200, body: '{"rejected":[]}' });
+    expect(gateway.requests).toHaveLength(1);
+  });
+
+  it('refuses a certificate it cannot verify: a connection error, no request', async ({ skip }) => {
+    const { gateway } = await httpsGateway(skip);
+    expect(await aClient().send(gateway.notifyUrl, notifyBody(gateway.notifyUrl))).toEqual({
+      kind: 'connection-error',
+      reason: 'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+    });
+    expect(gateway.requests).toHaveLength(0);
+  });
+
+  it('trusts the CA through NODE_EXTRA_CA_CERTS, the operators’ way, and only then', async ({ skip }) => {
+    const { ca: trusted, gateway } = await httpsGateway(skip);
+    // A process of its own: Node reads NODE_EXTRA_CA_CERTS once, at start. The client has no CA option there.
+    const script = `
+      const [clientModule, allowlistModule, url, body] = process.argv.slice(1);
+      const { GatewayClient } = await import(clientModule);
+      const { parseAddressAllowlist } = await import(allowlistModule);
+      const client = new GatewayClient({ allowlist: parseAddressAllowlist('127.0.0.1/32') });
+      console.log(JSON.stringify(await client.send(url, JSON.parse(body))));
+      await client.close();`;
+    const module = (path: string): string => pathToFileURL(new URL(path, import.meta.url).pathname).href;
+    const run = async (environment: NodeJS.ProcessEnv): Promise<unknown> => {
+      const { stdout } = await promisify(execFile)(
+        process.execPath,
+        [
+          '--import',
+          'tsx',
+          '--input-type=module',
+          '--eval',
+          script,
+          module('../../src/delivery-http/gateway-client.ts'),
+          module('../../src/delivery/address-allowlist.ts'),
+          gateway.notifyUrl,
+          JSON.stringify(notifyBody(gateway.notifyUrl)),
+        ],
+        { env: environment },
+      );
+      return JSON.parse(stdout) as unknown;
+    };
+    const { NODE_EXTRA_CA_CERTS: _inherited, ...withoutExtraCa } = process.env;
+    expect(await run({ ...withoutExtraCa, NODE_EXTRA_CA_CERTS: trusted.caCertFile })).toEqual({
+      kind: 'response',
+      status: 200,
+      body: '{"rejected":[]}',
+    });
+    expect(await run(withoutExtraCa)).toEqual({ kind: 'connection-error', reason: 'UNABLE_TO_VERIFY_LEAF_SIGNATURE' });
+    expect(gateway.requests).toHaveLength(1);
+  });
+});
