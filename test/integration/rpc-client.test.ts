@@ -11,7 +11,9 @@ afterAll(async () => {
   await h.close();
 });
 
-const aClient = (queue = h.names.queue) => new RpcClient({ url: h.names.amqp.url, queue, timeoutMs: 5_000 });
+/** The calls' deadline: a failure that is not a `timeout` came before it, whatever the machine's load. */
+const TIMEOUT_MS = 5_000;
+const aClient = (queue = h.names.queue) => new RpcClient({ url: h.names.amqp.url, queue, timeoutMs: TIMEOUT_MS });
 const reasonOf = async (call: Promise<unknown>) =>
   call.then(
     () => 'resolved',
@@ -45,7 +47,7 @@ describe('RpcClient', () => {
     const client = aClient(`no.such.queue.${randomUUID()}`);
     const started = Date.now();
     expect(await reasonOf(client.request({ op: 'get_pushers', user_id: '@x:example.org' }))).toBe('unroutable');
-    expect(Date.now() - started).toBeLessThan(2_000);
+    expect(Date.now() - started).toBeLessThan(TIMEOUT_MS);
     await client.close();
   });
 
@@ -57,7 +59,7 @@ describe('RpcClient', () => {
       arguments: { 'x-max-length': 1, 'x-overflow': 'reject-publish' },
     });
     h.caller.channel.sendToQueue(full, Buffer.from('{}'));
-    const client = new RpcClient({ url: h.names.amqp.url, queue: h.names.queue, timeoutMs: 5_000 });
+    const client = new RpcClient({ url: h.names.amqp.url, queue: h.names.queue, timeoutMs: TIMEOUT_MS });
     try {
       expect(await client.request({ op: 'get_pushers', user_id: '@x:example.org' })).toMatchObject({ ok: true });
       const first = client.broker;
@@ -65,7 +67,7 @@ describe('RpcClient', () => {
       expect(await reasonOf(client.request({ op: 'get_pushers', user_id: '@x:example.org' }, { queue: full }))).toBe(
         'refused',
       );
-      expect(Date.now() - started).toBeLessThan(2_000);
+      expect(Date.now() - started).toBeLessThan(TIMEOUT_MS);
       expect(await client.request({ op: 'get_pushers', user_id: '@x:example.org' })).toMatchObject({ ok: true });
       expect(client.broker).toBe(first);
     } finally {
@@ -105,7 +107,7 @@ describe('RpcClient', () => {
     const client = new RpcClient({
       url: h.names.amqp.url,
       queue: h.names.queue,
-      timeoutMs: 5_000,
+      timeoutMs: TIMEOUT_MS,
       publisherUserId: 'impostor',
     });
     const started = Date.now();
@@ -113,7 +115,7 @@ describe('RpcClient', () => {
       [1, 2].map(async () => reasonOf(client.request({ op: 'get_pushers', user_id: '@x:example.org' }))),
     );
     expect(reasons).toEqual(['connection-lost', 'connection-lost']);
-    expect(Date.now() - started).toBeLessThan(2_000);
+    expect(Date.now() - started).toBeLessThan(TIMEOUT_MS);
     // Not `closed`: the client opened a new connection for this call (and lost it the same way).
     expect(await reasonOf(client.request({ op: 'get_pushers', user_id: '@x:example.org' }))).toBe('connection-lost');
     await client.close();
