@@ -61,6 +61,11 @@ describe('links in the documentation', () => {
     );
   });
 
+  it.each(markdownUnder('docs'))('%s is linked from the README (its table of the docs)', (page) => {
+    const targets = linksOf('README.md').map((link) => link.target.split('#')[0]);
+    expect(targets).toContain(page);
+  });
+
   it.each(PAGES)('%s: every relative link and anchor resolves', (page) => {
     const dead = linksOf(page).flatMap((link) => {
       const problem = problemOf(link);
