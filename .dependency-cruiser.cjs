@@ -71,6 +71,8 @@ const LAYERS = {
     'matrix',
   ],
   lifecycle: ['observability', 'config', 'logging'],
+  // Import from Synapse: its rows mapped onto our rulesets and pushers, pure (docs/import-from-synapse.md).
+  import: ['push-rules', 'pushers', 'matrix', 'errors', 'result', 'config'],
 };
 
 const folders = Object.keys(LAYERS);
