@@ -26,6 +26,8 @@ export interface SettingsSpec<T> {
   readonly defaultFile: URL;
   readonly validate: ValidateFunction<T>;
   readonly environment: EnvironmentList;
+  /** Turns what an older file may still hold into today's form, before the environment and validation. */
+  readonly migrate?: (raw: unknown) => unknown;
 }
 
 /**
@@ -34,7 +36,10 @@ export interface SettingsSpec<T> {
  * Throws `ConfigError` naming every bad setting (and its variable).
  */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Config> {
-  const config = loadSettings({ defaultFile: DEFAULT_FILE, validate: validateConfig, environment: ENVIRONMENT }, env);
+  const config = loadSettings(
+    { defaultFile: DEFAULT_FILE, validate: validateConfig, environment: ENVIRONMENT, migrate: dropRetiredFaults },
+    env,
+  );
   checkBrokerUrls(config.amqp.url);
   if (config.amqp.reconnectBaseMs > config.amqp.reconnectMaxMs) {
     throw new ConfigError(
@@ -57,6 +62,26 @@ export function checkBrokerUrls(urls: BrokerUrls): void {
   }
 }
 
+/**
+ * Configuration files written before fault injection left the worker hold a
+ * `faults` section (copied from the old config/default.json, every value
+ * empty). Such a section, with injection off, is dropped so that those files
+ * keep working; one that turns injection on is refused: the production
+ * worker can no longer crash itself on purpose, and a file that expects it
+ * to is a mistake to point out, not to ignore.
+ */
+function dropRetiredFaults(raw: unknown): unknown {
+  if (typeof raw !== 'object' || raw === null || !Object.hasOwn(raw, 'faults')) return raw;
+  const { faults, ...rest } = raw as Record<string, unknown>;
+  const values = typeof faults === 'object' && faults !== null ? Object.values(faults) : [faults];
+  if (values.some((value) => value !== '')) {
+    throw new ConfigError(
+      'invalid configuration: faults (fault injection) is no longer a setting of the worker: remove the section (the fault tests have an entry point of their own)',
+    );
+  }
+  return rest;
+}
+
 /** `loadConfig` for any process: the file (or `CONFIG_FILE`), then the environment, validated once, frozen. */
 export function loadSettings<T>(spec: SettingsSpec<T>, env: NodeJS.ProcessEnv = process.env): Readonly<T> {
   const file = env['CONFIG_FILE'] ?? spec.defaultFile;
@@ -66,7 +91,7 @@ export function loadSettings<T>(spec: SettingsSpec<T>, env: NodeJS.ProcessEnv = 
   } catch (error) {
     throw new ConfigError(`cannot read the configuration file ${String(file)}: ${(error as Error).message}`);
   }
-  const config = applyEnvironment(raw, spec.environment, env);
+  const config = applyEnvironment(spec.migrate === undefined ? raw : spec.migrate(raw), spec.environment, env);
   const { validate } = spec;
   if (!validate(config)) {
     const problems = (validate.errors ?? []).map((e) => {

@@ -107,6 +107,28 @@ describe('configuration', () => {
     );
   });
 
+  it.each([
+    ['injection off, as the old default file had it', { crashOnUserId: '', crashAfterApplyOnUserId: '' }],
+    ['an empty section', {}],
+  ])('still loads a file written before fault injection left the worker: %s', (_case, faults) => {
+    const defaults = JSON.parse(readFileSync(new URL('../../config/default.json', import.meta.url), 'utf8')) as object;
+    const file = join(mkdtempSync(join(tmpdir(), 'push-config-')), 'config.json');
+    writeFileSync(file, JSON.stringify({ ...defaults, faults }));
+    expect(Object.keys(loadConfig({ CONFIG_FILE: file }))).not.toContain('faults');
+  });
+
+  it('refuses a file that turns the retired fault injection on, and says why', () => {
+    const defaults = JSON.parse(readFileSync(new URL('../../config/default.json', import.meta.url), 'utf8')) as object;
+    const file = join(mkdtempSync(join(tmpdir(), 'push-config-')), 'config.json');
+    writeFileSync(
+      file,
+      JSON.stringify({ ...defaults, faults: { crashOnUserId: '@x:example.org', crashAfterApplyOnUserId: '' } }),
+    );
+    expect(() => loadConfig({ CONFIG_FILE: file })).toThrow(
+      /faults \(fault injection\) is no longer a setting of the worker: remove the section/,
+    );
+  });
+
   it('knows nothing of fault injection: no such section, no FAULT_* variable (the fault tests have an entry point of their own)', () => {
     expect(Object.keys(loadConfig({}))).not.toContain('faults');
     expect(ENVIRONMENT.filter((variable) => variable.name.startsWith('FAULT'))).toEqual([]);
