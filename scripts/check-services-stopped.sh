@@ -13,7 +13,11 @@ before=" ${1:-} "
 answers() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
 leaks=()
-for name in $(scripts/services.sh running); do
+if ! running_now="$(scripts/services.sh running)"; then
+  echo "cannot tell which services run (scripts/services.sh running failed)" >&2
+  exit 1
+fi
+for name in $running_now; do
   if [[ "$before" != *" $name "* ]]; then leaks+=("$name (process)"); fi
 done
 declare -A port_of=([rabbitmq]=5672 [mongo]=27017)

@@ -57,6 +57,8 @@ for run in $(seq 1 "$runs"); do
   started=$SECONDS
   scripts/run-tests.sh "$@" >>"$log" 2>&1
   status=$?
+  # Interrupted (Ctrl-C reached the run, which cleaned up and exited 130): no next run.
+  if [[ $status -eq 130 ]]; then echo "run $run/$runs interrupted; logs in $dir" >&2; exit 130; fi
   stop_spinners
   seconds=$((SECONDS - started))
   # vitest's closing lines, without colours: "Test Files ..." and "Tests ...".

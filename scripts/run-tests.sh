@@ -3,9 +3,10 @@
 # with the given arguments, then stops every service that this run started,
 # whether the run passed, failed or was interrupted (Ctrl-C):
 #
-#   - RabbitMQ and the MongoDB stand-in, when neither ran before the run
-#     (each is judged on its own: one you had running stays);
-#   - the three-node cluster the fault tests start, likewise;
+#   - RabbitMQ, the MongoDB stand-in and the three-node cluster the fault
+#     tests start, each when it did not run before the run and this run's
+#     scripts/services.sh launched it (one you had running stays, and so does
+#     one another run on the machine launched meanwhile);
 #   - private MongoDB stand-ins a killed test process left behind;
 #   - worker and gateway processes the tests started and did not stop (a
 #     test that failed or timed out, an interrupted run): every process
@@ -34,6 +35,8 @@ leftovers() {
 cleanup() {
   local status=$? name started=() pids
   trap - EXIT INT TERM
+  # The helpers below must not carry the mark themselves, or the scan finds them.
+  export -n MATRIX_PUSH_TEST_RUN
   pids="$(leftovers | paste -sd ' ' -)"
   if [[ -n "$pids" ]]; then
     printf 'tests: killing processes the run left behind (pid %s)\n' "$pids" >&2
@@ -44,8 +47,12 @@ cleanup() {
     printf 'services: left running (KEEP_SERVICES=1): %s\n' "$("$SERVICES" running | paste -sd ' ' -)" >&2
     exit "$status"
   fi
+  # Stopped: what runs now, did not before, and this run's own services.sh
+  # launched (another run on the machine may have launched it meanwhile).
   for name in $("$SERVICES" running); do
-    if [[ " $before " != *" $name "* ]]; then started+=("$name"); fi
+    if [[ " $before " != *" $name "* ]] && grep -qx "$name $MATRIX_PUSH_TEST_RUN" .services/started-by-run 2>/dev/null; then
+      started+=("$name")
+    fi
   done
   if [[ ${#started[@]} -gt 0 ]]; then
     printf 'services: stopping what this run started: %s\n' "${started[*]}" >&2

@@ -51,6 +51,9 @@ set -euo pipefail
 # A service outlives the test run that started it only on purpose
 # (KEEP_SERVICES=1); scripts/run-tests.sh kills what carries its run's mark,
 # so the services started here do not carry it, and are stopped in order.
+# Which run launched what is written down instead (started-by-run), so that
+# a run stops only what it launched.
+RUN_MARK="${MATRIX_PUSH_TEST_RUN:-}"
 unset MATRIX_PUSH_TEST_RUN
 
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -75,7 +78,10 @@ wait_port() {
   return 1
 }
 
-mark_started() { grep -qx "$1" "$STARTED" || echo "$1" >>"$STARTED"; }
+mark_started() {
+  grep -qx "$1" "$STARTED" || echo "$1" >>"$STARTED"
+  if [[ -n "$RUN_MARK" ]]; then echo "$1 $RUN_MARK" >>"$STATE/started-by-run"; fi
+}
 
 rabbitmq_install() {
   if ! command -v rabbitmq-server >/dev/null 2>&1 && [[ ! -x /usr/sbin/rabbitmq-server ]]; then
@@ -166,7 +172,7 @@ rabbitmq_vm_pids() { pgrep -u rabbitmq -x beam.smp 2>/dev/null || true; }
 
 # Stand-ins that tests run in the foreground (private-mongo), left behind
 # when the test process was killed; maybe still paused with SIGSTOP.
-private_mongo_pids() { pgrep -f "$ROOT/scripts/mongo-stand-in.java" 2>/dev/null || true; }
+private_mongo_pids() { pgrep -f "^java .*$ROOT/scripts/mongo-stand-in.java" 2>/dev/null || true; }
 
 cluster_any_vm() { [[ -n "$(cluster_vm_pids a)$(cluster_vm_pids b)$(cluster_vm_pids c)" ]]; }
 
@@ -228,9 +234,17 @@ wipe() {
   log "wiped: every service stopped and its state deleted"
 }
 
+# A PID is the stand-in's only if its command line says so: a PID file left
+# from before a restart may name any process by now.
+is_stand_in() { tr '\0' ' ' 2>/dev/null <"/proc/$1/cmdline" | grep -q "^java .*de.bwaldvogel.mongo.H2MongoServer"; }
+
 mongo_pid() {
-  if [[ -f "$MONGO_DIR/pid" ]] && kill -0 "$(cat "$MONGO_DIR/pid")" 2>/dev/null; then cat "$MONGO_DIR/pid"; return; fi
-  pgrep -f 'de.bwaldvogel.mongo.H2MongoServer' | head -n 1
+  local pid
+  if [[ -f "$MONGO_DIR/pid" ]]; then
+    pid="$(cat "$MONGO_DIR/pid")"
+    if is_stand_in "$pid"; then echo "$pid"; return; fi
+  fi
+  pgrep -f '^java .*de.bwaldvogel.mongo.H2MongoServer' | head -n 1
 }
 
 stop_mongo() {
@@ -469,6 +483,7 @@ cluster_up() {
     fi
     cluster_launch "$letter"
     launched+=("$letter")
+    mark_started cluster
   done
   if [[ ${#launched[@]} -eq 0 ]] && running=$(cluster_seen_by a all_running 2>/dev/null) && [[ "$running" == "$all" ]]; then
     log "cluster: already up ($all)"
