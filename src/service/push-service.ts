@@ -22,7 +22,13 @@ import type { PusherDeletion } from '../pushers/pusher-deletion.js';
 import { pusherMatches, toWirePusher, type PusherKey, type StoredPusher } from '../pushers/pusher.js';
 import { mapResult, type Result } from '../result/result.js';
 import type { Command } from './command.js';
-import type { FoundWrite, LoadedPushRules, PushStore, RecordedWrite } from '../store/push-store.js';
+import {
+  StoreFailedError,
+  type FoundWrite,
+  type LoadedPushRules,
+  type PushStore,
+  type RecordedWrite,
+} from '../store/push-store.js';
 import { backoffDelay, type BackoffPolicy } from '../retry/backoff.js';
 import { beforeDeadline, BoundedStore, type StoreBoundsObserver } from './bounded-store.js';
 import { failureOutcome } from './failure-reply.js';
@@ -513,11 +519,19 @@ function pushersReplayAnnounced(userId: string, recorded: FoundWrite): HandleOut
     : { reply, conflicts: 0, replayed: true };
 }
 
-/** The recorded reply; the store only ever holds what `recordOf` wrote. */
+/**
+ * The recorded reply; the store only ever holds what `recordOf` wrote, so
+ * anything else is stored data gone bad: a storage failure (Database).
+ */
 function replayOf(recorded: RecordedWrite): Reply {
-  const reply = JSON.parse(recorded.replyJson) as unknown;
+  let reply: unknown;
+  try {
+    reply = JSON.parse(recorded.replyJson) as unknown;
+  } catch (error) {
+    throw new StoreFailedError(`the recorded reply for messageId ${recorded.messageId} is not JSON`, { cause: error });
+  }
   if (typeof reply !== 'object' || reply === null || typeof (reply as { ok?: unknown }).ok !== 'boolean') {
-    throw new Error(`recorded reply for messageId ${recorded.messageId} is not a reply`);
+    throw new StoreFailedError(`the recorded reply for messageId ${recorded.messageId} is not a reply`);
   }
   return reply as Reply;
 }

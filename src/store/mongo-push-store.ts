@@ -5,6 +5,7 @@ import type { PusherData, PusherKey, StoredPusher } from '../pushers/pusher.js';
 import { classifyMongoError, isDuplicateKey, isRetryableRead } from './mongo-errors.js';
 import {
   DEFAULT_RECORDED_WRITES_WINDOW,
+  StoreFailedError,
   type ErasureOutcome,
   type FoundWrite,
   type LoadedPushRules,
@@ -259,7 +260,7 @@ export class MongoPushStore implements PushStore {
     const reply = await this.#command(this.#pushers, find, { promoteLongs: false });
     const cursor = reply['cursor'] as { id?: unknown; firstBatch?: unknown } | undefined;
     if (!Array.isArray(cursor?.firstBatch) || !(cursor.id instanceof Long))
-      throw new Error('find reply without cursor.id and cursor.firstBatch');
+      throw new StoreFailedError('MongoDB answered a find without cursor.id and cursor.firstBatch');
     if (!cursor.id.isZero()) {
       await this.#db
         .command({ killCursors: this.#pushers.collectionName, cursors: [cursor.id] })
@@ -441,7 +442,7 @@ export class MongoPushStore implements PushStore {
 /** The documents of a `find` reply's first (and, with `singleBatch`, only) batch. */
 function firstBatchOf(reply: Document): AccountDataDocument[] {
   const batch: unknown = (reply['cursor'] as { firstBatch?: unknown } | undefined)?.firstBatch;
-  if (!Array.isArray(batch)) throw new Error('find reply without cursor.firstBatch');
+  if (!Array.isArray(batch)) throw new StoreFailedError('MongoDB answered a find without cursor.firstBatch');
   return batch as AccountDataDocument[];
 }
 
@@ -491,11 +492,20 @@ function toDocument(pusher: StoredPusher): PusherDocument {
  * A stored pusher, migrated on read: pushers stored before `enabled` and
  * `device_id` were kept read as enabled, of an unknown device.
  */
+/** Stored text that does not parse is a storage failure (Database), not a bug of ours (Internal). */
+function parseStoredJson(text: string, what: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch (error) {
+    throw new StoreFailedError(`${what} is not JSON`, { cause: error });
+  }
+}
+
 function fromDocument(doc: PusherDocument): StoredPusher {
   const { data_json: dataJson, enabled, device_id: deviceId, ...rest } = doc;
   return {
     ...rest,
-    data: JSON.parse(dataJson) as PusherData,
+    data: parseStoredJson(dataJson, `the data_json of a pusher of ${rest.user_id}`) as PusherData,
     enabled: enabled ?? true,
     ...(typeof deviceId === 'string' ? { device_id: deviceId } : {}),
   };

@@ -104,6 +104,21 @@ describe('PushService: storage failures are replies', () => {
     expect(outcome.failure).toBe(cause);
   });
 
+  it.each([
+    ['not JSON', '{"ok": tru'],
+    ['JSON but not a reply', '{"status": 200}'],
+  ])('a recorded reply gone bad (%s) is stored data gone bad → Database (500), not a bug', async (_case, replyJson) => {
+    const store = wrapStore(new InMemoryPushStore(), {
+      findRecordedWrite: async () => Promise.resolve({ messageId: 'm1', replyJson, pushersVersion: 1 }),
+    });
+    const outcome = await new PushService(store, OPTIONS).handle(
+      { op: 'delete_user_data', userId: ALICE },
+      { messageId: 'm1' },
+    );
+    expect(outcome.reply).toMatchObject({ ok: false, error: { kind: 'Database', status: 500 } });
+    expect(outcome.failure).toBeInstanceOf(StoreFailedError);
+  });
+
   it('anything else (a bug) → Internal (500), with the cause kept for the log', async () => {
     const bug = new TypeError('cannot read properties of undefined');
     const outcome = await new PushService(failing(bug), OPTIONS).handle(setEnabled);
