@@ -70,8 +70,19 @@ type State = 'idle' | 'connecting' | 'waiting' | 'connected' | 'closed';
  */
 export function closeReason(what: string, error: unknown): string {
   if (error === undefined || error === null) return what;
-  const message = error instanceof Error ? error.message : typeof error === 'string' ? error : JSON.stringify(error);
+  const message = error instanceof Error ? error.message : typeof error === 'string' ? error : describe(error);
   return message === '' ? what : `${what}: ${message}`;
+}
+
+/** Any other value, as JSON when it is representable (a cyclic value or a BigInt is not). */
+function describe(value: unknown): string {
+  try {
+    // undefined for a function or a symbol, whatever the typings say.
+    const text = JSON.stringify(value) as string | undefined;
+    return text ?? '';
+  } catch {
+    return '';
+  }
 }
 
 interface Live<S> {
@@ -395,8 +406,12 @@ export class BrokerConnection<S> {
     }
     void retiring.catch(() => undefined).then(async () => closeWithin(link.connection, this.#options.attemptTimeoutMs));
     this.#state = 'idle';
-    // Said before the first attempt logs its own line, so that the log reads in order.
-    this.#options.logger?.warn({ broker: link.address.label, reason }, 'lost the broker connection; reconnecting');
+    try {
+      // Said before the first attempt logs its own line, so that the log reads in order.
+      this.#options.logger?.warn({ broker: link.address.label, reason }, 'lost the broker connection; reconnecting');
+    } catch {
+      // A logger's failure must not leave the layer idle.
+    }
     // Then reconnecting, before the hooks: a hook that throws must not leave the layer idle.
     this.#reconnect();
     try {

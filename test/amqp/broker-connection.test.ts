@@ -25,7 +25,7 @@ class FakeConnection extends EventEmitter {
   }
 
   /** The broker side went away: amqplib emits `close`, with why when it knows. */
-  drop(error?: Error): void {
+  drop(error?: unknown): void {
     this.closed = true;
     this.emit('close', error);
   }
@@ -153,6 +153,7 @@ describe('BrokerConnection', () => {
     ['a heartbeat was missed', new Error('Heartbeat timeout'), 'connection closed: Heartbeat timeout'],
     ['the socket failed', new Error('read ECONNRESET'), 'connection closed: read ECONNRESET'],
     ['no cause was given', undefined, 'connection closed'],
+    ['the cause cannot be written as JSON', { big: 1n }, 'connection closed'],
   ])('says why the connection was lost when %s', async (_case, error, reason) => {
     const broker = new FakeBroker();
     const lost: string[] = [];
