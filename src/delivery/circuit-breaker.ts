@@ -22,13 +22,15 @@ export interface BreakerPolicy {
  *   a notification's 1 h, because the probe is how we learn the host is
  *   back: one request every 5 minutes is no load on anyone, while an hour
  *   between probes would add up to an hour to every outage.
- * - 4 in flight at first, growing to 64 (see `settleRequest`).
+ * - 4 in flight at first, growing to 32 (see `settleRequest`): the gateway
+ *   client's own cap per origin (`maxInFlightPerOrigin`), so that the whole
+ *   ramp applies.
  */
 export const DEFAULT_BREAKER_POLICY: BreakerPolicy = {
   failureThreshold: 5,
   probeBackoff: { baseMs: 1000, maxMs: 300_000 },
   initialInFlight: 4,
-  maxInFlight: 64,
+  maxInFlight: 32,
 };
 
 /**
@@ -129,7 +131,7 @@ function hostSignal(outcome: ResponseOutcome): HostSignal {
  *
  * Closed, the limit on requests in flight is a ramp, additive increase and
  * multiplicative decrease: each success raises it by one (so it doubles
- * every round trip: 4, 8, 16, 32, 64), each failure halves it, never
+ * every round trip: 4, 8, 16, 32), each failure halves it, never
  * below `initialInFlight`. Why: a host coming back (a restarted push
  * gateway, its connections to APNs and FCM still cold) must not be hit at
  * once by every device that waited for it, or it falls over again and the

@@ -78,11 +78,23 @@ export function nextSend<T>(
   now: number,
   policy: RetryPolicy,
 ): Omit<BacklogChange<T>, 'dropped'> & { readonly next: NextSend<T> } {
-  const expired =
-    !backlog.inFlight && backlog.frontFailedAt !== undefined && now > backlog.frontFailedAt + policy.giveUpAfterMs;
+  const expired = !backlog.inFlight && backlog.frontFailedAt !== undefined && windowOver(backlog, now, policy);
   if (!expired) return { backlog, gaveUp: [], next: nextOf(backlog, now) };
   const movedOnBacklog = movedOn(backlog);
   return { backlog: movedOnBacklog, gaveUp: backlog.queue.slice(0, 1), next: nextOf(movedOnBacklog, now) };
+}
+
+/**
+ * The front's give-up window is over. Its last retry is scheduled at the
+ * window's very end (`scheduleRetry`), and the timer that brings it here
+ * fires a little late on a busy event loop: that attempt is still made
+ * within `baseMs` of the end, rather than given up unsent.
+ */
+function windowOver<T>(backlog: DeviceBacklog<T>, now: number, policy: RetryPolicy): boolean {
+  const end = (backlog.frontFailedAt ?? now) + policy.giveUpAfterMs;
+  if (now <= end) return false;
+  const lastAttemptDue = backlog.retryAt !== undefined && backlog.retryAt >= end;
+  return !(lastAttemptDue && now - end <= policy.baseMs);
 }
 
 function nextOf<T>(backlog: DeviceBacklog<T>, now: number): NextSend<T> {

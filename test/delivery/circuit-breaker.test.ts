@@ -295,9 +295,9 @@ describe('a host that stays down', () => {
 describe('a host that comes back: the ramp', () => {
   it.each<[string, BreakerPolicy, number[]]>([
     [
-      'the default policy: 4 in flight at first, doubling each round trip to 64',
+      'the default policy: 4 in flight at first, doubling each round trip to 32',
       DEFAULT_BREAKER_POLICY,
-      [4, 8, 16, 32, 64, 64, 64],
+      [4, 8, 16, 32, 32, 32, 32],
     ],
     ['a small policy: 2 doubling to 8', POLICY, [2, 4, 8, 8]],
   ])('%s', (_, policy, rounds) => {

@@ -237,6 +237,31 @@ describe("a device's notifications", () => {
       ['sent a', 'retry at 500', 'sent a', 'gave up a', 'sent b'],
     ],
     [
+      'still make the last retry, due at the very end of the window, when its timer fires a little late',
+      [
+        ['publish', 'a'],
+        ['try', 0],
+        ['fail', 0],
+        ['try', 500],
+        ['fail', 59_900],
+        ['try', 60_003],
+      ],
+      ['sent a', 'retry at 500', 'sent a', 'retry at 60000', 'sent a'],
+    ],
+    [
+      'give up the last retry when it comes more than baseMs after the end of the window',
+      [
+        ['publish', 'a'],
+        ['publish', 'b'],
+        ['try', 0],
+        ['fail', 0],
+        ['try', 500],
+        ['fail', 59_900],
+        ['try', 61_001],
+      ],
+      ['sent a', 'retry at 500', 'sent a', 'retry at 60000', 'gave up a', 'sent b'],
+    ],
+    [
       'give up, before sending it, a front whose window ended while it could not be sent',
       [
         ['publish', 'a'],
