@@ -13,6 +13,44 @@ export const BrokerUrlsSchema = Type.Union([BrokerUrlText, Type.Array(BrokerUrlT
     'The broker: one node, or every node of a cluster (the variable comma-separated; in the file a string or an array), each a whole `amqp://` or `amqps://` URL with its own credentials and vhost.',
 });
 
+/** Settings every process has (the worker and the gateway), defined once. */
+export const ShutdownSettingsSchema = Type.Object(
+  {
+    timeoutMs: Type.Integer({
+      minimum: 100,
+      maximum: 600000,
+      description: 'After a signal, exit anyway (status 1) after this long.',
+    }),
+  },
+  { additionalProperties: false },
+);
+
+export const HealthSettingsSchema = Type.Object(
+  {
+    enabled: Type.Boolean({
+      description: 'Serve `/healthz`, `/readyz` and `/metrics` on a listener of their own.',
+    }),
+    host: Type.String({ minLength: 1, description: 'Address of the health listener.' }),
+    /** 0: any free port (logged at start). */
+    port: Type.Integer({
+      minimum: 0,
+      maximum: 65535,
+      description: 'Port of the health listener; 0: any free port, logged at start.',
+    }),
+  },
+  { additionalProperties: false },
+);
+
+export const LogSettingsSchema = Type.Object(
+  {
+    level: Type.Union(
+      ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)),
+      { description: 'The lowest level logged.' },
+    ),
+  },
+  { additionalProperties: false },
+);
+
 /**
  * `description` options are documentation only (annotations, which the
  * validator ignores): `npm run docs:config` writes them into
@@ -305,31 +343,8 @@ export const ConfigSchema = Type.Object(
       },
       { additionalProperties: false },
     ),
-    shutdown: Type.Object(
-      {
-        timeoutMs: Type.Integer({
-          minimum: 100,
-          maximum: 600000,
-          description: 'After a signal, exit anyway (status 1) after this long.',
-        }),
-      },
-      { additionalProperties: false },
-    ),
-    health: Type.Object(
-      {
-        enabled: Type.Boolean({
-          description: 'Serve `/healthz`, `/readyz` and `/metrics` on a listener of their own.',
-        }),
-        host: Type.String({ minLength: 1, description: 'Address of the health listener.' }),
-        /** 0: any free port (logged at start). */
-        port: Type.Integer({
-          minimum: 0,
-          maximum: 65535,
-          description: 'Port of the health listener; 0: any free port, logged at start.',
-        }),
-      },
-      { additionalProperties: false },
-    ),
+    shutdown: ShutdownSettingsSchema,
+    health: HealthSettingsSchema,
     pushers: Type.Object(
       {
         allowInsecureGateways: Type.Boolean({
@@ -338,15 +353,7 @@ export const ConfigSchema = Type.Object(
       },
       { additionalProperties: false },
     ),
-    log: Type.Object(
-      {
-        level: Type.Union(
-          ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)),
-          { description: 'The lowest level logged.' },
-        ),
-      },
-      { additionalProperties: false },
-    ),
+    log: LogSettingsSchema,
   },
   { additionalProperties: false },
 );

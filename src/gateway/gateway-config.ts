@@ -1,5 +1,10 @@
 import { CloneType, Type, type Static } from '@sinclair/typebox';
-import { BrokerUrlsSchema } from '../config/config-schema.js';
+import {
+  BrokerUrlsSchema,
+  HealthSettingsSchema,
+  LogSettingsSchema,
+  ShutdownSettingsSchema,
+} from '../config/config-schema.js';
 import {
   checkBrokerUrls,
   compileSettingsSchema,
@@ -134,39 +139,9 @@ export const GatewayConfigSchema = Type.Object(
       },
       { additionalProperties: false },
     ),
-    health: Type.Object(
-      {
-        enabled: Type.Boolean({
-          description: 'Serve `/healthz`, `/readyz` and `/metrics` on a listener of their own.',
-        }),
-        host: Type.String({ minLength: 1, description: 'Address of the health listener.' }),
-        port: Type.Integer({
-          minimum: 0,
-          maximum: 65535,
-          description: 'Port of the health listener; 0: any free port, logged at start.',
-        }),
-      },
-      { additionalProperties: false },
-    ),
-    shutdown: Type.Object(
-      {
-        timeoutMs: Type.Integer({
-          minimum: 100,
-          maximum: 600000,
-          description: 'After a signal, exit anyway (status 1) after this long.',
-        }),
-      },
-      { additionalProperties: false },
-    ),
-    log: Type.Object(
-      {
-        level: Type.Union(
-          ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)),
-          { description: 'The lowest level logged.' },
-        ),
-      },
-      { additionalProperties: false },
-    ),
+    health: HealthSettingsSchema,
+    shutdown: ShutdownSettingsSchema,
+    log: LogSettingsSchema,
   },
   { additionalProperties: false },
 );
