@@ -3,6 +3,7 @@ import type { ChannelModel } from 'amqplib';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { AmqpConnectOptions } from '../../src/amqp/amqp-connect.js';
+import type { Logger } from '../../src/logging/logger.js';
 import {
   BrokerConnection,
   BrokerUnavailableError,
@@ -97,6 +98,16 @@ function layer(
   return connection;
 }
 
+/** A real pino logger whose lines are kept, parsed, for the test to read. */
+function capturedLog(): { lines: Record<string, unknown>[]; logger: Logger } {
+  const lines: Record<string, unknown>[] = [];
+  const logger = pino(
+    { level: 'info' },
+    { write: (line: string) => lines.push(JSON.parse(line) as Record<string, unknown>) },
+  );
+  return { lines, logger };
+}
+
 const settle = async () => {
   for (let i = 0; i < 20; i += 1) await new Promise((resolve) => setImmediate(resolve));
 };
@@ -167,11 +178,7 @@ describe('BrokerConnection', () => {
 
   it('logs each reconnect attempt with its target, and how long the attempt and the whole outage took', async () => {
     const broker = new FakeBroker();
-    const lines: Record<string, unknown>[] = [];
-    const logger = pino(
-      { level: 'info' },
-      { write: (line: string) => lines.push(JSON.parse(line) as Record<string, unknown>) },
-    );
+    const { lines, logger } = capturedLog();
     const connection = layer(broker, { logger });
     await connection.start();
     broker.down.add('b');
@@ -193,11 +200,7 @@ describe('BrokerConnection', () => {
 
   it('logs the cause when the connection closes after its owner already lost the session to a closed channel', async () => {
     const broker = new FakeBroker();
-    const lines: Record<string, unknown>[] = [];
-    const logger = pino(
-      { level: 'info' },
-      { write: (line: string) => lines.push(JSON.parse(line) as Record<string, unknown>) },
-    );
+    const { lines, logger } = capturedLog();
     const connection = layer(broker, { logger });
     const session = await connection.start();
     // amqplib's order: the channels close first (the owner loses the session), then the connection with its error.
