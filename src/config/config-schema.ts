@@ -326,6 +326,106 @@ export const ConfigSchema = Type.Object(
       },
       { additionalProperties: false },
     ),
+    /** Push delivery (docs/delivery.md): the `notify` queue, the pending requests, retries and the gateway client. */
+    delivery: Type.Object(
+      {
+        queue: named('The queue of `notify` messages.'),
+        /**
+         * Quorum by default: once the broker confirmed a `notify`, nothing may
+         * be lost with a node. Always single-active-consumer: one worker at a
+         * time takes the messages, in publish order, which is what keeps one
+         * device's notifications in order.
+         */
+        queueType: queueType('Type of the notify queue.'),
+        prefetch: Type.Integer({ minimum: 1, maximum: 1000, description: '`notify` messages taken in at once.' }),
+        maxRequestBytes: Type.Integer({
+          minimum: 1024,
+          maximum: 64 * 1024 * 1024,
+          description: 'Largest `notify` message body, in bytes (`TooLarge`).',
+        }),
+        maxRecipients: Type.Integer({
+          minimum: 1,
+          maximum: 1000000,
+          description: 'Recipients of one `notify` message (`TooLarge`).',
+        }),
+        pendingCollection: named('MongoDB collection of the gateway requests not delivered yet.'),
+        acceptedCollection: named('MongoDB collection recording each `notify` taken in (`messageId` idempotency).'),
+        acceptedRetentionSeconds: Type.Integer({
+          minimum: 60,
+          maximum: 365 * 86400,
+          description:
+            'How long the record of a taken-in `notify` is kept: a republished message is recognised for this long.',
+        }),
+        maxPendingPerDevice: Type.Integer({
+          minimum: 1,
+          maximum: 10000,
+          description: 'Notifications a device keeps waiting while its gateway fails; older ones are dropped.',
+        }),
+        retryBaseMs: Type.Integer({
+          minimum: 1,
+          maximum: 3600000,
+          description: 'First wait before a failed request is sent again; doubles per failure.',
+        }),
+        retryMaxMs: Type.Integer({
+          minimum: 1,
+          maximum: 86400000,
+          description: 'Longest wait between two attempts of a request.',
+        }),
+        giveUpAfterMs: Type.Integer({
+          minimum: 1000,
+          maximum: 30 * 86400000,
+          description: 'A notification still failing this long after its first failure is given up.',
+        }),
+        leaseMs: Type.Integer({
+          minimum: 1000,
+          maximum: 3600000,
+          description:
+            "A worker's hold on its pending requests: a dead worker's are taken over this long after it stopped renewing.",
+        }),
+        recoveryIntervalMs: Type.Integer({
+          minimum: 100,
+          maximum: 3600000,
+          description: 'How often a worker looks for pending requests whose holder died.',
+        }),
+        maxInFlight: Type.Integer({
+          minimum: 1,
+          maximum: 100000,
+          description: 'Gateway requests in flight at once, all gateways together.',
+        }),
+        maxInFlightPerHost: Type.Integer({
+          minimum: 1,
+          maximum: 10000,
+          description: 'Gateway requests in flight at once to one gateway origin (its connections).',
+        }),
+        connectTimeoutMs: Type.Integer({
+          minimum: 1,
+          maximum: 600000,
+          description: 'Connecting to a gateway (DNS and TLS included).',
+        }),
+        headersTimeoutMs: Type.Integer({
+          minimum: 1,
+          maximum: 600000,
+          description: "From a request sent to the gateway's response headers.",
+        }),
+        bodyTimeoutMs: Type.Integer({
+          minimum: 1,
+          maximum: 600000,
+          description: "Reading a gateway's response body.",
+        }),
+        maxResponseBytes: Type.Integer({
+          minimum: 1024,
+          maximum: 16 * 1024 * 1024,
+          description: "The most of a gateway's response body read.",
+        }),
+        /** CIDRs opened despite the address policy (docs/delivery.md#which-addresses): empty by default. */
+        gatewayIpAllowlist: Type.Array(Type.String({ minLength: 1, maxLength: 64 }), {
+          maxItems: 1000,
+          description:
+            'Address ranges (CIDR) push gateways may be reached at although the policy denies them (private networks, tests).',
+        }),
+      },
+      { additionalProperties: false },
+    ),
     /** The worker process's own runtime. */
     runtime: Type.Object(
       {
@@ -422,6 +522,27 @@ export const ENVIRONMENT: readonly {
   { name: 'EVALUATE_CACHE_MAX_ENTRIES', path: ['evaluate', 'cacheMaxEntries'], kind: 'integer' },
   { name: 'EVALUATE_CACHE_MAX_BYTES', path: ['evaluate', 'cacheMaxBytes'], kind: 'integer' },
   { name: 'EVALUATE_MAX_STALENESS_MS', path: ['evaluate', 'maxStalenessMs'], kind: 'integer' },
+  { name: 'DELIVERY_QUEUE', path: ['delivery', 'queue'], kind: 'string' },
+  { name: 'DELIVERY_QUEUE_TYPE', path: ['delivery', 'queueType'], kind: 'string' },
+  { name: 'DELIVERY_PREFETCH', path: ['delivery', 'prefetch'], kind: 'integer' },
+  { name: 'DELIVERY_MAX_REQUEST_BYTES', path: ['delivery', 'maxRequestBytes'], kind: 'integer' },
+  { name: 'DELIVERY_MAX_RECIPIENTS', path: ['delivery', 'maxRecipients'], kind: 'integer' },
+  { name: 'DELIVERY_PENDING_COLLECTION', path: ['delivery', 'pendingCollection'], kind: 'string' },
+  { name: 'DELIVERY_ACCEPTED_COLLECTION', path: ['delivery', 'acceptedCollection'], kind: 'string' },
+  { name: 'DELIVERY_ACCEPTED_RETENTION_SECONDS', path: ['delivery', 'acceptedRetentionSeconds'], kind: 'integer' },
+  { name: 'DELIVERY_MAX_PENDING_PER_DEVICE', path: ['delivery', 'maxPendingPerDevice'], kind: 'integer' },
+  { name: 'DELIVERY_RETRY_BASE_MS', path: ['delivery', 'retryBaseMs'], kind: 'integer' },
+  { name: 'DELIVERY_RETRY_MAX_MS', path: ['delivery', 'retryMaxMs'], kind: 'integer' },
+  { name: 'DELIVERY_GIVE_UP_AFTER_MS', path: ['delivery', 'giveUpAfterMs'], kind: 'integer' },
+  { name: 'DELIVERY_LEASE_MS', path: ['delivery', 'leaseMs'], kind: 'integer' },
+  { name: 'DELIVERY_RECOVERY_INTERVAL_MS', path: ['delivery', 'recoveryIntervalMs'], kind: 'integer' },
+  { name: 'PUSH_GATEWAY_MAX_IN_FLIGHT', path: ['delivery', 'maxInFlight'], kind: 'integer' },
+  { name: 'PUSH_GATEWAY_MAX_IN_FLIGHT_PER_HOST', path: ['delivery', 'maxInFlightPerHost'], kind: 'integer' },
+  { name: 'PUSH_GATEWAY_CONNECT_TIMEOUT_MS', path: ['delivery', 'connectTimeoutMs'], kind: 'integer' },
+  { name: 'PUSH_GATEWAY_HEADERS_TIMEOUT_MS', path: ['delivery', 'headersTimeoutMs'], kind: 'integer' },
+  { name: 'PUSH_GATEWAY_BODY_TIMEOUT_MS', path: ['delivery', 'bodyTimeoutMs'], kind: 'integer' },
+  { name: 'PUSH_GATEWAY_MAX_RESPONSE_BYTES', path: ['delivery', 'maxResponseBytes'], kind: 'integer' },
+  { name: 'PUSH_GATEWAY_IP_ALLOWLIST', path: ['delivery', 'gatewayIpAllowlist'], kind: 'list' },
   { name: 'SHUTDOWN_TIMEOUT_MS', path: ['shutdown', 'timeoutMs'], kind: 'integer' },
   { name: 'HEALTH_ENABLED', path: ['health', 'enabled'], kind: 'boolean' },
   { name: 'HEALTH_HOST', path: ['health', 'host'], kind: 'string' },

@@ -10,4 +10,6 @@ export const DEFAULT_QUEUES = {
   read: 'matrix.push.read',
   /** `evaluate` (`evaluate.queue`, EVALUATE_QUEUE). */
   evaluate: 'matrix.push.evaluate',
+  /** `notify` messages, for push delivery (`delivery.queue`, DELIVERY_QUEUE). */
+  deliver: 'matrix.push.deliver',
 } as const;

@@ -52,6 +52,7 @@ describe('the default queue names', () => {
       request: worker['amqp']?.['queue'],
       read: worker['amqp']?.['readQueue'],
       evaluate: worker['evaluate']?.['queue'],
+      deliver: worker['delivery']?.['queue'],
     });
   });
 
