@@ -25,6 +25,7 @@ const LAYERS = {
   amqp: ['retry', 'config', 'logging'],
   service: ['store', 'contract', 'retry', 'push-rules', 'pushers', 'evaluation', 'errors', 'result', 'matrix'],
   consumer: [
+    'delivery-service',
     'service',
     'contract',
     'amqp',
@@ -56,7 +57,9 @@ const LAYERS = {
   delivery: ['contract', 'pushers', 'push-rules', 'retry', 'config', 'errors', 'result', 'matrix'],
   // Push delivery's HTTP client: the one adapter that talks to push gateways.
   'delivery-http': ['delivery', 'contract', 'config', 'logging', 'retry', 'errors', 'matrix', 'result'],
-  observability: ['consumer', 'service', 'amqp', 'retry', 'config', 'logging'],
+  // Push delivery at work: the intake of `notify` messages and the scheduler that sends them (docs/delivery.md).
+  'delivery-service': ['delivery', 'service', 'store', 'contract', 'pushers', 'retry', 'logging', 'errors', 'result', 'matrix'],
+  observability: ['consumer', 'delivery-service', 'delivery', 'service', 'amqp', 'retry', 'config', 'logging'],
   gateway: [
     'client',
     'contract',

@@ -1,5 +1,13 @@
 import { randomUUID } from 'node:crypto';
-import type { EmptyBody, EvaluateReplyBody, EvaluateRequestBody, ReadOp, ReplyOf, WriteOp } from '../contract/ops.js';
+import type {
+  EmptyBody,
+  EvaluateReplyBody,
+  EvaluateRequestBody,
+  NotifyRequestBody,
+  ReadOp,
+  ReplyOf,
+  WriteOp,
+} from '../contract/ops.js';
 import { DEFAULT_QUEUES } from '../contract/queue-names.js';
 import type { Reply } from '../contract/reply.js';
 import type { RequestOf } from '../contract/request-schemas.js';
@@ -24,6 +32,8 @@ export type { EvaluationEvent, EvaluationRecipient, EvaluationRoom } from '../ev
 /** The part of `RpcClient` this client needs; tests fake it with an object literal. */
 export interface RpcTransport {
   request(body: object, options: RequestOptions): Promise<Reply>;
+  /** A message that wants no reply, settled by the broker's confirm (`notify`). */
+  publish(body: object, options: RequestOptions): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -48,6 +58,8 @@ export interface PushRulesClientOptions {
   readonly onReadFallback?: (reason: ReadFallback) => void;
   /** The workers' evaluate queue; `matrix.push.evaluate` unless they are configured otherwise. */
   readonly evaluateQueue?: string;
+  /** The workers' delivery queue; `matrix.push.deliver` unless they are configured otherwise. */
+  readonly deliverQueue?: string;
   /** The broker user of `url`; needed when the workers have trusted publishers. */
   readonly publisherUserId?: string;
   /** Hears which node the client is connected to, and each loss (for metrics). */
@@ -102,6 +114,25 @@ export interface DeletePushersOptions extends WriteOptions {
 export const DEFAULT_QUEUE = DEFAULT_QUEUES.request;
 export const DEFAULT_READ_QUEUE = DEFAULT_QUEUES.read;
 export const DEFAULT_EVALUATE_QUEUE = DEFAULT_QUEUES.evaluate;
+export const DEFAULT_DELIVER_QUEUE = DEFAULT_QUEUES.deliver;
+
+/** A `notify` message's notification: the event's fields the push gateway API sends on (docs/delivery.md). */
+export type NotifyNotification = NotifyRequestBody['notification'];
+/** One recipient of a `notify`: who, `evaluate`'s actions for them, and their counts. */
+export type NotifyRecipient = NotifyRequestBody['recipients'][number];
+
+/** The reply to a `notify` that asked for one: recipients with an HTTP pusher, and devices scheduled. */
+export interface NotifyReplyBody {
+  readonly recipients: number;
+  readonly devices: number;
+}
+
+export interface NotifyOptions extends CallOptions {
+  /** Idempotency key: a message published again with the same one schedules nothing twice. A fresh one unless given. */
+  readonly messageId?: string;
+  /** Wait for the worker's reply (deliveries durably scheduled) rather than the broker's confirm only. */
+  readonly reply?: boolean;
+}
 
 /** A request body without its `op`, which the call names. */
 type BodyOf<O extends ReadOp | WriteOp> = Omit<RequestOf<O>, 'op'>;
@@ -126,9 +157,11 @@ export interface EvaluateOptions extends CallOptions {
 export class PushRulesClient {
   readonly #transport: RpcTransport;
   readonly #evaluateQueue: string;
+  readonly #deliverQueue: string;
 
   constructor(options: PushRulesClientOptions, transport?: RpcTransport) {
     this.#evaluateQueue = options.evaluateQueue ?? DEFAULT_EVALUATE_QUEUE;
+    this.#deliverQueue = options.deliverQueue ?? DEFAULT_DELIVER_QUEUE;
     this.#transport =
       transport ??
       new RpcClient({
@@ -289,6 +322,45 @@ export class PushRulesClient {
       queue: this.#evaluateQueue,
       ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
     });
+  }
+
+  /**
+   * Hands one event's notification to the workers for delivery to every
+   * recipient's devices (docs/delivery.md). Resolves once the broker
+   * confirmed the message, from when nothing is lost; with `reply: true`,
+   * once a worker has durably scheduled the deliveries, with how many.
+   * Trusted publishers only. A `messageId` (a fresh one unless given) makes
+   * a message published again after a failure schedule nothing twice.
+   */
+  async notify(
+    notification: NotifyNotification,
+    recipients: readonly NotifyRecipient[],
+    options?: NotifyOptions & { readonly reply?: false },
+  ): Promise<void>;
+  async notify(
+    notification: NotifyNotification,
+    recipients: readonly NotifyRecipient[],
+    options: NotifyOptions & { readonly reply: true },
+  ): Promise<NotifyReplyBody>;
+  async notify(
+    notification: NotifyNotification,
+    recipients: readonly NotifyRecipient[],
+    options: NotifyOptions = {},
+  ): Promise<NotifyReplyBody | void> {
+    const body: NotifyRequestBody = { op: 'notify', notification, recipients: recipients as NotifyRecipient[] };
+    const sendOptions: RequestOptions = {
+      queue: this.#deliverQueue,
+      messageId: options.messageId ?? randomUUID(),
+      ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
+    };
+    if (options.reply === true) return this.#call<NotifyReplyBody>(body, sendOptions);
+    try {
+      await this.#transport.publish(body, sendOptions);
+    } catch (error) {
+      if (error instanceof RpcTransportError) throw PushRulesError.fromTransport(error.reason);
+      if (error instanceof RpcRequestError) throw PushRulesError.unserializable();
+      throw error;
+    }
   }
 
   /** Rejects pending calls (`reason: 'closed'`) and disconnects. Idempotent. */

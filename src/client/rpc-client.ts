@@ -101,6 +101,9 @@ export interface RequestOptions {
   readonly read?: boolean;
 }
 
+/** What a confirmed `publish` settles its pending entry with; never seen by a caller. */
+const CONFIRMED: Reply = { ok: true, body: {} };
+
 interface Pending {
   readonly resolve: (reply: Reply) => void;
   readonly reject: (error: RpcTransportError) => void;
@@ -221,6 +224,66 @@ export class RpcClient {
         // The channel is closed but its close event has not run yet: drop
         // the connection now (every pending call of it fails), so the next
         // call connects instead of failing too.
+        session.link.lose('publishing failed: the channel is closed');
+        settle(session, correlationId, (p) => {
+          p.reject(new RpcTransportError('connection-lost', 'the broker connection is closed'));
+        });
+      }
+    });
+  }
+
+  /**
+   * Publishes a message that wants no reply (`notify` without one):
+   * persistent, mandatory, and resolved once the broker confirmed it, i.e.
+   * once it is durably in the queue. Rejects with `RpcTransportError`:
+   * `refused` (nacked), `unroutable` (no queue), `connection-lost`,
+   * `timeout` (no confirm in time) or `closed`; `RpcRequestError` when
+   * `body` cannot be serialized.
+   */
+  async publish(body: object, options: RequestOptions = {}): Promise<void> {
+    if (this.#closed) throw new RpcTransportError('closed', 'the client is closed');
+    const content = serialize(body);
+    const timeoutMs = options.timeoutMs ?? this.#options.timeoutMs ?? 10_000;
+    const deadline = Date.now() + timeoutMs;
+    const session = await this.#connectedWithin(timeoutMs);
+    const leftMs = Math.max(1, deadline - Date.now());
+    // Not a reply's key: how a return or the confirm finds this call.
+    const correlationId = randomUUID();
+    await new Promise<void>((resolve, reject) => {
+      if (session.retired) {
+        reject(new RpcTransportError('connection-lost', 'the broker connection was lost before the message was sent'));
+        return;
+      }
+      const timer = setTimeout(() => {
+        session.pending.delete(correlationId);
+        reject(new RpcTransportError('timeout', `no confirm from the broker within ${timeoutMs} ms`));
+      }, leftMs);
+      session.pending.set(correlationId, {
+        resolve: () => {
+          resolve();
+        },
+        reject,
+        timer,
+      });
+      const properties: Options.Publish = {
+        mandatory: true,
+        persistent: true,
+        correlationId,
+        contentType: 'application/json',
+        timestamp: Date.now(),
+        ...(options.messageId === undefined ? {} : { messageId: options.messageId }),
+        ...(this.#options.publisherUserId === undefined ? {} : { userId: this.#options.publisherUserId }),
+      };
+      try {
+        session.channel.publish('', options.queue ?? this.#options.queue, content, properties, (error: unknown) => {
+          if (error instanceof Error && error.message === NACKED) this.#refused(session, correlationId);
+          // A return (unroutable) comes before the ack and has settled the call already.
+          else if (error === null || error === undefined)
+            settle(session, correlationId, (p) => {
+              p.resolve(CONFIRMED);
+            });
+        });
+      } catch {
         session.link.lose('publishing failed: the channel is closed');
         settle(session, correlationId, (p) => {
           p.reject(new RpcTransportError('connection-lost', 'the broker connection is closed'));

@@ -46,6 +46,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Confi
       'invalid configuration: amqp.reconnectBaseMs (AMQP_RECONNECT_BASE_MS) must not exceed amqp.reconnectMaxMs (AMQP_RECONNECT_MAX_MS)',
     );
   }
+  if (config.delivery.retryBaseMs > config.delivery.retryMaxMs) {
+    throw new ConfigError(
+      'invalid configuration: delivery.retryBaseMs (DELIVERY_RETRY_BASE_MS) must not exceed delivery.retryMaxMs (DELIVERY_RETRY_MAX_MS)',
+    );
+  }
   return config;
 }
 

@@ -6,5 +6,7 @@
  */
 export interface ChangeListener {
   pushRulesChanged(userId: string): void;
+  /** The pushers of `userId` changed; a listener without it is not subscribed to pusher events. */
+  pushersChanged?(userId: string): void;
   subscriptionReset(): void;
 }

@@ -18,6 +18,18 @@ export interface ConsumedQueue {
    * that cannot be opened is tried again while the worker serves the rest.
    */
   readonly required: boolean;
+  /**
+   * Messages without `replyTo` and `correlationId` are served too, and
+   * answered only when they have them (`notify`: fire-and-forget unless
+   * the publisher asks). Otherwise such a message is dead-lettered.
+   */
+  readonly replyOptional?: boolean;
+  /**
+   * A refused message (any error reply: bad input, an untrusted publisher)
+   * is dead-lettered after its answer, for an operator to look at, rather
+   * than acknowledged: a `notify` refused is a notification nobody gets.
+   */
+  readonly deadLetterRefusals?: boolean;
   /** Declares the queue (every worker declares it the same way). */
   declare(channel: Channel): Promise<void>;
   /** Parses and serves one body; never throws (every failure is a reply). */
@@ -31,4 +43,5 @@ export interface ServeContext {
   readonly deadline: number | undefined;
 }
 
-export type ServeOutcome = HandleOutcome & { readonly op?: string };
+/** `requeue`: not served, and not answered: the message goes back to the queue (the worker is stopping). */
+export type ServeOutcome = HandleOutcome & { readonly op?: string; readonly requeue?: true };

@@ -54,6 +54,11 @@ export class ConsumerSession {
   /** Optional queues waiting to be opened again, by role. */
   readonly #retries = new Map<string, NodeJS.Timeout>();
 
+  /** Where change events are published, with publisher confirms. */
+  get confirms(): ConfirmChannel {
+    return this.#confirms;
+  }
+
   private constructor(link: BrokerLink, confirms: ConfirmChannel, options: ConsumerSessionOptions) {
     this.#link = link;
     this.#confirms = confirms;
@@ -329,6 +334,8 @@ export class ConsumerSession {
     });
     const { queue } = await channel.assertQueue('', { exclusive: true, autoDelete: true, durable: false });
     await channel.bindQueue(queue, this.#options.amqp.eventsExchange, 'm.push_rules');
+    if (listener.pushersChanged !== undefined)
+      await channel.bindQueue(queue, this.#options.amqp.eventsExchange, 'm.pushers');
     listener.subscriptionReset();
     await channel.consume(
       queue,
@@ -341,6 +348,7 @@ export class ConsumerSession {
         const userId = changedUser(message.content);
         // An event we cannot read may be about anyone.
         if (userId === undefined) listener.subscriptionReset();
+        else if (message.fields.routingKey === 'm.pushers') listener.pushersChanged?.(userId);
         else listener.pushRulesChanged(userId);
       },
       { noAck: true },

@@ -111,7 +111,9 @@ export class RequestEnvelope {
         ...extra,
       });
     };
-    if (typeof replyTo !== 'string' || replyTo === '' || typeof correlationId !== 'string' || correlationId === '') {
+    const answerable =
+      typeof replyTo === 'string' && replyTo !== '' && typeof correlationId === 'string' && correlationId !== '';
+    if (!answerable && lane.consumed.replyOptional !== true) {
       this.#log.warn(
         { messageId, hasReplyTo: typeof replyTo === 'string', hasCorrelationId: typeof correlationId === 'string' },
         'request without replyTo or correlationId cannot be answered: dead-lettered',
@@ -139,22 +141,32 @@ export class RequestEnvelope {
       trustedPublishers.length > 0 && (typeof publisher !== 'string' || !trustedPublishers.includes(publisher))
         ? { reply: failure(matrixError('Forbidden', MESSAGES.untrustedPublisher)), conflicts: 0 }
         : await lane.consumed.serve(message.content, context);
+    if (outcome.requeue === true) {
+      progress.settled = true;
+      this.#settle(lane, message, 'requeue');
+      this.#log.info({ op: outcome.op, correlationId, messageId }, 'request not served (stopping): back to the queue');
+      return;
+    }
     const changes = outcome.changes ?? [];
     // This worker's own cache learns of its own writes at once, not a round trip later.
     for (const change of changes) {
       if (change.type === 'm.push_rules') this.#options.changes?.pushRulesChanged(change.user_id);
+      else this.#options.changes?.pushersChanged?.(change.user_id);
     }
     progress.replied = true;
     // The reply needs no confirm: it goes out on the channel the ack takes
     // after it, so a broker that has the ack has the reply.
-    const replied = this.#publish(channel, '', replyTo, outcome.reply, { correlationId, contentType: JSON_CONTENT });
+    const replied = answerable
+      ? this.#publish(channel, '', replyTo, outcome.reply, { correlationId, contentType: JSON_CONTENT })
+      : true;
     // A change event wakes the users' /sync streams: the request is acked
     // only once the broker has confirmed every event (routed to every queue
     // bound, replicas included); otherwise it goes back to the queue, and
     // its redelivery announces the change again.
-    const announced = replied && (await this.#announce(confirms, changes));
+    const announced = replied && (await this.announce(confirms, changes));
     progress.settled = true;
-    this.#settle(lane, message, announced ? 'ack' : 'requeue');
+    const refused = !outcome.reply.ok && lane.consumed.deadLetterRefusals === true;
+    this.#settle(lane, message, !announced ? 'requeue' : refused ? 'reject' : 'ack');
     const seconds = (performance.now() - started) / 1000;
     this.#logOutcome(outcome, { correlationId, publisher, redelivered, ms: Math.round(seconds * 100_000) / 100 });
     report(outcome.op ?? 'unknown', outcome.reply.ok ? 'ok' : outcome.reply.error.kind, {
@@ -182,7 +194,7 @@ export class RequestEnvelope {
   }
 
   /** Publishes the change events with publisher confirms; false when any was not confirmed. */
-  async #announce(confirms: ConfirmChannel, changes: readonly ChangeEvent[]): Promise<boolean> {
+  async announce(confirms: ConfirmChannel, changes: readonly ChangeEvent[]): Promise<boolean> {
     if (changes.length === 0) return true;
     const { eventsExchange: exchange, connectTimeoutMs: waitMs } = this.#options.amqp;
     // A broker that blocks the connection (a memory or disk alarm) stops

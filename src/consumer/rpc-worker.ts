@@ -1,6 +1,6 @@
 import type { Config } from '../config/config-schema.js';
 import type { Logger } from '../logging/logger.js';
-import type { PushService } from '../service/push-service.js';
+import type { ChangeEvent, PushService } from '../service/push-service.js';
 import { BrokerConnection } from '../amqp/broker-connection.js';
 import type { ChangeListener } from './change-listener.js';
 import type { Command } from '../service/command.js';
@@ -127,6 +127,18 @@ export class RpcWorker {
   /** The roles of the queues consumed now (`request`, `read`, `evaluate`). */
   get consumedQueues(): readonly string[] {
     return this.#broker.current?.consumedRoles ?? [];
+  }
+
+  /**
+   * Publishes a change event made outside a request (delivery removing a
+   * pusher a gateway rejected), with a confirm; false when there is no
+   * session or the broker did not confirm it.
+   */
+  async announce(change: ChangeEvent): Promise<boolean> {
+    const session = this.#broker.current;
+    if (session === undefined) return false;
+    if (change.type === 'm.pushers') this.#options.changes?.pushersChanged?.(change.user_id);
+    return this.#envelope.announce(session.confirms, [change]);
   }
 
   async start(): Promise<void> {

@@ -155,7 +155,7 @@ export class GatewayClient {
    * timeout or any answer at all is an exchange. Rejects only with
    * `GatewayClientClosedError` (the client is closed) or for a bug.
    */
-  async send(url: string, body: GatewayRequestBody): Promise<GatewayExchange> {
+  async send(url: string, body: GatewayRequestBody | string): Promise<GatewayExchange> {
     if (this.#isClosed()) throw new GatewayClientClosedError();
     const target = URL.parse(url);
     const origin = gatewayOrigin(url);
@@ -212,7 +212,7 @@ export class GatewayClient {
     return slots;
   }
 
-  async #exchange(target: URL, body: GatewayRequestBody): Promise<GatewayExchange> {
+  async #exchange(target: URL, body: GatewayRequestBody | string): Promise<GatewayExchange> {
     let response: Dispatcher.ResponseData;
     try {
       response = await this.#agent.request({
@@ -220,7 +220,8 @@ export class GatewayClient {
         path: `${target.pathname}${target.search}`,
         method: 'POST',
         headers: { 'content-type': 'application/json' },
-        body: JSON.stringify(body),
+        // Pending requests are stored as the JSON text they are sent as.
+        body: typeof body === 'string' ? body : JSON.stringify(body),
       });
     } catch (error) {
       return failedExchange(error);

@@ -172,6 +172,21 @@ function movedOn<T>(backlog: DeviceBacklog<T>): DeviceBacklog<T> {
 }
 
 /**
+ * The backlog with its waiting notifications replaced (the front in
+ * flight stays), capped like `enqueue`: for a worker that takes over older
+ * notifications of a device it already holds newer ones of, which must go
+ * first.
+ */
+export function withWaiting<T>(
+  backlog: DeviceBacklog<T>,
+  waiting: readonly T[],
+  policy: BacklogPolicy,
+): Omit<BacklogChange<T>, 'gaveUp'> {
+  const sending = backlog.inFlight ? backlog.queue.slice(0, 1) : [];
+  return capped({ ...backlog, queue: [...sending, ...waiting] }, policy);
+}
+
+/**
  * Drops the oldest waiting notifications past `maxPending`. A front that
  * is dropped takes its give-up window with it, but the device keeps its
  * backoff: its gateway is failing no less for it.

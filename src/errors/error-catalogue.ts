@@ -47,6 +47,8 @@ export const MESSAGES = {
     'delete_pushers and delete_user_data are homeserver ops: the worker serves them only to trusted publishers, and amqp.trustedPublishers (TRUSTED_PUBLISHERS) is empty.',
   evaluateOnItsQueue:
     'evaluate is served on its own queue (evaluate.queue, matrix.push.evaluate by default), not on the request queue.',
+  notifyWithoutTrustedPublishers:
+    'notify is a homeserver op: the worker takes it only from trusted publishers, and amqp.trustedPublishers (TRUSTED_PUBLISHERS) is empty.',
   unserializableRequest:
     'The request cannot be serialized as JSON: it nests too deeply or holds values JSON cannot represent.',
 } as const;
@@ -63,6 +65,7 @@ export const LIMIT_MESSAGES = {
   tooManyPushers: (max: number) => `Too many pushers: a user may have at most ${max}.`,
   tooManyRecipients: (max: number) => `Too many recipients: an evaluate request may name at most ${max}.`,
   eventTooLarge: (max: number) => `The event is larger than ${max} bytes.`,
+  tooManyNotifyRecipients: (max: number) => `Too many recipients: a notify message may name at most ${max}.`,
 } as const;
 
 /** Messages that point at what a request sent, so that a caller can find it. */

@@ -27,6 +27,10 @@ function recordingTransport(
       sent.push({ body: body as Record<string, unknown>, options });
       return answer(body as Record<string, unknown>);
     },
+    publish: async (body, options) => {
+      sent.push({ body: body as Record<string, unknown>, options: { ...options, published: true } as RequestOptions });
+      return Promise.resolve();
+    },
     close: async () => {
       closes.count += 1;
       return Promise.resolve();
@@ -294,6 +298,7 @@ describe('PushRulesClient.evaluate', () => {
         sent.push(options);
         return Promise.resolve({ ok: true, body: { notify: {}, evaluated: 0 } });
       },
+      publish: async () => Promise.resolve(),
       close: async () => Promise.resolve(),
     };
     const client = new PushRulesClient({ url: 'amqp://unused', evaluateQueue: 'hs1.evaluate' }, transport);

@@ -1,0 +1,676 @@
+import type { Logger } from '../logging/logger.js';
+import { gatewayOrigin } from '../delivery/circuit-breaker-origin.js';
+import {
+  admit,
+  breakerIsIdle,
+  newBreaker,
+  settleRequest,
+  type BreakerPolicy,
+  type BreakerTicket,
+  type CircuitBreaker,
+} from '../delivery/circuit-breaker.js';
+import {
+  emptyBacklog,
+  enqueue,
+  markSent,
+  nextSend,
+  settleDone,
+  settleRetry,
+  withWaiting,
+  type BacklogPolicy,
+  type DeviceBacklog,
+} from '../delivery/device-backlog.js';
+import { PusherChanges } from '../delivery/pusher-changes.js';
+import { recheckDevices } from '../delivery/pusher-recheck.js';
+import { pushkeyTag } from '../delivery/pushkey-tag.js';
+import { classifyExchange, type GatewayExchange, type ResponseOutcome } from '../delivery/response-outcome.js';
+import type { RetryPolicy } from '../delivery/retry-schedule.js';
+import type { PusherKey, StoredPusher } from '../pushers/pusher.js';
+import type { DeliveryStore, PendingDelivery } from '../store/delivery-store.js';
+
+/** The HTTP client, as the scheduler uses it (delivery-http/gateway-client.ts). */
+export interface GatewaySender {
+  send(url: string, body: string): Promise<GatewayExchange>;
+}
+
+/** Reads a user's pushers now (the pusher store). */
+export interface PusherLookup {
+  listPushers(userId: string): Promise<readonly StoredPusher[]>;
+}
+
+/** Removes the pusher a gateway rejected and announces the change (an `m.pushers` change event). */
+export interface RejectedPusherRemover {
+  removeRejected(key: PusherKey): Promise<void>;
+}
+
+/**
+ * What happened to a gateway request and its devices:
+ * - delivered: the gateway took it (its devices, rejected ones aside);
+ * - rejected: devices whose pushkey the gateway rejected (their pushers are removed);
+ * - retried: the attempt failed in a way worth retrying;
+ * - failed: a 4xx or a redirect, for good (pushers kept);
+ * - refused: the gateway's address is one deliveries may not go to;
+ * - given_up: still failing at the end of the give-up window;
+ * - dropped: pushed out of a device's backlog by newer notifications;
+ * - pusher_removed: its pushers were removed before it could be sent.
+ */
+export type DeliveryOutcome =
+  'delivered' | 'rejected' | 'retried' | 'failed' | 'refused' | 'given_up' | 'dropped' | 'pusher_removed';
+
+/** Narrow hook for the delivery metrics; tests pass object literals. */
+export interface DeliveryObserver {
+  /** A request (and `devices` of its devices) ended an attempt this way. */
+  settled(url: string, outcome: DeliveryOutcome, devices: number): void;
+  /** The gateway answered (or failed to) after this long. */
+  gatewayAnswered(url: string, seconds: number): void;
+  /** A request was delivered this long after its `notify` was taken in. */
+  deliveredAfter(seconds: number): void;
+  /** A device's request waits because its gateway's breaker is open. */
+  heldByBreaker(url: string): void;
+}
+
+export interface DeliverySchedulerOptions {
+  /** This worker's name on the leases it holds: unique per process. */
+  readonly owner: string;
+  readonly store: DeliveryStore;
+  readonly sender: GatewaySender;
+  readonly pushers: PusherLookup;
+  readonly remover: RejectedPusherRemover;
+  readonly retry: RetryPolicy;
+  readonly backlog: BacklogPolicy;
+  readonly breaker: BreakerPolicy;
+  readonly leaseMs: number;
+  readonly recoveryIntervalMs: number;
+  readonly logger: Logger;
+  readonly observer?: DeliveryObserver | undefined;
+  /** Users whose pusher changes are remembered (pusher-changes.ts). */
+  readonly pusherChangesKept?: number;
+  readonly now?: () => number;
+  readonly random?: () => number;
+}
+
+/** One device queue: its backlog and the timer that brings its next retry. */
+interface DeviceQueue {
+  readonly key: string;
+  readonly origin: string;
+  backlog: DeviceBacklog<PendingDelivery>;
+  timer?: NodeJS.Timeout | undefined;
+  /** Its front is being checked against the user's pushers. */
+  checking: boolean;
+  /** The front's ID and when it was last checked against the pushers. */
+  checked?: { readonly id: string; readonly at: number };
+}
+
+/** One gateway origin: its breaker and the device queues waiting for it to admit a request. */
+interface Origin {
+  breaker: CircuitBreaker;
+  /** In the order they started waiting: first come, first served. */
+  readonly waiters: Set<string>;
+  timer?: NodeJS.Timeout | undefined;
+}
+
+const NOT_A_URL_ORIGIN = 'invalid:';
+const REMOVE_CHUNK = 1000;
+const REFUSED_LOGGED_MAX = 100_000;
+
+/**
+ * Sends what the intake stored (docs/delivery.md): each device queue one
+ * request at a time in order, later ones waiting behind a failing one,
+ * retries at the backoff's pace, at most `maxPending` waiting per device,
+ * each gateway origin behind its breaker. The pure decisions are
+ * delivery/: this class keeps their state, its timers, and the I/O.
+ *
+ * Everything it holds is in the store under its lease, renewed while it
+ * lives; a request leaves the store only once it is done with. A worker
+ * that dies loses nothing: another takes its requests over once the lease
+ * has expired, and a gateway may see a request twice (at least once).
+ */
+export class DeliveryScheduler {
+  readonly #options: DeliverySchedulerOptions;
+  readonly #log: Logger;
+  readonly #now: () => number;
+  readonly #random: () => number;
+  readonly #queues = new Map<string, DeviceQueue>();
+  readonly #origins = new Map<string, Origin>();
+  /** Requests held in memory (waiting or in flight). */
+  readonly #held = new Set<string>();
+  /** Done with, not yet deleted from the store (still under this worker's lease there). */
+  readonly #removing = new Set<string>();
+  readonly #inFlight = new Set<Promise<void>>();
+  readonly #changes: PusherChanges;
+  /** Pushers whose refused address was logged: once per pusher. */
+  readonly #refusedLogged = new Set<string>();
+  #removeTimer: NodeJS.Timeout | undefined;
+  #flushing: Promise<void> | undefined;
+  #renewTimer: NodeJS.Timeout | undefined;
+  #recoveryTimer: NodeJS.Timeout | undefined;
+  #reconciling: Promise<void> | undefined;
+  #closed = false;
+
+  constructor(options: DeliverySchedulerOptions) {
+    this.#options = options;
+    this.#log = options.logger;
+    this.#now = options.now ?? Date.now;
+    this.#random = options.random ?? Math.random;
+    this.#changes = new PusherChanges(options.pusherChangesKept ?? 100_000);
+  }
+
+  /** The lease this worker's requests are held under, from now. */
+  lease(): { readonly owner: string; readonly until: number } {
+    return { owner: this.#options.owner, until: this.#now() + this.#options.leaseMs };
+  }
+
+  /** Requests this worker holds and has not finished. */
+  get pending(): number {
+    return this.#held.size;
+  }
+
+  /** When the oldest request this worker holds was taken in; undefined when it holds none. */
+  oldestAcceptedAt(): number | undefined {
+    let oldest: number | undefined;
+    for (const queue of this.#queues.values()) {
+      for (const item of queue.backlog.queue)
+        if (oldest === undefined || item.acceptedAt < oldest) oldest = item.acceptedAt;
+    }
+    return oldest;
+  }
+
+  /** Starts renewing this worker's leases and taking over those of dead workers. */
+  start(): void {
+    const renewEvery = Math.max(100, Math.floor(this.#options.leaseMs / 3));
+    this.#renewTimer = setInterval(() => {
+      void this.#renew();
+    }, renewEvery);
+    this.#renewTimer.unref();
+    const recover = () => {
+      this.#recoveryTimer = setTimeout(
+        () => {
+          void this.#recover().finally(() => {
+            if (!this.#closed) recover();
+          });
+        },
+        // Jittered, so that workers started together do not all look at once.
+        this.#options.recoveryIntervalMs * (0.5 + this.#random()),
+      );
+      this.#recoveryTimer.unref();
+    };
+    recover();
+  }
+
+  /** The pushers of `userId` changed (a change event): requests planned before are checked again before they go. */
+  pushersChanged(userId: string): void {
+    this.#changes.changed(userId, this.#now());
+  }
+
+  /** Change events may have been missed (the subscription was lost): every request planned so far is checked again. */
+  changesMissed(): void {
+    this.#changes.forgetAll(this.#now());
+  }
+
+  /**
+   * Takes requests into the device queues: the intake's new ones, or ones
+   * taken over from a dead worker. Those already held are ignored.
+   */
+  hold(deliveries: readonly PendingDelivery[]): void {
+    if (this.#closed) return;
+    const byKey = new Map<string, PendingDelivery[]>();
+    for (const delivery of deliveries) {
+      if (this.#held.has(delivery.id) || this.#removing.has(delivery.id)) continue;
+      this.#held.add(delivery.id);
+      const list = byKey.get(delivery.key);
+      if (list === undefined) byKey.set(delivery.key, [delivery]);
+      else list.push(delivery);
+    }
+    for (const [key, list] of byKey) {
+      this.#add(key, list);
+      this.#pump(key);
+    }
+  }
+
+  #add(key: string, list: PendingDelivery[]): void {
+    let queue = this.#queues.get(key);
+    const first = list[0] as PendingDelivery;
+    if (queue === undefined) {
+      queue = { key, origin: gatewayOrigin(first.url) ?? NOT_A_URL_ORIGIN, backlog: emptyBacklog(), checking: false };
+      this.#queues.set(key, queue);
+    }
+    const policy = this.#options.backlog;
+    const last = queue.backlog.queue.at(-1);
+    const inOrder = list.every((item, index) => index === 0 || (list[index - 1] as PendingDelivery).seq <= item.seq);
+    let dropped: readonly PendingDelivery[];
+    if (inOrder && (last === undefined || last.seq <= first.seq)) {
+      // The usual case: newer notifications at the back.
+      const collected: PendingDelivery[] = [];
+      for (const item of list) {
+        const change = enqueue(queue.backlog, item, policy);
+        queue.backlog = change.backlog;
+        collected.push(...change.dropped);
+      }
+      dropped = collected;
+    } else {
+      // Older ones taken over from a dead worker go before the newer ones held.
+      const frontBefore = queue.backlog.queue[0]?.id;
+      const waiting = [...queue.backlog.queue.slice(queue.backlog.inFlight ? 1 : 0), ...list].sort(
+        (a, b) => a.seq - b.seq,
+      );
+      const change = withWaiting(queue.backlog, waiting, policy);
+      queue.backlog = change.backlog;
+      dropped = change.dropped;
+      const front = queue.backlog.queue[0];
+      if (!queue.backlog.inFlight && front !== undefined && front.id !== frontBefore) {
+        queue.backlog = { ...queue.backlog, frontFailedAt: front.retry?.firstFailedAt, retryAt: front.retry?.retryAt };
+      }
+    }
+    // A request taken over carries the retry state its last holder saved.
+    if (queue.backlog.queue.length === list.length && !queue.backlog.inFlight) {
+      const retry = queue.backlog.queue[0]?.retry;
+      if (retry !== undefined)
+        queue.backlog = {
+          ...queue.backlog,
+          failures: retry.failures,
+          frontFailedAt: retry.firstFailedAt,
+          retryAt: retry.retryAt,
+        };
+    }
+    this.#finish(dropped, 'dropped');
+  }
+
+  /** Moves a device queue on: sends its front, or waits for its retry, its breaker or a slot. */
+  #pump(key: string): void {
+    const queue = this.#queues.get(key);
+    if (queue === undefined || this.#closed || queue.checking) return;
+    const now = this.#now();
+    const { backlog, gaveUp, next } = nextSend(queue.backlog, now, this.#options.retry);
+    queue.backlog = backlog;
+    this.#finish(gaveUp, 'given_up');
+    switch (next.kind) {
+      case 'empty':
+        clearTimeout(queue.timer);
+        this.#queues.delete(key);
+        return;
+      case 'in-flight':
+        return;
+      case 'wait':
+        this.#wakeAt(queue, next.until);
+        return;
+      case 'send':
+        break;
+    }
+    const item = next.item;
+    const checkedAt = queue.checked?.id === item.id ? queue.checked.at : item.acceptedAt;
+    if (this.#changes.changedSince(item.userId, checkedAt)) {
+      queue.checking = true;
+      void this.#recheck(queue, item);
+      return;
+    }
+    const origin = this.#originOf(queue.origin);
+    const admission = admit(origin.breaker, now);
+    if (!admission.send) {
+      origin.waiters.add(key);
+      if (admission.reason === 'open') {
+        this.#options.observer?.heldByBreaker(item.url);
+        this.#probeAt(origin, admission.probeAt);
+      }
+      return;
+    }
+    origin.breaker = admission.breaker;
+    origin.waiters.delete(key);
+    queue.backlog = markSent(queue.backlog);
+    this.#track(this.#send(queue, item, admission.ticket));
+  }
+
+  /** The front was planned before its user's pushers changed: look at them again before sending. */
+  async #recheck(queue: DeviceQueue, item: PendingDelivery): Promise<void> {
+    const at = this.#now();
+    try {
+      const pushers = await this.#options.pushers.listPushers(item.userId);
+      const verdict = recheckDevices(item, pushers);
+      if (queue.backlog.queue[0]?.id !== item.id || queue.backlog.inFlight) return;
+      if (verdict.kind === 'none') {
+        queue.backlog = settleDone(markSent(queue.backlog));
+        this.#finish([item], 'pusher_removed');
+      } else if (verdict.kind === 'narrowed') {
+        const removed = item.devices.length - verdict.devices.length;
+        this.#options.observer?.settled(item.url, 'pusher_removed', removed);
+        const narrowed: PendingDelivery = { ...item, bodyJson: verdict.bodyJson, devices: verdict.devices };
+        queue.backlog = { ...queue.backlog, queue: [narrowed, ...queue.backlog.queue.slice(1)] };
+      }
+      queue.checked = { id: item.id, at };
+    } catch (error) {
+      // The pushers cannot be read now: try again at the retry pace, without counting it against the gateway.
+      this.#log.warn({ err: error, user: item.userId }, 'cannot read the pushers of a pending notification; retrying');
+      queue.backlog = { ...queue.backlog, retryAt: at + this.#options.retry.baseMs };
+    } finally {
+      queue.checking = false;
+    }
+    this.#pump(queue.key);
+  }
+
+  async #send(queue: DeviceQueue, item: PendingDelivery, ticket: BreakerTicket): Promise<void> {
+    const started = performance.now();
+    let exchange: GatewayExchange;
+    try {
+      exchange = await this.#options.sender.send(item.url, item.bodyJson);
+    } catch (error) {
+      // The client is closing (shutdown): the request stays in the store for the next holder.
+      if (!this.#closed) this.#log.error({ err: error }, 'gateway client failed unexpectedly');
+      exchange = { kind: 'connection-error', reason: 'client-closed' };
+    }
+    const now = this.#now();
+    if (exchange.kind !== 'address-refused')
+      this.#options.observer?.gatewayAnswered(item.url, (performance.now() - started) / 1000);
+    const outcome = classifyExchange(exchange, now);
+    this.#settleBreaker(queue.origin, ticket, outcome, now);
+    // Settled even while closing: a delivered request is deleted before the lease is given up.
+    switch (outcome.kind) {
+      case 'delivered':
+        this.#delivered(queue, item, outcome.rejected, now);
+        break;
+      case 'failed':
+        this.#failed(queue, item, outcome, exchange);
+        break;
+      case 'retry':
+        this.#retry(queue, item, outcome, now);
+        break;
+    }
+    this.#pump(queue.key);
+  }
+
+  #delivered(queue: DeviceQueue, item: PendingDelivery, rejected: readonly string[], now: number): void {
+    queue.backlog = settleDone(queue.backlog);
+    const rejectedSet = new Set(rejected);
+    const gone = item.devices.filter((device) => rejectedSet.has(device.pushkey));
+    for (const device of gone) {
+      const key = { userId: item.userId, appId: device.appId, pushkey: device.pushkey };
+      this.#log.info(
+        { user: item.userId, appId: device.appId, pushkey: pushkeyTag(device.pushkey) },
+        'the gateway rejected a pushkey: its pusher is removed',
+      );
+      this.#options.remover.removeRejected(key).catch((error: unknown) => {
+        this.#log.warn(
+          { err: error, user: item.userId, appId: device.appId, pushkey: pushkeyTag(device.pushkey) },
+          'could not remove a rejected pusher; the next push to it will try again',
+        );
+      });
+    }
+    if (gone.length > 0) this.#options.observer?.settled(item.url, 'rejected', gone.length);
+    this.#options.observer?.settled(item.url, 'delivered', item.devices.length - gone.length);
+    this.#options.observer?.deliveredAfter(Math.max(0, now - item.acceptedAt) / 1000);
+    this.#remove(item.id);
+  }
+
+  #failed(
+    queue: DeviceQueue,
+    item: PendingDelivery,
+    outcome: Extract<ResponseOutcome, { kind: 'failed' }>,
+    exchange: GatewayExchange,
+  ): void {
+    queue.backlog = settleDone(queue.backlog);
+    const devices = item.devices.map((device) => `${device.appId}/${pushkeyTag(device.pushkey)}`);
+    if (outcome.cause === 'address-refused') {
+      const first = devices.some((device) => !this.#refusedLogged.has(`${item.userId} ${device}`));
+      if (first) {
+        if (this.#refusedLogged.size > REFUSED_LOGGED_MAX) this.#refusedLogged.clear();
+        for (const device of devices) this.#refusedLogged.add(`${item.userId} ${device}`);
+        this.#log.warn(
+          {
+            user: item.userId,
+            devices,
+            host: hostOf(item.url),
+            ...(exchange.kind === 'address-refused' ? { rule: exchange.rule, reason: exchange.reason } : {}),
+          },
+          "a pusher's gateway address is not allowed: nothing sent (PUSH_GATEWAY_IP_ALLOWLIST opens ranges)",
+        );
+      }
+      this.#options.observer?.settled(item.url, 'refused', item.devices.length);
+    } else {
+      this.#log.warn(
+        { user: item.userId, devices, host: hostOf(item.url), status: outcome.status, cause: outcome.cause },
+        'the gateway refused a notification for good; the pushers are kept',
+      );
+      this.#options.observer?.settled(item.url, 'failed', item.devices.length);
+    }
+    this.#remove(item.id);
+  }
+
+  #retry(
+    queue: DeviceQueue,
+    item: PendingDelivery,
+    outcome: Extract<ResponseOutcome, { kind: 'retry' }>,
+    now: number,
+  ): void {
+    const change = settleRetry(
+      queue.backlog,
+      { now, retryAfterMs: outcome.retryAfterMs },
+      { retry: this.#options.retry, backlog: this.#options.backlog },
+      this.#random,
+    );
+    queue.backlog = change.backlog;
+    this.#options.observer?.settled(item.url, 'retried', item.devices.length);
+    this.#finish(change.dropped, 'dropped');
+    if (change.gaveUp.length > 0) {
+      this.#log.warn(
+        { user: item.userId, host: hostOf(item.url), cause: outcome.cause, status: outcome.status },
+        'a notification failed for its whole retry window: given up',
+      );
+      this.#finish(change.gaveUp, 'given_up');
+      return;
+    }
+    const { failures, frontFailedAt, retryAt } = queue.backlog;
+    if (queue.backlog.queue[0]?.id === item.id && frontFailedAt !== undefined && retryAt !== undefined) {
+      this.#options.store.saveRetry(item.id, { failures, firstFailedAt: frontFailedAt, retryAt }).catch(() => {
+        // Only the pace after a crash depends on it: the next holder starts the backoff again.
+      });
+    }
+  }
+
+  #settleBreaker(originKey: string, ticket: BreakerTicket, outcome: ResponseOutcome, now: number): void {
+    const origin = this.#originOf(originKey);
+    const before = origin.breaker;
+    origin.breaker = settleRequest(before, ticket, outcome, now, this.#options.breaker, this.#random);
+    const after = origin.breaker;
+    if (after.state === 'open' && before.state !== 'open' && after.generation !== before.generation) {
+      this.#log.warn(
+        { host: originKey, probeInMs: after.probeAt - now, openings: after.openings },
+        'a push gateway keeps failing: only probes go to it until it answers',
+      );
+    } else if (after.state === 'closed' && before.state === 'half-open') {
+      this.#log.info({ host: originKey }, 'a push gateway answers again');
+    }
+    this.#wakeWaiters(originKey, origin);
+  }
+
+  /** Lets as many waiting device queues try as the breaker now has room for. */
+  #wakeWaiters(originKey: string, origin: Origin): void {
+    const breaker = origin.breaker;
+    let room = 0;
+    if (breaker.state === 'closed') room = breaker.limit - breaker.inFlight;
+    else if (breaker.state === 'open') {
+      if (origin.waiters.size > 0) this.#probeAt(origin, breaker.probeAt);
+      return;
+    }
+    for (const key of origin.waiters) {
+      if (room <= 0) break;
+      origin.waiters.delete(key);
+      room -= 1;
+      this.#pump(key);
+    }
+    if (origin.waiters.size === 0 && breakerIsIdle(origin.breaker)) this.#origins.delete(originKey);
+  }
+
+  #probeAt(origin: Origin, at: number): void {
+    if (origin.timer !== undefined) return;
+    origin.timer = setTimeout(
+      () => {
+        origin.timer = undefined;
+        // The first waiter with a request due sends the probe; the others wait for its verdict.
+        for (const key of origin.waiters) {
+          origin.waiters.delete(key);
+          this.#pump(key);
+          if (origin.breaker.state !== 'open') break;
+        }
+      },
+      Math.max(0, at - this.#now()),
+    );
+    origin.timer.unref();
+  }
+
+  #wakeAt(queue: DeviceQueue, at: number): void {
+    clearTimeout(queue.timer);
+    queue.timer = setTimeout(
+      () => {
+        queue.timer = undefined;
+        this.#pump(queue.key);
+      },
+      Math.max(0, at - this.#now()),
+    );
+    queue.timer.unref();
+  }
+
+  #originOf(key: string): Origin {
+    let origin = this.#origins.get(key);
+    if (origin === undefined) {
+      origin = { breaker: newBreaker(this.#options.breaker), waiters: new Set() };
+      this.#origins.set(key, origin);
+    }
+    return origin;
+  }
+
+  /** Requests done with without a send of their own: counted and removed. */
+  #finish(items: readonly PendingDelivery[], outcome: DeliveryOutcome): void {
+    for (const item of items) {
+      this.#options.observer?.settled(item.url, outcome, item.devices.length);
+      this.#remove(item.id);
+    }
+  }
+
+  #remove(id: string): void {
+    this.#held.delete(id);
+    this.#removing.add(id);
+    if (this.#removeTimer === undefined && this.#flushing === undefined) {
+      // Deleted in batches: a fan-out of 10,000 requests costs a handful of store round trips.
+      this.#removeTimer = setTimeout(() => {
+        this.#removeTimer = undefined;
+        void this.#flushRemovals();
+      }, 5);
+    }
+  }
+
+  async #flushRemovals(): Promise<void> {
+    if (this.#flushing !== undefined) return this.#flushing;
+    const run = async () => {
+      while (this.#removing.size > 0) {
+        const ids = [...this.#removing].slice(0, REMOVE_CHUNK);
+        try {
+          await this.#options.store.remove(ids);
+          for (const id of ids) this.#removing.delete(id);
+        } catch (error) {
+          this.#log.warn({ err: error, requests: ids.length }, 'cannot delete delivered notifications yet; retrying');
+          if (this.#closed) return;
+          await new Promise((resolve) => setTimeout(resolve, 1000));
+        }
+      }
+    };
+    this.#flushing = run().finally(() => {
+      this.#flushing = undefined;
+    });
+    return this.#flushing;
+  }
+
+  /** Renews the lease; when the store holds other requests under it than this worker knows of, catches up. */
+  async #renew(): Promise<void> {
+    if (this.#closed) return;
+    try {
+      const held = await this.#options.store.renew(this.lease());
+      if (held !== this.#held.size + this.#removing.size) await this.#reconcile();
+    } catch (error) {
+      this.#log.warn({ err: error }, 'cannot renew the lease on pending notifications');
+    }
+  }
+
+  /**
+   * What the store says this worker holds, against what it holds in memory:
+   * requests given to it by another worker's intake (newer notifications of
+   * a device queue it holds) are taken in; requests it lost (its lease
+   * expired during a stall and another worker took them) are let go, unless
+   * in flight.
+   */
+  async #reconcile(): Promise<void> {
+    if (this.#reconciling !== undefined) return this.#reconciling;
+    const run = async () => {
+      const stored = await this.#options.store.listHeld(this.#options.owner);
+      const storedIds = new Set(stored.map((item) => item.id));
+      for (const queue of this.#queues.values()) {
+        const inFlight = queue.backlog.inFlight ? queue.backlog.queue.slice(0, 1) : [];
+        const waiting = queue.backlog.queue.slice(inFlight.length);
+        const kept = waiting.filter((item) => storedIds.has(item.id));
+        if (kept.length === waiting.length) continue;
+        for (const item of waiting) if (!storedIds.has(item.id)) this.#held.delete(item.id);
+        queue.backlog = withWaiting(queue.backlog, kept, this.#options.backlog).backlog;
+        if (queue.backlog.queue.length === 0) {
+          clearTimeout(queue.timer);
+          this.#queues.delete(queue.key);
+        }
+      }
+      this.hold(stored);
+    };
+    this.#reconciling = run().finally(() => {
+      this.#reconciling = undefined;
+    });
+    return this.#reconciling;
+  }
+
+  async #recover(): Promise<void> {
+    if (this.#closed) return;
+    try {
+      const claimed = await this.#options.store.claimExpired(this.lease(), this.#now());
+      const fresh = claimed.filter((item) => !this.#held.has(item.id) && !this.#removing.has(item.id));
+      if (fresh.length > 0) {
+        this.#log.info({ requests: fresh.length }, 'took over pending notifications of a worker that stopped');
+        this.hold(fresh);
+      }
+    } catch (error) {
+      this.#log.warn({ err: error }, 'cannot look for pending notifications of stopped workers');
+    }
+  }
+
+  #track(work: Promise<void>): void {
+    const tracked = work
+      .catch((error: unknown) => {
+        this.#log.error({ err: error }, 'delivery failed unexpectedly');
+      })
+      .finally(() => {
+        this.#inFlight.delete(tracked);
+      });
+    this.#inFlight.add(tracked);
+  }
+
+  /**
+   * Stops sending: timers cleared, requests in flight awaited (each ends
+   * within the client's timeouts, or at once when the client closes),
+   * finished ones deleted, and the lease on the rest given up so that
+   * another worker carries on at once rather than after the lease.
+   */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    clearInterval(this.#renewTimer);
+    clearTimeout(this.#recoveryTimer);
+    clearTimeout(this.#removeTimer);
+    this.#removeTimer = undefined;
+    for (const queue of this.#queues.values()) clearTimeout(queue.timer);
+    for (const origin of this.#origins.values()) clearTimeout(origin.timer);
+    await Promise.allSettled([...this.#inFlight]);
+    await this.#flushRemovals();
+    await this.#options.store.release(this.#options.owner).catch((error: unknown) => {
+      this.#log.warn(
+        { err: error },
+        'could not release pending notifications: another worker takes them once the lease expires',
+      );
+    });
+  }
+}
+
+function hostOf(url: string): string {
+  return URL.parse(url)?.host ?? 'invalid';
+}

@@ -1,0 +1,138 @@
+import { randomUUID } from 'node:crypto';
+import type { NotifyRequestBody } from '../contract/ops.js';
+import type { DeliveryPusher } from '../delivery/device-batches.js';
+import { planIntake, pushedUserIds } from '../delivery/intake-plan.js';
+import type { Logger } from '../logging/logger.js';
+import type { StoredPusher } from '../pushers/pusher.js';
+import type { BackoffPolicy } from '../retry/backoff.js';
+import { retryUntilDone } from '../retry/retry-until-done.js';
+import type { DeliveryStore, Lease, PendingDelivery } from '../store/delivery-store.js';
+import type { PusherLookup } from './delivery-scheduler.js';
+
+/** Where the intake hands what it stored: the scheduler (delivery-scheduler.ts). */
+export interface DeliveryHolder {
+  lease(): Lease;
+  hold(deliveries: readonly PendingDelivery[]): void;
+}
+
+export interface NotifyIntakeOptions {
+  readonly store: DeliveryStore;
+  readonly pushers: PusherLookup;
+  readonly holder: DeliveryHolder;
+  /** The pace of retries while the store does not answer. */
+  readonly backoff: BackoffPolicy;
+  /** Aborted at shutdown: an intake still waiting for the store gives up, and its message goes back to the queue. */
+  readonly signal: AbortSignal;
+  readonly logger: Logger;
+  readonly observer?: { emailPushersSkipped(count: number): void } | undefined;
+  readonly now?: () => number;
+}
+
+/** The `notify` reply's body (docs/delivery.md). */
+export interface IntakeResult {
+  readonly recipients: number;
+  readonly devices: number;
+  /** Its `messageId` was taken in before: nothing was scheduled again. */
+  readonly replayed: boolean;
+}
+
+/** The intake stopped (shutdown) before the store took the message: it must go back to the queue. */
+export class IntakeStoppedError extends Error {
+  constructor() {
+    super('delivery intake stopped before the notification was stored');
+    this.name = 'IntakeStoppedError';
+  }
+}
+
+/**
+ * Takes a `notify` message in: reads the recipients' pushers, plans the
+ * gateway requests (delivery/intake-plan.ts), stores them, and hands the
+ * scheduler its share. Once `accept` resolved, every request is in the
+ * store: the message may be acknowledged.
+ *
+ * Messages are stored in the order `accept` was called (the order the
+ * single active consumer receives them in), each with a higher `seq`: a
+ * message that waits for the store holds back the ones after it, so that
+ * one device's notifications never overtake each other.
+ */
+export class NotifyIntake {
+  readonly #options: NotifyIntakeOptions;
+  readonly #now: () => number;
+  #lastSeq = 0;
+  #tail: Promise<unknown> = Promise.resolve();
+
+  constructor(options: NotifyIntakeOptions) {
+    this.#options = options;
+    this.#now = options.now ?? Date.now;
+  }
+
+  /** Rejects only with `IntakeStoppedError`; the store's failures are retried until it answers. */
+  async accept(request: NotifyRequestBody, messageId: string | undefined): Promise<IntakeResult> {
+    // Taken now, before any wait: the message's place in intake order.
+    const acceptedAt = this.#now();
+    const seq = Math.max(this.#lastSeq + 1, acceptedAt * 1000);
+    this.#lastSeq = seq;
+    const previous = this.#tail;
+    const work = this.#retrying(async () => {
+      const notifyId = messageId ?? randomUUID();
+      if (messageId !== undefined) {
+        const found = await this.#options.store.findAccepted(messageId);
+        if (found !== undefined) return { recipients: found.recipients, devices: found.devices, replayed: true };
+      }
+      const pushers = await this.#pushersOf(pushedUserIds(request));
+      const plan = planIntake(request, (userId) => (pushers.get(userId) ?? []).map(toDeliveryPusher), {
+        notifyId,
+        seq,
+        acceptedAt,
+      });
+      if (plan.emailPushers > 0) this.#options.observer?.emailPushersSkipped(plan.emailPushers);
+      // Stored strictly after the message before it.
+      await previous;
+      const { holder, store } = this.#options;
+      const held = await store.accept(
+        { id: notifyId, recipients: plan.recipients, devices: plan.devices, acceptedAt },
+        plan.deliveries,
+        holder.lease(),
+        this.#now(),
+      );
+      holder.hold(held);
+      return { recipients: plan.recipients, devices: plan.devices, replayed: false };
+    });
+    this.#tail = work.catch(() => undefined);
+    return work;
+  }
+
+  async #retrying(operation: () => Promise<IntakeResult>): Promise<IntakeResult> {
+    const result = await retryUntilDone(operation, {
+      policy: this.#options.backoff,
+      signal: this.#options.signal,
+      onFailure: (error, attempt, retryInMs) => {
+        this.#options.logger.warn(
+          { err: error, attempt, retryInMs },
+          'cannot store a notify message yet; it waits (unacknowledged) and is retried',
+        );
+      },
+    });
+    if (result === undefined) throw new IntakeStoppedError();
+    return result;
+  }
+
+  /** Reads concurrently: the pusher store batches the reads of many users into few queries. */
+  async #pushersOf(userIds: readonly string[]): Promise<ReadonlyMap<string, readonly StoredPusher[]>> {
+    const lists = await Promise.all(userIds.map(async (userId) => this.#options.pushers.listPushers(userId)));
+    return new Map(userIds.map((userId, index) => [userId, lists[index] ?? []]));
+  }
+}
+
+/** A stored pusher as delivery plans with it; one stored before its time was recorded is sent `pushkey_ts` 0. */
+function toDeliveryPusher(pusher: StoredPusher & { readonly ts?: number }): DeliveryPusher {
+  return {
+    user_id: pusher.user_id,
+    kind: pusher.kind,
+    app_id: pusher.app_id,
+    pushkey: pusher.pushkey,
+    data: pusher.data,
+    enabled: pusher.enabled,
+    pushkeyTsMs: pusher.ts ?? 0,
+  };
+}

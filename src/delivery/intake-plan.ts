@@ -1,0 +1,80 @@
+import type { NotifyRequestBody } from '../contract/ops.js';
+import { deviceQueueKey } from './delivery-key.js';
+import type { DeliveryPusher } from './device-batches.js';
+import { planRecipient } from './notification-plan.js';
+import { planRecipientRequests } from './recipient-requests.js';
+
+/** One gateway request of a `notify` message, ready to be stored and sent (the store's `PendingDelivery`). */
+export interface PlannedDelivery {
+  readonly id: string;
+  readonly key: string;
+  readonly seq: number;
+  readonly userId: string;
+  readonly url: string;
+  readonly bodyJson: string;
+  readonly devices: readonly { readonly appId: string; readonly pushkey: string }[];
+  readonly acceptedAt: number;
+}
+
+export interface IntakePlan {
+  readonly deliveries: readonly PlannedDelivery[];
+  /** Recipients with at least one device to push (the reply's `recipients`). */
+  readonly recipients: number;
+  /** Devices scheduled (the reply's `devices`). */
+  readonly devices: number;
+  /** Enabled e-mail pushers of pushed recipients: this service sends no mail (counted, docs/delivery.md). */
+  readonly emailPushers: number;
+}
+
+/** How the intake names and orders what it plans. */
+export interface IntakeStamp {
+  /** The `notify` message's ID (its `messageId`, or one made up): request IDs derive from it. */
+  readonly notifyId: string;
+  /** Intake order of the message; every request of one message has it (no two share a device queue). */
+  readonly seq: number;
+  readonly acceptedAt: number;
+}
+
+/** The user IDs whose pushers the plan needs: recipients who are pushed at all. */
+export function pushedUserIds(request: NotifyRequestBody): readonly string[] {
+  return request.recipients
+    .filter((recipient) => planRecipient(request.notification, recipient).pushed)
+    .map((recipient) => recipient.user_id);
+}
+
+/**
+ * Every gateway request of one `notify` message, from its recipients and
+ * their pushers. Request IDs are `<notifyId>/<recipient index>.<request
+ * index>`: the same message planned again (redelivered after a crash)
+ * gives the same IDs, which the store takes only once.
+ */
+export function planIntake(
+  request: NotifyRequestBody,
+  pushersOf: (userId: string) => readonly DeliveryPusher[],
+  stamp: IntakeStamp,
+): IntakePlan {
+  const deliveries: PlannedDelivery[] = [];
+  let recipients = 0;
+  let devices = 0;
+  let emailPushers = 0;
+  for (const [index, recipient] of request.recipients.entries()) {
+    const planned = planRecipientRequests(request.notification, recipient, pushersOf(recipient.user_id));
+    emailPushers += planned.emailPushers.length;
+    if (planned.requests.length === 0) continue;
+    recipients += 1;
+    for (const [n, { batch, body }] of planned.requests.entries()) {
+      devices += batch.pushers.length;
+      deliveries.push({
+        id: `${stamp.notifyId}/${index}.${n}`,
+        key: deviceQueueKey(recipient.user_id, batch.url, batch.format),
+        seq: stamp.seq,
+        userId: recipient.user_id,
+        url: batch.url,
+        bodyJson: JSON.stringify(body),
+        devices: batch.pushers.map((pusher) => ({ appId: pusher.app_id, pushkey: pusher.pushkey })),
+        acceptedAt: stamp.acceptedAt,
+      });
+    }
+  }
+  return { deliveries, recipients, devices, emailPushers };
+}

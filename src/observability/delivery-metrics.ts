@@ -1,0 +1,120 @@
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import { HostLabels } from '../delivery/host-labels.js';
+import type { DeliveryObserver, DeliveryOutcome } from '../delivery-service/delivery-scheduler.js';
+
+/** What the delivery gauges read at scrape time (the scheduler). */
+export interface DeliveryBacklog {
+  readonly pending: number;
+  oldestAcceptedAt(): number | undefined;
+}
+
+/** Distinct gateway hosts with a label of their own; the rest are `other` (host-labels.ts). */
+const MAX_HOST_LABELS = 50;
+
+/**
+ * Push delivery's Prometheus metrics (docs/monitoring.md#delivery), on the
+ * worker's registry. Labelled by gateway host, bounded; never by user or
+ * pushkey.
+ */
+export class DeliveryMetrics implements DeliveryObserver {
+  readonly #hosts = new HostLabels(MAX_HOST_LABELS);
+  readonly #requests: Counter<'host' | 'outcome'>;
+  readonly #devices: Counter<'host' | 'outcome'>;
+  readonly #response: Histogram<'host'>;
+  readonly #latency: Histogram;
+  readonly #breakerHeld: Counter<'host'>;
+  readonly #email: Counter;
+
+  constructor(registry: Registry, backlog: () => DeliveryBacklog | undefined, now: () => number = Date.now) {
+    const registers = [registry];
+    this.#requests = new Counter({
+      name: 'push_worker_delivery_requests_total',
+      help: 'Gateway requests by host and outcome (delivered, retried, failed, refused, given_up, dropped, pusher_removed).',
+      labelNames: ['host', 'outcome'],
+      registers,
+    });
+    this.#devices = new Counter({
+      name: 'push_worker_delivery_devices_total',
+      help: 'Devices by host and outcome (delivered, rejected, retried, failed, refused, given_up, dropped, pusher_removed).',
+      labelNames: ['host', 'outcome'],
+      registers,
+    });
+    this.#response = new Histogram({
+      name: 'push_worker_gateway_response_seconds',
+      help: 'From sending a request to a push gateway to its answer (or a connection error or timeout), by host.',
+      labelNames: ['host'],
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 15, 60],
+      registers,
+    });
+    this.#latency = new Histogram({
+      name: 'push_worker_delivery_latency_seconds',
+      help: 'From taking a notify message in to its delivery to the gateway, per request delivered.',
+      buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600, 86400],
+      registers,
+    });
+    this.#breakerHeld = new Counter({
+      name: 'push_worker_delivery_breaker_open_total',
+      help: "Times a device's request waited because its gateway's circuit breaker was open, by host.",
+      labelNames: ['host'],
+      registers,
+    });
+    this.#email = new Counter({
+      name: 'push_worker_delivery_email_pushers_skipped_total',
+      help: 'E-mail pushers of pushed recipients: this service sends no mail.',
+      registers,
+    });
+    new Gauge({
+      name: 'push_worker_delivery_pending',
+      help: 'Gateway requests this worker holds and has not finished (waiting, retrying or in flight).',
+      registers,
+      collect() {
+        this.set(backlog()?.pending ?? 0);
+      },
+    });
+    new Gauge({
+      name: 'push_worker_delivery_oldest_pending_seconds',
+      help: 'Age of the oldest gateway request this worker holds; 0 when it holds none.',
+      registers,
+      collect() {
+        const oldest = backlog()?.oldestAcceptedAt();
+        this.set(oldest === undefined ? 0 : Math.max(0, now() - oldest) / 1000);
+      },
+    });
+    // Every outcome is exported from the start, so that rate() works from the first event.
+    for (const outcome of OUTCOMES) this.#devices.inc({ host: 'none', outcome }, 0);
+  }
+
+  settled(url: string, outcome: DeliveryOutcome, devices: number): void {
+    const host = this.#hosts.labelOf(url);
+    // A request's rejected devices are part of a delivered request: counted as devices, not as another request.
+    if (outcome !== 'rejected') this.#requests.inc({ host, outcome });
+    if (devices > 0) this.#devices.inc({ host, outcome }, devices);
+  }
+
+  gatewayAnswered(url: string, seconds: number): void {
+    this.#response.observe({ host: this.#hosts.labelOf(url) }, seconds);
+  }
+
+  deliveredAfter(seconds: number): void {
+    this.#latency.observe(seconds);
+  }
+
+  heldByBreaker(url: string): void {
+    this.#breakerHeld.inc({ host: this.#hosts.labelOf(url) });
+  }
+
+  emailPushersSkipped(count: number): void {
+    this.#email.inc(count);
+  }
+}
+
+const OUTCOMES: readonly DeliveryOutcome[] = [
+  'delivered',
+  'rejected',
+  'retried',
+  'failed',
+  'refused',
+  'given_up',
+  'dropped',
+  'pusher_removed',
+];
