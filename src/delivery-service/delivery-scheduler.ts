@@ -335,7 +335,8 @@ export class DeliveryScheduler {
         const narrowed: PendingDelivery = { ...item, bodyJson: verdict.bodyJson, devices: verdict.devices };
         queue.backlog = { ...queue.backlog, queue: [narrowed, ...queue.backlog.queue.slice(1)] };
       }
-      queue.checked = { id: item.id, at };
+      // A change after the read is caught next time; one in the same millisecond as the read is taken as seen.
+      queue.checked = { id: narrowedId(queue, item), at: at + 1 };
     } catch (error) {
       // The pushers cannot be read now: try again at the retry pace, without counting it against the gateway.
       this.#log.warn({ err: error, user: item.userId }, 'cannot read the pushers of a pending notification; retrying');
@@ -489,7 +490,7 @@ export class DeliveryScheduler {
       if (origin.waiters.size > 0) this.#probeAt(origin, breaker.probeAt);
       return;
     }
-    for (const key of origin.waiters) {
+    for (const key of [...origin.waiters]) {
       if (room <= 0) break;
       origin.waiters.delete(key);
       room -= 1;
@@ -503,8 +504,14 @@ export class DeliveryScheduler {
     origin.timer = setTimeout(
       () => {
         origin.timer = undefined;
+        const { breaker } = origin;
+        // Opened again since this timer was set: its probe is due later.
+        if (breaker.state === 'open' && breaker.probeAt > this.#now()) {
+          this.#probeAt(origin, breaker.probeAt);
+          return;
+        }
         // The first waiter with a request due sends the probe; the others wait for its verdict.
-        for (const key of origin.waiters) {
+        for (const key of [...origin.waiters]) {
           origin.waiters.delete(key);
           this.#pump(key);
           if (origin.breaker.state !== 'open') break;
@@ -669,6 +676,11 @@ export class DeliveryScheduler {
       );
     });
   }
+}
+
+/** The front's ID after a check (a narrowed front keeps its ID). */
+function narrowedId(queue: DeviceQueue, item: PendingDelivery): string {
+  return queue.backlog.queue[0]?.id ?? item.id;
 }
 
 function hostOf(url: string): string {

@@ -1,0 +1,338 @@
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { DEFAULT_BREAKER_POLICY } from '../../src/delivery/circuit-breaker.js';
+import { deviceQueueKey } from '../../src/delivery/delivery-key.js';
+import type { GatewayExchange } from '../../src/delivery/response-outcome.js';
+import {
+  DeliveryScheduler,
+  type DeliveryObserver,
+  type DeliveryOutcome,
+  type DeliverySchedulerOptions,
+} from '../../src/delivery-service/delivery-scheduler.js';
+import { createLogger } from '../../src/logging/logger.js';
+import type { PusherKey, StoredPusher } from '../../src/pushers/pusher.js';
+import type { PendingDelivery } from '../../src/store/delivery-store.js';
+import { InMemoryDeliveryStore } from '../../src/store/in-memory-delivery-store.js';
+
+const ALICE = '@alice:example.org';
+const BOB = '@bob:example.org';
+const APP = 'org.example.app';
+const GATEWAY = 'https://push.example.org/_matrix/push/v1/notify';
+const OTHER_GATEWAY = 'https://push.other.example/_matrix/push/v1/notify';
+const START = Date.parse('2026-01-01T00:00:00Z');
+const OK: GatewayExchange = { kind: 'response', status: 200, body: '{"rejected":[]}' };
+const DOWN: GatewayExchange = { kind: 'connection-error', reason: 'ECONNREFUSED' };
+
+let seq = 0;
+/** A request for one device; `n` names its notification (the event ID in its body). */
+function aDelivery(n: number, overrides: Partial<PendingDelivery> = {}): PendingDelivery {
+  seq += 1;
+  const userId = overrides.userId ?? ALICE;
+  const url = overrides.url ?? GATEWAY;
+  const devices = overrides.devices ?? [{ appId: APP, pushkey: `${userId}-phone` }];
+  return {
+    id: `notify-${n}/${userId}/${url}`,
+    key: deviceQueueKey(userId, url, undefined),
+    seq,
+    userId,
+    url,
+    bodyJson: JSON.stringify({
+      notification: {
+        event_id: `$${n}`,
+        devices: devices.map((d) => ({ app_id: d.appId, pushkey: d.pushkey, pushkey_ts: 0, data: {}, tweaks: {} })),
+      },
+    }),
+    devices,
+    acceptedAt: START,
+    ...overrides,
+  };
+}
+
+interface Sent {
+  readonly url: string;
+  readonly event: string;
+  readonly pushkeys: readonly string[];
+}
+
+/** A gateway whose answer each test decides; records what was sent. */
+function aGateway() {
+  const sent: Sent[] = [];
+  let answer: (request: Sent) => GatewayExchange | Promise<GatewayExchange> = () => OK;
+  return {
+    sent,
+    answerWith(next: typeof answer) {
+      answer = next;
+    },
+    sender: {
+      send: async (url: string, body: string) => {
+        const parsed = JSON.parse(body) as { notification: { event_id: string; devices: { pushkey: string }[] } };
+        const request = {
+          url,
+          event: parsed.notification.event_id,
+          pushkeys: parsed.notification.devices.map((d) => d.pushkey),
+        };
+        sent.push(request);
+        return answer(request);
+      },
+    },
+  };
+}
+
+function aCountingObserver() {
+  const counts = new Map<string, number>();
+  const observer: DeliveryObserver = {
+    settled: (_url, outcome: DeliveryOutcome, devices) => {
+      counts.set(outcome, (counts.get(outcome) ?? 0) + devices);
+    },
+    gatewayAnswered: () => undefined,
+    deliveredAfter: () => undefined,
+    heldByBreaker: () => {
+      counts.set('held-by-breaker', (counts.get('held-by-breaker') ?? 0) + 1);
+    },
+  };
+  return { observer, count: (outcome: string) => counts.get(outcome) ?? 0 };
+}
+
+function aPusher(userId: string, pushkey: string): StoredPusher {
+  return {
+    user_id: userId,
+    kind: 'http',
+    app_id: APP,
+    pushkey,
+    app_display_name: 'App',
+    device_display_name: 'Phone',
+    lang: 'en',
+    data: { url: GATEWAY },
+    enabled: true,
+  };
+}
+
+interface World {
+  readonly store: InMemoryDeliveryStore;
+  readonly gateway: ReturnType<typeof aGateway>;
+  readonly observed: ReturnType<typeof aCountingObserver>;
+  readonly removed: PusherKey[];
+  readonly pushers: Map<string, StoredPusher[]>;
+  readonly scheduler: DeliveryScheduler;
+  /** Stores the requests under the scheduler's lease and hands them to it, as the intake does. */
+  take(deliveries: readonly PendingDelivery[]): Promise<void>;
+}
+
+const worlds: World[] = [];
+
+function aWorld(overrides: Partial<DeliverySchedulerOptions> = {}): World {
+  const store = new InMemoryDeliveryStore();
+  const gateway = aGateway();
+  const observed = aCountingObserver();
+  const removed: PusherKey[] = [];
+  const pushers = new Map<string, StoredPusher[]>();
+  const scheduler = new DeliveryScheduler({
+    owner: 'worker-1',
+    store,
+    sender: gateway.sender,
+    pushers: { listPushers: async (userId) => Promise.resolve(pushers.get(userId) ?? []) },
+    remover: {
+      removeRejected: async (key) => {
+        removed.push(key);
+        return Promise.resolve();
+      },
+    },
+    retry: { baseMs: 1000, maxMs: 3_600_000, giveUpAfterMs: 86_400_000 },
+    backlog: { maxPending: 20 },
+    breaker: DEFAULT_BREAKER_POLICY,
+    leaseMs: 30_000,
+    recoveryIntervalMs: 5_000,
+    logger: createLogger('silent'),
+    observer: observed.observer,
+    // The middle of every jitter range: the schedule is the policy's.
+    random: () => 0.5,
+    ...overrides,
+  });
+  scheduler.start();
+  const world: World = {
+    store,
+    gateway,
+    observed,
+    removed,
+    pushers,
+    scheduler,
+    take: async (deliveries) => {
+      const held = await store.accept(
+        { id: `intake-${String(seq)}`, recipients: 1, devices: deliveries.length, acceptedAt: Date.now() },
+        deliveries,
+        scheduler.lease(),
+        Date.now(),
+      );
+      scheduler.hold(held);
+    },
+  };
+  worlds.push(world);
+  return world;
+}
+
+/** The events sent to one device, in order. */
+const eventsTo = (world: World, pushkey: string) =>
+  world.gateway.sent.filter((request) => request.pushkeys.includes(pushkey)).map((request) => request.event);
+
+beforeEach(() => {
+  vi.useFakeTimers({ now: START });
+});
+
+afterEach(async () => {
+  for (const world of worlds.splice(0)) await world.scheduler.close();
+  vi.useRealTimers();
+});
+
+describe('the delivery scheduler', () => {
+  it('sends each request once, removes it from the store, and counts its devices delivered', async () => {
+    const world = aWorld();
+    await world.take([aDelivery(1), aDelivery(2, { userId: BOB })]);
+    await vi.advanceTimersByTimeAsync(100);
+    expect(world.gateway.sent.map((s) => s.event).sort()).toEqual(['$1', '$2']);
+    expect(await world.store.listHeld('worker-1')).toEqual([]);
+    expect(world.observed.count('delivered')).toBe(2);
+    expect(world.scheduler.pending).toBe(0);
+  });
+
+  it("keeps one device's notifications in order behind a failing one, and holds no other device", async () => {
+    const world = aWorld();
+    // Alice's gateway fails twice, then recovers; Bob's (another host) always answers.
+    let failures = 2;
+    world.gateway.answerWith((request) => {
+      if (request.url === GATEWAY && failures > 0) {
+        failures -= 1;
+        return { kind: 'response', status: 503 };
+      }
+      return OK;
+    });
+    await world.take([aDelivery(1), aDelivery(2), aDelivery(3), aDelivery(4, { userId: BOB, url: OTHER_GATEWAY })]);
+    await vi.advanceTimersByTimeAsync(10);
+    expect(eventsTo(world, `${ALICE}-phone`)).toEqual(['$1']);
+    expect(eventsTo(world, `${BOB}-phone`)).toEqual(['$4']);
+    // Backoff: 1 s, then 2 s (the middle of the jitter range is the whole step... see retry-schedule).
+    await vi.advanceTimersByTimeAsync(10_000);
+    expect(eventsTo(world, `${ALICE}-phone`)).toEqual(['$1', '$1', '$1', '$2', '$3']);
+    expect(world.observed.count('retried')).toBe(2);
+    expect(world.observed.count('delivered')).toBe(4);
+  });
+
+  it('keeps the newest 20 of a device while its gateway is down, and sends them in order once it is back', async () => {
+    const world = aWorld();
+    let up = false;
+    world.gateway.answerWith(() => (up ? OK : DOWN));
+    await world.take([aDelivery(0)]);
+    await vi.advanceTimersByTimeAsync(10);
+    // 25 more arrive while the first keeps failing (it is in flight or waiting: never dropped for newer ones).
+    for (let n = 1; n <= 25; n += 1) await world.take([aDelivery(n)]);
+    up = true;
+    world.gateway.sent.length = 0;
+    await vi.advanceTimersByTimeAsync(120_000);
+    // The oldest waiting ones went as newer ones came, the failing first one too: it was not in flight.
+    expect(eventsTo(world, `${ALICE}-phone`)).toEqual(Array.from({ length: 20 }, (_, i) => `$${String(i + 6)}`));
+    expect(world.observed.count('dropped')).toBe(6);
+    expect(await world.store.listHeld('worker-1')).toEqual([]);
+  });
+
+  it('gives a notification up at the end of its window and moves the device on', async () => {
+    const world = aWorld({ retry: { baseMs: 1000, maxMs: 4000, giveUpAfterMs: 20_000 } });
+    world.gateway.answerWith((request) => (request.event === '$1' ? { kind: 'response', status: 500 } : OK));
+    await world.take([aDelivery(1), aDelivery(2)]);
+    await vi.advanceTimersByTimeAsync(60_000);
+    expect(world.observed.count('given_up')).toBe(1);
+    expect(eventsTo(world, `${ALICE}-phone`).at(-1)).toBe('$2');
+    expect(await world.store.listHeld('worker-1')).toEqual([]);
+  });
+
+  it.each<[string, GatewayExchange, DeliveryOutcome]>([
+    ['a 4xx', { kind: 'response', status: 400 }, 'failed'],
+    ['a redirect', { kind: 'response', status: 302 }, 'failed'],
+    ['a refused address', { kind: 'address-refused', rule: 'loopback', reason: 'loopback' }, 'refused'],
+  ])('fails %s for good: no retry, the next notification goes, the pusher is kept', async (_name, exchange, outcome) => {
+    const world = aWorld();
+    world.gateway.answerWith((request) => (request.event === '$1' ? exchange : OK));
+    await world.take([aDelivery(1), aDelivery(2)]);
+    await vi.advanceTimersByTimeAsync(60_000);
+    expect(eventsTo(world, `${ALICE}-phone`)).toEqual(['$1', '$2']);
+    expect(world.observed.count(outcome)).toBe(1);
+    expect(world.removed).toEqual([]);
+  });
+
+  it('removes exactly the pusher of a rejected pushkey, and counts the other devices delivered', async () => {
+    const world = aWorld();
+    world.gateway.answerWith(() => ({ kind: 'response', status: 200, body: '{"rejected":["tablet","unknown"]}' }));
+    await world.take([
+      aDelivery(1, {
+        devices: [
+          { appId: APP, pushkey: 'phone' },
+          { appId: 'other.app', pushkey: 'tablet' },
+        ],
+      }),
+    ]);
+    await vi.advanceTimersByTimeAsync(100);
+    expect(world.removed).toEqual([{ userId: ALICE, appId: 'other.app', pushkey: 'tablet' }]);
+    expect(world.observed.count('rejected')).toBe(1);
+    expect(world.observed.count('delivered')).toBe(1);
+  });
+
+  it('sends nothing to a device whose pusher was removed after the notification was planned', async () => {
+    const world = aWorld();
+    world.pushers.set(ALICE, [aPusher(ALICE, 'tablet')]);
+    vi.setSystemTime(START + 1000);
+    world.scheduler.pushersChanged(ALICE);
+    await world.take([
+      aDelivery(1, {
+        devices: [
+          { appId: APP, pushkey: 'phone' },
+          { appId: APP, pushkey: 'tablet' },
+        ],
+      }),
+      aDelivery(2, { userId: BOB }),
+    ]);
+    await vi.advanceTimersByTimeAsync(100);
+    expect(world.gateway.sent).toEqual([
+      { url: GATEWAY, event: '$2', pushkeys: [`${BOB}-phone`] },
+      { url: GATEWAY, event: '$1', pushkeys: ['tablet'] },
+    ]);
+    expect(world.observed.count('pusher_removed')).toBe(1);
+  });
+
+  it('sends only probes to a gateway that keeps failing, not one request per waiting device', async () => {
+    const world = aWorld();
+    world.gateway.answerWith(() => DOWN);
+    const devices = Array.from({ length: 200 }, (_, i) => aDelivery(1, { userId: `@user${String(i)}:example.org` }));
+    await world.take(devices);
+    await vi.advanceTimersByTimeAsync(60_000);
+    // 4 in flight at first, 5 failures open the breaker, then probes at 1, 2, 4, 8, 16, 32 s.
+    expect(world.gateway.sent.length).toBeLessThan(20);
+    expect(world.observed.count('held-by-breaker')).toBeGreaterThan(0);
+    world.gateway.answerWith(() => OK);
+    await vi.advanceTimersByTimeAsync(120_000);
+    expect(new Set(world.gateway.sent.flatMap((s) => s.pushkeys)).size).toBe(200);
+    expect(await world.store.listHeld('worker-1')).toEqual([]);
+  });
+
+  it("takes over a dead worker's requests once their lease expired, and delivers them in order", async () => {
+    const world = aWorld();
+    await world.store.accept(
+      { id: 'dead-intake', recipients: 1, devices: 2, acceptedAt: START },
+      [aDelivery(1), aDelivery(2)],
+      { owner: 'dead-worker', until: START + 10_000 },
+      START,
+    );
+    await vi.advanceTimersByTimeAsync(9_000);
+    expect(world.gateway.sent).toEqual([]);
+    await vi.advanceTimersByTimeAsync(20_000);
+    expect(eventsTo(world, `${ALICE}-phone`)).toEqual(['$1', '$2']);
+  });
+
+  it('gives up its lease on close, so that another worker carries on at once', async () => {
+    const world = aWorld();
+    world.gateway.answerWith(() => DOWN);
+    await world.take([aDelivery(1)]);
+    await vi.advanceTimersByTimeAsync(10);
+    await world.scheduler.close();
+    const claimed = await world.store.claimExpired({ owner: 'worker-2', until: Date.now() + 30_000 }, Date.now());
+    expect(claimed.map((d) => d.id)).toEqual([`notify-1/${ALICE}/${GATEWAY}`]);
+    // Its backoff carries on where this worker left it.
+    expect(claimed[0]?.retry?.failures).toBe(1);
+  });
+});
