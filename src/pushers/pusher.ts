@@ -53,6 +53,13 @@ export interface WirePusher extends Pusher {
 /** A pusher with its owner, as a store keeps it. */
 export interface StoredPusher extends Pusher {
   readonly user_id: string;
+  /**
+   * When the pusher was created or last changed (ms), set by the store:
+   * a gateway request's `pushkey_ts`. Absent on pushers stored before it
+   * was recorded. Not one of the pusher's values: `samePusher` ignores it
+   * and `get_pushers` never shows it.
+   */
+  readonly ts?: number;
 }
 
 /** A pusher's identity: the spec keys pushers by user, app ID and pushkey. */
@@ -89,12 +96,23 @@ export function samePusher(a: StoredPusher, b: StoredPusher): boolean {
   );
 }
 
-/** The wire form of a stored pusher, without its owner, with MSC3881's unstable names beside the stable ones. */
-export function toWirePusher({ user_id: _owner, ...pusher }: StoredPusher): WirePusher {
-  const { device_id: storedDeviceId, ...values } = pusher;
-  const deviceId = pusher.kind === 'http' ? storedDeviceId : undefined;
+/**
+ * The wire form of a stored pusher, with MSC3881's unstable names beside
+ * the stable ones. Fields are picked one by one, not spread: what a store
+ * keeps beside the pusher's values (its owner, `ts`) never reaches a client.
+ */
+export function toWirePusher(pusher: StoredPusher): WirePusher {
+  const deviceId = pusher.kind === 'http' ? pusher.device_id : undefined;
   return {
-    ...values,
+    pushkey: pusher.pushkey,
+    kind: pusher.kind,
+    app_id: pusher.app_id,
+    app_display_name: pusher.app_display_name,
+    device_display_name: pusher.device_display_name,
+    ...(pusher.profile_tag === undefined ? {} : { profile_tag: pusher.profile_tag }),
+    lang: pusher.lang,
+    data: pusher.data,
+    enabled: pusher.enabled,
     ...(deviceId === undefined ? {} : { device_id: deviceId }),
     [UNSTABLE_ENABLED]: pusher.enabled,
     ...(deviceId === undefined ? {} : { [UNSTABLE_DEVICE_ID]: deviceId }),

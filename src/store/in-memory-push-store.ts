@@ -1,7 +1,7 @@
 import type { Ruleset } from '../push-rules/push-rule.js';
 import { applyPusherSet } from '../pushers/apply-pusher-set.js';
 import { deletionSelects, type PusherDeletion } from '../pushers/pusher-deletion.js';
-import type { PusherKey, StoredPusher } from '../pushers/pusher.js';
+import { pusherMatches, type PusherKey, type StoredPusher } from '../pushers/pusher.js';
 import {
   DEFAULT_RECORDED_WRITES_WINDOW,
   type ErasureOutcome,
@@ -31,9 +31,12 @@ export class InMemoryPushStore implements PushStore {
   readonly #users = new Map<string, UserDocument>();
   #pushers: readonly StoredPusher[] = [];
   readonly #window: number;
+  /** The clock of a pusher's `ts`. */
+  readonly #now: () => number;
 
-  constructor(options: { readonly recordedWritesWindow?: number } = {}) {
+  constructor(options: { readonly recordedWritesWindow?: number; readonly now?: () => number } = {}) {
     this.#window = options.recordedWritesWindow ?? DEFAULT_RECORDED_WRITES_WINDOW;
+    this.#now = options.now ?? Date.now;
   }
 
   /** Test hook: put a raw push-rules entry in place, as another writer might have. */
@@ -110,11 +113,16 @@ export class InMemoryPushStore implements PushStore {
   async upsertPusher(pusher: StoredPusher): Promise<'created' | 'updated' | 'unchanged'> {
     await Promise.resolve();
     const key = { userId: pusher.user_id, appId: pusher.app_id, pushkey: pusher.pushkey };
-    const { user_id: _owner, ...wire } = structuredClone(pusher);
+    // `ts` is the store's to set, never the caller's.
+    const { user_id: _owner, ts: _ts, ...wire } = structuredClone(pusher);
     const outcome = applyPusherSet(this.#pushers, { type: 'upsert', key, pusher: wire, removeFromOtherUsers: false });
-    this.#pushers = outcome.pushers;
     // An upsert plan is never a deletion.
-    return outcome.effect === 'deleted' ? 'updated' : outcome.effect;
+    const effect = outcome.effect === 'deleted' ? 'updated' : outcome.effect;
+    // An unchanged pusher keeps the time it was last changed.
+    const ts = this.#now();
+    this.#pushers =
+      effect === 'unchanged' ? outcome.pushers : outcome.pushers.map((p) => (pusherMatches(p, key) ? { ...p, ts } : p));
+    return effect;
   }
 
   async deletePusher(key: PusherKey): Promise<boolean> {

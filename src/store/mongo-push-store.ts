@@ -47,6 +47,8 @@ export interface PusherDocument {
   enabled?: boolean;
   /** The device that created the pusher; absent when unknown. */
   device_id?: string;
+  /** When it was created or last changed (ms); absent on pushers stored before it was kept. */
+  ts?: number;
 }
 
 export interface MongoPushStoreOptions {
@@ -273,6 +275,24 @@ export class MongoPushStore implements PushStore {
   }
 
   async upsertPusher(pusher: StoredPusher): Promise<'created' | 'updated' | 'unchanged'> {
+    const outcome = await this.#upsertPusherValues(pusher);
+    if (outcome === 'updated') {
+      // Its own write after the update: in the update, a $set of the time would
+      // make every upsert a change, and 'unchanged' could no longer be told.
+      // A crash in between leaves the previous time, which only dates the
+      // pusher a little early for its gateway.
+      await guard(async () =>
+        this.#pushers.updateOne(
+          { user_id: pusher.user_id, app_id: pusher.app_id, pushkey: pusher.pushkey },
+          { $set: { ts: Date.now() } },
+        ),
+      );
+    }
+    return outcome;
+  }
+
+  /** The pusher's values, written as one atomic update; a new pusher gets its `ts` in the same insert. */
+  async #upsertPusherValues(pusher: StoredPusher): Promise<'created' | 'updated' | 'unchanged'> {
     const {
       user_id: userId,
       app_id: appId,
@@ -306,7 +326,7 @@ export class MongoPushStore implements PushStore {
     const update: UpdateFilter<PusherDocument> = {
       $set: set,
       ...unset,
-      ...(deviceId === undefined ? {} : { $setOnInsert: { device_id: deviceId } }),
+      $setOnInsert: { ts: Date.now(), ...(deviceId === undefined ? {} : { device_id: deviceId }) },
     };
     // Two upserts of a new key can race to insert; the loser sees a
     // duplicate key and then finds the winner's document to update.
@@ -483,8 +503,9 @@ function deletionFilter({ userId, devices, includeEmail }: PusherDeletion): Filt
   return filter;
 }
 
+/** The pusher's values as a document; `ts` is left out: the store sets it, never the caller. */
 function toDocument(pusher: StoredPusher): PusherDocument {
-  const { data, ...rest } = pusher;
+  const { data, ts: _ts, ...rest } = pusher;
   return { ...rest, data_json: JSON.stringify(data) };
 }
 

@@ -133,6 +133,21 @@ describe('applying a pusher set', () => {
     });
   });
 
+  it('the wire form never shows when the pusher was stored (ts)', () => {
+    const wire = toWirePusher(aPusher({ profile_tag: 't', device_id: 'PHONE', ts: 1_700_000_000_000 }));
+    expect(wire).not.toHaveProperty('ts');
+    expect(wire).toEqual(toWirePusher(aPusher({ profile_tag: 't', device_id: 'PHONE' })));
+  });
+
+  it('a pusher that differs only in when it was stored (ts) is unchanged, and keeps its time', () => {
+    const stored = aPusher({ ts: 1 });
+    expect(applyPusherSet([stored], upsert(aPusher({ ts: 2 })))).toEqual({
+      pushers: [stored],
+      effect: 'unchanged',
+      removedFromOtherUsers: 0,
+    });
+  });
+
   it('the wire form of an e-mail pusher has no device_id, even if one was stored (it belongs to the account)', () => {
     const wire = toWirePusher(aPusher({ kind: 'email', device_id: 'PHONE', data: {} }));
     expect(wire).not.toHaveProperty('device_id');

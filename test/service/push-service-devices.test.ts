@@ -99,6 +99,27 @@ describe('set_pusher: the device and enabled', () => {
     expect(await pushers()).toMatchObject([{ lang: 'de', device_id: 'PHONE' }]);
   });
 
+  it('never shows when a pusher was stored (ts) in get_pushers: exactly the pusher’s fields', async () => {
+    const { run, pushers, store } = setup();
+    await run(setPusher('k', 'PHONE'));
+    expect((await store.listPushers(ALICE))[0]?.ts).toEqual(expect.any(Number));
+    const [listed] = await pushers();
+    expect(listed).not.toHaveProperty('ts');
+    expect(Object.keys(listed ?? {}).sort()).toEqual([
+      'app_display_name',
+      'app_id',
+      'data',
+      'device_display_name',
+      'device_id',
+      'enabled',
+      'kind',
+      'lang',
+      'org.matrix.msc3881.device_id',
+      'org.matrix.msc3881.enabled',
+      'pushkey',
+    ]);
+  });
+
   it("ignores a device_id in the client's action", async () => {
     const { run, pushers } = setup();
     const forged = {

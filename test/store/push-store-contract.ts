@@ -51,6 +51,9 @@ export function pushStoreContract(
       fixture = await makeFixture();
       user = aUser();
     });
+    /** The user's pushers without `ts`, which the store sets (its own cases below). */
+    const valuesOf = async (userId: string) =>
+      (await fixture.store.listPushers(userId)).map(({ ts: _ts, ...values }) => values);
 
     it('reports a user with nothing stored as absent at version 0', async () => {
       expect(await fixture.store.loadPushRules(user)).toEqual({ version: 0, lookup: { found: false } });
@@ -138,20 +141,20 @@ export function pushStoreContract(
       expect(await fixture.store.upsertPusher(aPusher(user))).toBe('created');
       expect(await fixture.store.upsertPusher(aPusher(user, { lang: 'de' }))).toBe('updated');
       expect(await fixture.store.upsertPusher(aPusher(user, { pushkey: 'other', profile_tag: 'p' }))).toBe('created');
-      expect(await fixture.store.listPushers(user)).toEqual([
+      expect(await valuesOf(user)).toEqual([
         aPusher(user, { lang: 'de' }),
         aPusher(user, { pushkey: 'other', profile_tag: 'p' }),
       ]);
       expect(await fixture.store.deletePusher({ userId: user, appId: 'org.example.app', pushkey: 'key' })).toBe(true);
       expect(await fixture.store.deletePusher({ userId: user, appId: 'org.example.app', pushkey: 'key' })).toBe(false);
-      expect(await fixture.store.listPushers(user)).toEqual([aPusher(user, { pushkey: 'other', profile_tag: 'p' })]);
+      expect(await valuesOf(user)).toEqual([aPusher(user, { pushkey: 'other', profile_tag: 'p' })]);
     });
 
     it('reports an upsert with exactly the stored values as unchanged, and leaves the pusher as it is', async () => {
       expect(await fixture.store.upsertPusher(aPusher(user))).toBe('created');
       expect(await fixture.store.upsertPusher(aPusher(user))).toBe('unchanged');
       expect(await fixture.store.upsertPusher(structuredClone(aPusher(user)))).toBe('unchanged');
-      expect(await fixture.store.listPushers(user)).toEqual([aPusher(user)]);
+      expect(await valuesOf(user)).toEqual([aPusher(user)]);
     });
 
     it.each<[string, Partial<StoredPusher>]>([
@@ -174,7 +177,7 @@ export function pushStoreContract(
       await fixture.store.upsertPusher(aPusher(user));
       expect(await fixture.store.upsertPusher(aPusher(user, change))).toBe('updated');
       expect(await fixture.store.upsertPusher(aPusher(user, change))).toBe('unchanged');
-      expect(await fixture.store.listPushers(user)).toEqual([aPusher(user, change)]);
+      expect(await valuesOf(user)).toEqual([aPusher(user, change)]);
     });
 
     it('treats a profile_tag removed as a change, and its absence on both sides as none', async () => {
@@ -187,7 +190,7 @@ export function pushStoreContract(
     it('an update without profile_tag removes the old one', async () => {
       await fixture.store.upsertPusher(aPusher(user, { profile_tag: 'p' }));
       await fixture.store.upsertPusher(aPusher(user));
-      expect(await fixture.store.listPushers(user)).toEqual([aPusher(user)]);
+      expect(await valuesOf(user)).toEqual([aPusher(user)]);
     });
 
     it("deletes other users' pushers with the same app_id and pushkey only", async () => {
@@ -199,7 +202,43 @@ export function pushStoreContract(
       await fixture.store.upsertPusher(aPusher(other, { app_id: appId, pushkey: 'different' }));
       expect(await fixture.store.deletePushersOfOtherUsers({ userId: user, appId, pushkey: 'key' })).toBe(1);
       expect(await fixture.store.listPushers(user)).toHaveLength(1);
-      expect(await fixture.store.listPushers(other)).toEqual([aPusher(other, { app_id: appId, pushkey: 'different' })]);
+      expect(await valuesOf(other)).toEqual([aPusher(other, { app_id: appId, pushkey: 'different' })]);
+    });
+
+    describe('when a pusher was created or last changed (ts, for pushkey_ts)', () => {
+      const tsOf = async () => (await fixture.store.listPushers(user))[0]?.ts;
+      /** The store's clock moves on between two writes. */
+      const tick = async () => new Promise((resolve) => setTimeout(resolve, 3));
+
+      it.each<[string, Partial<StoredPusher>, 'updated' | 'unchanged', boolean]>([
+        ['the same values', {}, 'unchanged', false],
+        ['the same values with a time of its own (the store’s to set)', { ts: 5 }, 'unchanged', false],
+        ['a change', { lang: 'de' }, 'updated', true],
+        ['a change with a time of its own', { lang: 'de', ts: 5 }, 'updated', true],
+        ['the device of a pusher that had none', { device_id: 'PHONE' }, 'updated', true],
+      ])('dates a new pusher; an upsert of %s is %s', async (_case, change, outcome, redated) => {
+        const before = Date.now();
+        expect(await fixture.store.upsertPusher(aPusher(user))).toBe('created');
+        const created = await tsOf();
+        expect(created).toBeGreaterThanOrEqual(before);
+        expect(created).toBeLessThanOrEqual(Date.now());
+        await tick();
+        const beforeUpsert = Date.now();
+        expect(await fixture.store.upsertPusher(aPusher(user, change))).toBe(outcome);
+        const after = await tsOf();
+        if (redated) expect(after).toBeGreaterThanOrEqual(beforeUpsert);
+        else expect(after).toBe(created);
+      });
+
+      it('compares a pusher read back, time included, as unchanged', async () => {
+        await fixture.store.upsertPusher(aPusher(user));
+        const [read] = await fixture.store.listPushers(user);
+        if (read === undefined) throw new Error('no pusher stored');
+        expect(read.ts).toEqual(expect.any(Number));
+        await tick();
+        expect(await fixture.store.upsertPusher({ ...read, ts: (read.ts ?? 0) + 1_000 })).toBe('unchanged');
+        expect(await fixture.store.listPushers(user)).toEqual([read]);
+      });
     });
 
     describe('pushers of devices', () => {
@@ -207,7 +246,7 @@ export function pushStoreContract(
 
       it('records the device of a new pusher, and enabled as given', async () => {
         await fixture.store.upsertPusher(aPusher(user, { device_id: 'PHONE', enabled: false }));
-        expect(await fixture.store.listPushers(user)).toEqual([aPusher(user, { device_id: 'PHONE', enabled: false })]);
+        expect(await valuesOf(user)).toEqual([aPusher(user, { device_id: 'PHONE', enabled: false })]);
       });
 
       it('keeps the device of a pusher updated from another device, and reports a change of other values only', async () => {
@@ -215,21 +254,21 @@ export function pushStoreContract(
         expect(await fixture.store.upsertPusher(aPusher(user, { device_id: 'LAPTOP', enabled: false }))).toBe(
           'updated',
         );
-        expect(await fixture.store.listPushers(user)).toEqual([aPusher(user, { device_id: 'PHONE', enabled: false })]);
+        expect(await valuesOf(user)).toEqual([aPusher(user, { device_id: 'PHONE', enabled: false })]);
         expect(await fixture.store.upsertPusher(aPusher(user, { device_id: 'LAPTOP', enabled: false }))).toBe(
           'unchanged',
         );
         expect(await fixture.store.upsertPusher(aPusher(user, { enabled: false }))).toBe('unchanged');
-        expect(await fixture.store.listPushers(user)).toEqual([aPusher(user, { device_id: 'PHONE', enabled: false })]);
+        expect(await valuesOf(user)).toEqual([aPusher(user, { device_id: 'PHONE', enabled: false })]);
       });
 
       it('gives a pusher of an unknown device the device of its next update that has one', async () => {
         expect(await fixture.store.upsertPusher(aPusher(user))).toBe('created');
         expect(await fixture.store.upsertPusher(aPusher(user, { lang: 'de' }))).toBe('updated');
-        expect(await fixture.store.listPushers(user)).toEqual([aPusher(user, { lang: 'de' })]);
+        expect(await valuesOf(user)).toEqual([aPusher(user, { lang: 'de' })]);
         expect(await fixture.store.upsertPusher(aPusher(user, { lang: 'fr', device_id: 'PHONE' }))).toBe('updated');
         expect(await fixture.store.upsertPusher(aPusher(user, { lang: 'fr', device_id: 'LAPTOP' }))).toBe('unchanged');
-        expect(await fixture.store.listPushers(user)).toEqual([aPusher(user, { lang: 'fr', device_id: 'PHONE' })]);
+        expect(await valuesOf(user)).toEqual([aPusher(user, { lang: 'fr', device_id: 'PHONE' })]);
       });
 
       async function seed(): Promise<string> {
