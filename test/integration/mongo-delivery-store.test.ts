@@ -1,6 +1,7 @@
 import { MongoClient } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { MongoDeliveryStore } from '../../src/store/mongo-delivery-store.js';
+import { StoreUnavailableError } from '../../src/store/push-store.js';
 import { aDelivery, aNotify, deliveryStoreContract } from '../store/delivery-store-contract.js';
 
 const client = new MongoClient(inject('mongoUrl'), { serverSelectionTimeoutMS: 5000, monitorCommands: true });
@@ -66,5 +67,53 @@ describe('MongoDeliveryStore', () => {
     expect(accepted).toEqual(
       expect.arrayContaining([expect.objectContaining({ key: { accepted_at: 1 }, expireAfterSeconds: 3_600 })]),
     );
+  });
+
+  describe('the recovery lock', () => {
+    const T = 1_000_000;
+    const lockedUntil = async (until: number) =>
+      db
+        .collection<{ _id: string; token: string; until: number }>(`pending_${collections}_locks`)
+        .insertOne({ _id: 'recovery', token: 'a worker that died', until });
+
+    it('keeps a claim from taking anything while another worker holds it, and frees itself when its time runs out', async () => {
+      const store = await aStore();
+      await store.accept(aNotify({ id: 'd' }), [aDelivery({ id: 'd/0' })], { owner: 'dead', until: T }, T);
+      await lockedUntil(T + 10_000);
+      expect(await store.claimExpired({ owner: 'w1', until: T + 60_000 }, T + 1)).toEqual([]);
+      expect(await store.claimExpired({ owner: 'w1', until: T + 60_000 }, T + 10_001)).toHaveLength(1);
+    });
+
+    it('makes an intake that takes over a dead worker’s key wait for it, then take the whole key', async () => {
+      const store = await aStore();
+      await store.accept(aNotify({ id: 'd' }), [aDelivery({ id: 'd/0', seq: 1 })], { owner: 'dead', until: T }, T);
+      await lockedUntil(T + 200);
+      const started = Date.now();
+      const held = await store.accept(
+        aNotify({ id: 'n' }),
+        [aDelivery({ id: 'n/0', seq: 2 })],
+        { owner: 'w1', until: T + 60_000 },
+        T + 1,
+      );
+      expect(Date.now() - started).toBeGreaterThanOrEqual(150);
+      expect(held.map((d) => d.id)).toEqual(['d/0', 'n/0']);
+    });
+  });
+
+  it('reports a server it cannot reach as unavailable (retry later), not as a failure', async () => {
+    const unreachable = new MongoClient('mongodb://127.0.0.1:1', { serverSelectionTimeoutMS: 200 });
+    try {
+      const store = new MongoDeliveryStore(unreachable.db('nowhere'), {
+        pendingCollection: 'pending',
+        acceptedCollection: 'accepted',
+        acceptedRetentionSeconds: 60,
+      });
+      await expect(store.listHeld('w1')).rejects.toBeInstanceOf(StoreUnavailableError);
+      await expect(
+        store.accept(aNotify(), [aDelivery()], { owner: 'w1', until: 2_000_000 }, 1_000_000),
+      ).rejects.toBeInstanceOf(StoreUnavailableError);
+    } finally {
+      await unreachable.close();
+    }
   });
 });
