@@ -151,6 +151,35 @@ export function deliveryStoreContract(name: string, makeStore: DeliveryStoreFact
         expect(ids(await store.claimExpired(aLease('w2', now + LEASE_MS), now))).toEqual(['old/key-z/0']);
       });
 
+      it('sends each of many keys to its holder, and answers only the notify’s keys', async () => {
+        const keys = (from: number, to: number) =>
+          Array.from({ length: to - from }, (_, n) => `key-${String(from + n).padStart(3, '0')}`);
+        const now = T0 + 1;
+        await heldBy(
+          'w1',
+          [...keys(0, 300), 'key-other'].flatMap((key) => requestsOf('w1', key, 1)),
+          now + LEASE_MS,
+        );
+        await heldBy(
+          'w2',
+          keys(300, 600).flatMap((key) => requestsOf('w2', key, 1)),
+          now + LEASE_MS,
+        );
+        await heldBy(
+          'dead',
+          [...keys(600, 900), 'key-zzz'].flatMap((key) => requestsOf('dead', key, 1)),
+          T0,
+        );
+        const fresh = keys(0, 900).flatMap((key) => requestsOf('new', key, 1, 2));
+        const answered = await store.accept(aNotify({ id: 'new' }), fresh, aLease('w1', now + LEASE_MS), now);
+        const mine = [...keys(0, 300), ...keys(600, 900)];
+        expect(answered.map((d) => `${d.key}:${d.seq}`)).toEqual(mine.flatMap((key) => [`${key}:1`, `${key}:2`]));
+        expect((await store.listHeld('w2')).map((d) => `${d.key}:${d.seq}`)).toEqual(
+          keys(300, 600).flatMap((key) => [`${key}:1`, `${key}:2`]),
+        );
+        expect(ids(await store.claimExpired(aLease('w3', now + LEASE_MS), now))).toEqual(['dead/key-zzz/0']);
+      });
+
       it('takes 30,000 requests of one notify at once', async () => {
         const deliveries = Array.from({ length: 30_000 }, (_, n) =>
           aDelivery({ id: `big/${n}`, key: `key-${String(n % 3_000).padStart(4, '0')}`, seq: n }),
