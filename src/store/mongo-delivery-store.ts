@@ -133,7 +133,7 @@ export class MongoDeliveryStore implements DeliveryStore {
     if (keys.length > 0) {
       let holders = await this.#holdersOf(keys, now);
       if (holders.expired.size === 0) {
-        const allNew = holders.live.size === 0 && !holders.anyStored;
+        const allNew = !holders.anyStored;
         const inserted = await this.#insert(deliveries, holders.live, lease);
         // Nothing of these keys was stored and every request went in: the worker
         // holds exactly them, and a query (costly for many keys on the test
