@@ -1,6 +1,9 @@
+import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
 import { setFlagsFromString } from 'node:v8';
 import { MongoClient } from 'mongodb';
 import type { Config } from './config/config-schema.js';
+import { ConfigError } from './config/load-config.js';
 import type { CompiledRuleset } from './evaluation/compiled-ruleset.js';
 import type { ServiceProcess } from './lifecycle/run-process.js';
 import type { Logger } from './logging/logger.js';
@@ -10,6 +13,15 @@ import { WorkerMetrics } from './observability/metrics.js';
 import { QueueDepthMetrics } from './observability/queue-depth-metrics.js';
 import type { Command } from './service/command.js';
 import { evaluateQueue } from './consumer/evaluate-queue.js';
+import { notifyQueue } from './consumer/notify-queue.js';
+import { parseAddressAllowlist } from './delivery/address-allowlist.js';
+import { DEFAULT_BREAKER_POLICY } from './delivery/circuit-breaker.js';
+import { GatewayClient } from './delivery-http/gateway-client.js';
+import { DeliveryScheduler } from './delivery-service/delivery-scheduler.js';
+import { NotifyIntake } from './delivery-service/notify-intake.js';
+import { RejectedPushers } from './delivery-service/rejected-pushers.js';
+import { DeliveryMetrics } from './observability/delivery-metrics.js';
+import { MongoDeliveryStore } from './store/mongo-delivery-store.js';
 import { RpcWorker } from './consumer/rpc-worker.js';
 import { mongoClientOptions } from './store/mongo-client-options.js';
 import { MongoPushStore } from './store/mongo-push-store.js';
@@ -41,7 +53,7 @@ export function createWorkerProcess(
   // A function, not the property: signals flip it between awaits.
   const stopped = () => stop.signal.aborted;
   // Created once the database answers; signals and probes may come sooner.
-  const running: { worker?: RpcWorker } = {};
+  const running: { worker?: RpcWorker; scheduler?: DeliveryScheduler } = {};
 
   // Compiled rulesets for `evaluate`, kept current by the change events.
   const cache = new RulesetCache<CompiledRuleset>({
@@ -51,7 +63,19 @@ export function createWorkerProcess(
   });
   const metrics = new WorkerMetrics(() => running.worker?.inFlight ?? 0, {
     cache,
-    queues: { all: ['request', 'read', 'evaluate'], consumed: () => running.worker?.consumedQueues ?? [] },
+    queues: { all: ['request', 'read', 'evaluate', 'deliver'], consumed: () => running.worker?.consumedQueues ?? [] },
+  });
+  const deliveryMetrics = new DeliveryMetrics(metrics.registry, () => running.scheduler);
+  // Checked here, before anything starts: a mistyped range stops the worker at start, not at the first push.
+  const allowlist = gatewayAllowlist(config.delivery.gatewayIpAllowlist);
+  const gateways = new GatewayClient({
+    allowlist,
+    maxInFlight: config.delivery.maxInFlight,
+    maxInFlightPerOrigin: config.delivery.maxInFlightPerHost,
+    connectTimeoutMs: config.delivery.connectTimeoutMs,
+    headersTimeoutMs: config.delivery.headersTimeoutMs,
+    bodyTimeoutMs: config.delivery.bodyTimeoutMs,
+    maxBodyBytes: config.delivery.maxResponseBytes,
   });
   // Its own broker connection, opened at the first scrape.
   const depth = new BrokerQueueProbe(config.amqp);
@@ -61,6 +85,7 @@ export function createWorkerProcess(
       request: config.amqp.queue,
       read: config.amqp.readQueue,
       evaluate: config.evaluate.queue,
+      deliver: config.delivery.queue,
       'dead-letter': config.amqp.deadLetterQueue,
     },
   });
@@ -120,6 +145,49 @@ export function createWorkerProcess(
         log.warn({ userId }, 'stored push rules cannot be decoded: evaluated as the server defaults');
       },
     });
+    const deliveryStore = new MongoDeliveryStore(db, {
+      pendingCollection: config.delivery.pendingCollection,
+      acceptedCollection: config.delivery.acceptedCollection,
+      acceptedRetentionSeconds: config.delivery.acceptedRetentionSeconds,
+      operationTimeoutMs: config.mongodb.operationTimeoutMs,
+    });
+    await retryUntilDone(async () => deliveryStore.ensureIndexes(), {
+      policy: { baseMs: config.amqp.reconnectBaseMs, maxMs: config.amqp.reconnectMaxMs },
+      signal: stop.signal,
+      onFailure: (error, attempt, retryInMs) => {
+        log.warn({ err: error, attempt, retryInMs }, 'cannot prepare the delivery collections; retrying');
+      },
+    });
+    if (stopped()) return;
+    const rejected = new RejectedPushers(store, async (change) => running.worker?.announce(change) ?? false, log);
+    const scheduler = new DeliveryScheduler({
+      owner: `${hostname()}/${process.pid}/${randomUUID().slice(0, 8)}`,
+      store: deliveryStore,
+      sender: gateways,
+      pushers: store,
+      remover: rejected,
+      retry: {
+        baseMs: config.delivery.retryBaseMs,
+        maxMs: config.delivery.retryMaxMs,
+        giveUpAfterMs: config.delivery.giveUpAfterMs,
+      },
+      backlog: { maxPending: config.delivery.maxPendingPerDevice },
+      breaker: { ...DEFAULT_BREAKER_POLICY, maxInFlight: config.delivery.maxInFlightPerHost },
+      leaseMs: config.delivery.leaseMs,
+      recoveryIntervalMs: config.delivery.recoveryIntervalMs,
+      logger: log,
+      observer: deliveryMetrics,
+    });
+    running.scheduler = scheduler;
+    const intake = new NotifyIntake({
+      store: deliveryStore,
+      pushers: store,
+      holder: scheduler,
+      backoff: { baseMs: config.amqp.reconnectBaseMs, maxMs: config.amqp.reconnectMaxMs },
+      signal: stop.signal,
+      logger: log,
+      observer: deliveryMetrics,
+    });
     const worker = new RpcWorker(service, {
       amqp: config.amqp,
       queues: [
@@ -130,13 +198,18 @@ export function createWorkerProcess(
           service: evaluations,
           observer: metrics,
         }),
+        notifyQueue({ amqp: config.amqp, delivery: config.delivery, maxJsonDepth: config.limits.maxJsonDepth, intake }),
       ],
       changes: {
         pushRulesChanged: (userId) => {
           cache.invalidate(userId);
         },
+        pushersChanged: (userId) => {
+          scheduler.pushersChanged(userId);
+        },
         subscriptionReset: () => {
           cache.clear();
+          scheduler.changesMissed();
         },
       },
       limits: config.limits,
@@ -145,6 +218,7 @@ export function createWorkerProcess(
       ...hooks,
     });
     running.worker = worker;
+    scheduler.start();
     await worker.start();
     if (!stopped()) log.info({ database: config.mongodb.database }, 'worker started');
   };
@@ -154,7 +228,10 @@ export function createWorkerProcess(
     healthHost: config.health.host,
     inFlight: () => running.worker?.inFlight ?? 0,
     close: async () => {
+      // Intake first (no new notify taken), then the sends in flight, then the client's connections.
       await running.worker?.close();
+      await running.scheduler?.close();
+      await gateways.close();
       await depth.close();
       await mongo.close().catch(() => undefined);
       await health?.close();
@@ -169,5 +246,15 @@ async function ping(db: ReturnType<MongoClient['db']>): Promise<boolean> {
     return true;
   } catch {
     return false;
+  }
+}
+
+function gatewayAllowlist(setting: readonly string[]): ReturnType<typeof parseAddressAllowlist> {
+  try {
+    return parseAddressAllowlist(setting);
+  } catch (error) {
+    throw new ConfigError(
+      `invalid configuration: delivery.gatewayIpAllowlist (PUSH_GATEWAY_IP_ALLOWLIST): ${(error as Error).message}`,
+    );
   }
 }

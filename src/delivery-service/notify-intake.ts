@@ -125,7 +125,7 @@ export class NotifyIntake {
 }
 
 /** A stored pusher as delivery plans with it; one stored before its time was recorded is sent `pushkey_ts` 0. */
-function toDeliveryPusher(pusher: StoredPusher & { readonly ts?: number }): DeliveryPusher {
+function toDeliveryPusher(pusher: StoredPusher): DeliveryPusher {
   return {
     user_id: pusher.user_id,
     kind: pusher.kind,

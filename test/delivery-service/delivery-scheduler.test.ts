@@ -246,15 +246,18 @@ describe('the delivery scheduler', () => {
     ['a 4xx', { kind: 'response', status: 400 }, 'failed'],
     ['a redirect', { kind: 'response', status: 302 }, 'failed'],
     ['a refused address', { kind: 'address-refused', rule: 'loopback', reason: 'loopback' }, 'refused'],
-  ])('fails %s for good: no retry, the next notification goes, the pusher is kept', async (_name, exchange, outcome) => {
-    const world = aWorld();
-    world.gateway.answerWith((request) => (request.event === '$1' ? exchange : OK));
-    await world.take([aDelivery(1), aDelivery(2)]);
-    await vi.advanceTimersByTimeAsync(60_000);
-    expect(eventsTo(world, `${ALICE}-phone`)).toEqual(['$1', '$2']);
-    expect(world.observed.count(outcome)).toBe(1);
-    expect(world.removed).toEqual([]);
-  });
+  ])(
+    'fails %s for good: no retry, the next notification goes, the pusher is kept',
+    async (_name, exchange, outcome) => {
+      const world = aWorld();
+      world.gateway.answerWith((request) => (request.event === '$1' ? exchange : OK));
+      await world.take([aDelivery(1), aDelivery(2)]);
+      await vi.advanceTimersByTimeAsync(60_000);
+      expect(eventsTo(world, `${ALICE}-phone`)).toEqual(['$1', '$2']);
+      expect(world.observed.count(outcome)).toBe(1);
+      expect(world.removed).toEqual([]);
+    },
+  );
 
   it('removes exactly the pusher of a rejected pushkey, and counts the other devices delivered', async () => {
     const world = aWorld();
