@@ -58,7 +58,18 @@ const LAYERS = {
   // Push delivery's HTTP client: the one adapter that talks to push gateways.
   'delivery-http': ['delivery', 'contract', 'config', 'logging', 'retry', 'errors', 'matrix', 'result'],
   // Push delivery at work: the intake of `notify` messages and the scheduler that sends them (docs/delivery.md).
-  'delivery-service': ['delivery', 'service', 'store', 'contract', 'pushers', 'retry', 'logging', 'errors', 'result', 'matrix'],
+  'delivery-service': [
+    'delivery',
+    'service',
+    'store',
+    'contract',
+    'pushers',
+    'retry',
+    'logging',
+    'errors',
+    'result',
+    'matrix',
+  ],
   observability: ['consumer', 'delivery-service', 'delivery', 'service', 'amqp', 'retry', 'config', 'logging'],
   gateway: [
     'client',
