@@ -36,6 +36,7 @@ export interface GatewaySender {
 /** Reads a user's pushers now (the pusher store). */
 export interface PusherLookup {
   listPushers(userId: string): Promise<readonly StoredPusher[]>;
+  listPushersOfUsers(userIds: readonly string[]): Promise<ReadonlyMap<string, readonly StoredPusher[]>>;
 }
 
 /** Removes the pusher a gateway rejected and announces the change (an `m.pushers` change event). */

@@ -79,7 +79,7 @@ export class NotifyIntake {
         const found = await this.#options.store.findAccepted(messageId);
         if (found !== undefined) return { recipients: found.recipients, devices: found.devices, replayed: true };
       }
-      const pushers = await this.#pushersOf(pushedUserIds(request));
+      const pushers = await this.#options.pushers.listPushersOfUsers(pushedUserIds(request));
       const plan = planIntake(request, (userId) => (pushers.get(userId) ?? []).map(toDeliveryPusher), {
         notifyId,
         seq,
@@ -115,12 +115,6 @@ export class NotifyIntake {
     });
     if (result === undefined) throw new IntakeStoppedError();
     return result;
-  }
-
-  /** Reads concurrently: the pusher store batches the reads of many users into few queries. */
-  async #pushersOf(userIds: readonly string[]): Promise<ReadonlyMap<string, readonly StoredPusher[]>> {
-    const lists = await Promise.all(userIds.map(async (userId) => this.#options.pushers.listPushers(userId)));
-    return new Map(userIds.map((userId, index) => [userId, lists[index] ?? []]));
   }
 }
 

@@ -133,6 +133,10 @@ export class BoundedStore implements PushStore {
     return this.#bounded('eraseUserData', async () => this.#inner.eraseUserData(userId, expectedVersion, erasure));
   }
 
+  async listPushersOfUsers(userIds: readonly string[]): Promise<ReadonlyMap<string, readonly StoredPusher[]>> {
+    return this.#bounded('listPushersOfUsers', async () => this.#inner.listPushersOfUsers(userIds));
+  }
+
   async listPushers(userId: string): Promise<readonly StoredPusher[]> {
     return this.#bounded('listPushers', async () => this.#inner.listPushers(userId));
   }

@@ -110,6 +110,11 @@ export class InMemoryPushStore implements PushStore {
     return this.#pushers.filter((p) => p.user_id === userId).map((p) => structuredClone(p));
   }
 
+  async listPushersOfUsers(userIds: readonly string[]): Promise<ReadonlyMap<string, readonly StoredPusher[]>> {
+    const lists = await Promise.all(userIds.map(async (userId) => this.listPushers(userId)));
+    return new Map(userIds.map((userId, index) => [userId, lists[index] ?? []]));
+  }
+
   async upsertPusher(pusher: StoredPusher): Promise<'created' | 'updated' | 'unchanged'> {
     await Promise.resolve();
     const key = { userId: pusher.user_id, appId: pusher.app_id, pushkey: pusher.pushkey };

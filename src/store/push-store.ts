@@ -124,6 +124,13 @@ export interface PushStore {
   eraseUserData(userId: string, expectedVersion: number, erasure: UserDataErasure): Promise<ErasureOutcome>;
 
   listPushers(userId: string): Promise<readonly StoredPusher[]>;
+
+  /**
+   * The pushers of many users at once (a `notify` fan-out), in as few
+   * queries as the store allows; each user's in the order `listPushers`
+   * gives them, and an empty list for a user with none.
+   */
+  listPushersOfUsers(userIds: readonly string[]): Promise<ReadonlyMap<string, readonly StoredPusher[]>>;
   /**
    * Creates the pusher with this (user, app_id, pushkey), or replaces it if
    * any of its values differ, in one atomic update. `unchanged` when it

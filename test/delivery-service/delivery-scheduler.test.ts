@@ -129,7 +129,10 @@ function aWorld(overrides: Partial<DeliverySchedulerOptions> = {}): World {
     owner: 'worker-1',
     store,
     sender: gateway.sender,
-    pushers: { listPushers: async (userId) => Promise.resolve(pushers.get(userId) ?? []) },
+    pushers: {
+      listPushers: async (userId) => Promise.resolve(pushers.get(userId) ?? []),
+      listPushersOfUsers: async (userIds) => Promise.resolve(new Map(userIds.map((u) => [u, pushers.get(u) ?? []]))),
+    },
     remover: {
       removeRejected: async (key) => {
         removed.push(key);

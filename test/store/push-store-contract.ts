@@ -205,6 +205,21 @@ export function pushStoreContract(
       expect(await valuesOf(other)).toEqual([aPusher(other, { app_id: appId, pushkey: 'different' })]);
     });
 
+    it("reads many users' pushers at once as each user's own read gives them", async () => {
+      const other = aUser();
+      const nobody = aUser();
+      await fixture.store.upsertPusher(aPusher(user, { pushkey: 'zeta', app_id: 'b.app' }));
+      await fixture.store.upsertPusher(aPusher(user, { pushkey: 'alpha', app_id: 'b.app' }));
+      await fixture.store.upsertPusher(aPusher(user, { pushkey: 'omega', app_id: 'a.app' }));
+      await fixture.store.upsertPusher(aPusher(other, { pushkey: 'other' }));
+      const many = await fixture.store.listPushersOfUsers([user, nobody, other]);
+      expect([...many.keys()]).toEqual([user, nobody, other]);
+      expect(many.get(user)).toEqual(await fixture.store.listPushers(user));
+      expect(many.get(user)).toHaveLength(3);
+      expect(many.get(other)).toEqual(await fixture.store.listPushers(other));
+      expect(many.get(nobody)).toEqual([]);
+    });
+
     describe('when a pusher was created or last changed (ts, for pushkey_ts)', () => {
       const tsOf = async () => (await fixture.store.listPushers(user))[0]?.ts;
       /** The store's clock moves on between two writes. */

@@ -12,6 +12,7 @@ export function wrapStore(inner: PushStore, overrides: Partial<PushStore> = {}):
     insertPushRulesIfAbsent: async (u, r, d) => inner.insertPushRulesIfAbsent(u, r, d),
     eraseUserData: async (u, v, erasure) => inner.eraseUserData(u, v, erasure),
     listPushers: async (u) => inner.listPushers(u),
+    listPushersOfUsers: async (users) => inner.listPushersOfUsers(users),
     upsertPusher: async (p) => inner.upsertPusher(p),
     deletePusher: async (k) => inner.deletePusher(k),
     deletePushers: async (deletion) => inner.deletePushers(deletion),

@@ -114,6 +114,7 @@ export async function deleteTopology(names: Names): Promise<void> {
   await channel.deleteQueue(names.amqp.readQueue);
   // Declared by worker processes (see worker-processes.ts); deleting a queue that is not there is fine.
   await channel.deleteQueue(`${names.amqp.queue}.evaluate`);
+  await channel.deleteQueue(`${names.amqp.queue}.deliver`);
   await channel.deleteQueue(names.amqp.deadLetterQueue);
   await channel.deleteExchange(names.amqp.deadLetterExchange);
   await channel.deleteExchange(names.amqp.eventsExchange);

@@ -25,6 +25,7 @@ export function workerEnvironment(names: Names, extra: Record<string, string> = 
     RPC_QUEUE: names.amqp.queue,
     RPC_READ_QUEUE: names.amqp.readQueue,
     EVALUATE_QUEUE: `${names.amqp.queue}.evaluate`,
+    DELIVERY_QUEUE: `${names.amqp.queue}.deliver`,
     RPC_DEAD_LETTER_EXCHANGE: names.amqp.deadLetterExchange,
     RPC_DEAD_LETTER_QUEUE: names.amqp.deadLetterQueue,
     EVENTS_EXCHANGE: names.amqp.eventsExchange,
