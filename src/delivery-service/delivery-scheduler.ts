@@ -134,9 +134,16 @@ export class DeliveryScheduler {
   readonly #queues = new Map<string, DeviceQueue>();
   readonly #origins = new Map<string, Origin>();
   /** Requests held in memory (waiting or in flight). */
-  readonly #held = new Set<string>();
+  /** With when each was taken into memory. */
+  readonly #held = new Map<string, number>();
   /** Done with, not yet deleted from the store (still under this worker's lease there). */
   readonly #removing = new Set<string>();
+  /**
+   * Deleted lately, with when: a read of the store that started before a
+   * deletion may still return the request (a renewal's catch-up), and it
+   * must not be taken for a new one and sent again.
+   */
+  readonly #removed = new Map<string, number>();
   readonly #inFlight = new Set<Promise<void>>();
   readonly #changes: PusherChanges;
   /** Pushers whose refused address was logged: once per pusher. */
@@ -216,8 +223,8 @@ export class DeliveryScheduler {
     if (this.#closed) return;
     const byKey = new Map<string, PendingDelivery[]>();
     for (const delivery of deliveries) {
-      if (this.#held.has(delivery.id) || this.#removing.has(delivery.id)) continue;
-      this.#held.add(delivery.id);
+      if (this.#held.has(delivery.id) || this.#removing.has(delivery.id) || this.#removed.has(delivery.id)) continue;
+      this.#held.set(delivery.id, this.#now());
       const list = byKey.get(delivery.key);
       if (list === undefined) byKey.set(delivery.key, [delivery]);
       else list.push(delivery);
@@ -571,7 +578,12 @@ export class DeliveryScheduler {
         const ids = [...this.#removing].slice(0, REMOVE_CHUNK);
         try {
           await this.#options.store.remove(ids);
-          for (const id of ids) this.#removing.delete(id);
+          const now = this.#now();
+          for (const id of ids) {
+            this.#removing.delete(id);
+            this.#removed.set(id, now);
+          }
+          this.#forgetRemoved(now);
         } catch (error) {
           this.#log.warn({ err: error, requests: ids.length }, 'cannot delete delivered notifications yet; retrying');
           if (this.#closed) return;
@@ -583,6 +595,14 @@ export class DeliveryScheduler {
       this.#flushing = undefined;
     });
     return this.#flushing;
+  }
+
+  /** Deletions older than a lease are forgotten: no read of the store started before them is still under way. */
+  #forgetRemoved(now: number): void {
+    for (const [id, at] of this.#removed) {
+      if (now - at < 2 * this.#options.leaseMs) break;
+      this.#removed.delete(id);
+    }
   }
 
   /** Renews the lease; when the store holds other requests under it than this worker knows of, catches up. */
@@ -606,14 +626,17 @@ export class DeliveryScheduler {
   async #reconcile(): Promise<void> {
     if (this.#reconciling !== undefined) return this.#reconciling;
     const run = async () => {
+      const startedAt = this.#now();
       const stored = await this.#options.store.listHeld(this.#options.owner);
       const storedIds = new Set(stored.map((item) => item.id));
+      // Taken in while the read ran (an intake finishing): the read may not have seen them.
+      const lost = (item: PendingDelivery) => !storedIds.has(item.id) && (this.#held.get(item.id) ?? 0) < startedAt;
       for (const queue of this.#queues.values()) {
         const inFlight = queue.backlog.inFlight ? queue.backlog.queue.slice(0, 1) : [];
         const waiting = queue.backlog.queue.slice(inFlight.length);
-        const kept = waiting.filter((item) => storedIds.has(item.id));
+        const kept = waiting.filter((item) => !lost(item));
         if (kept.length === waiting.length) continue;
-        for (const item of waiting) if (!storedIds.has(item.id)) this.#held.delete(item.id);
+        for (const item of waiting) if (lost(item)) this.#held.delete(item.id);
         queue.backlog = withWaiting(queue.backlog, kept, this.#options.backlog).backlog;
         if (queue.backlog.queue.length === 0) {
           clearTimeout(queue.timer);
@@ -632,7 +655,9 @@ export class DeliveryScheduler {
     if (this.#closed) return;
     try {
       const claimed = await this.#options.store.claimExpired(this.lease(), this.#now());
-      const fresh = claimed.filter((item) => !this.#held.has(item.id) && !this.#removing.has(item.id));
+      const fresh = claimed.filter(
+        (item) => !this.#held.has(item.id) && !this.#removing.has(item.id) && !this.#removed.has(item.id),
+      );
       if (fresh.length > 0) {
         this.#log.info({ requests: fresh.length }, 'took over pending notifications of a worker that stopped');
         this.hold(fresh);

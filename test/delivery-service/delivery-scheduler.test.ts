@@ -10,7 +10,7 @@ import {
 } from '../../src/delivery-service/delivery-scheduler.js';
 import { createLogger } from '../../src/logging/logger.js';
 import type { PusherKey, StoredPusher } from '../../src/pushers/pusher.js';
-import type { PendingDelivery } from '../../src/store/delivery-store.js';
+import type { DeliveryStore, PendingDelivery } from '../../src/store/delivery-store.js';
 import { InMemoryDeliveryStore } from '../../src/store/in-memory-delivery-store.js';
 
 const ALICE = '@alice:example.org';
@@ -121,13 +121,14 @@ const worlds: World[] = [];
 
 function aWorld(overrides: Partial<DeliverySchedulerOptions> = {}): World {
   const store = new InMemoryDeliveryStore();
+  const schedulerStore = overrides.store ?? store;
   const gateway = aGateway();
   const observed = aCountingObserver();
   const removed: PusherKey[] = [];
   const pushers = new Map<string, StoredPusher[]>();
   const scheduler = new DeliveryScheduler({
     owner: 'worker-1',
-    store,
+    store: schedulerStore,
     sender: gateway.sender,
     pushers: {
       listPushers: async (userId) => Promise.resolve(pushers.get(userId) ?? []),
@@ -328,6 +329,53 @@ describe('the delivery scheduler', () => {
     expect(world.gateway.sent).toEqual([]);
     await vi.advanceTimersByTimeAsync(20_000);
     expect(eventsTo(world, `${ALICE}-phone`)).toEqual(['$1', '$2']);
+  });
+
+  it('does not send again a request delivered while a catch-up read of the store was under way', async () => {
+    const inner = new InMemoryDeliveryStore();
+    let releaseRead: () => void = () => undefined;
+    const readHeld = new Promise<void>((resolve) => {
+      releaseRead = resolve;
+    });
+    // The store says it holds one more than the scheduler knows (another intake's), and its answer comes late.
+    const store: DeliveryStore = {
+      ensureIndexes: async () => inner.ensureIndexes(),
+      findAccepted: async (id) => inner.findAccepted(id),
+      accept: async (notify, deliveries, lease, now) => inner.accept(notify, deliveries, lease, now),
+      renew: async (lease) => (await inner.renew(lease)) + 1,
+      claimExpired: async (lease, now) => inner.claimExpired(lease, now),
+      listHeld: async (owner) => {
+        const snapshot = await inner.listHeld(owner);
+        await readHeld;
+        return snapshot;
+      },
+      remove: async (ids) => inner.remove(ids),
+      saveRetry: async (id, retry) => inner.saveRetry(id, retry),
+      release: async (owner) => inner.release(owner),
+    };
+    const world = aWorld({ store });
+    let answer: (exchange: GatewayExchange) => void = () => undefined;
+    world.gateway.answerWith(
+      async () =>
+        new Promise<GatewayExchange>((resolve) => {
+          answer = resolve;
+        }),
+    );
+    const held = await inner.accept(
+      { id: 'intake', recipients: 1, devices: 1, acceptedAt: START },
+      [aDelivery(1)],
+      world.scheduler.lease(),
+      START,
+    );
+    world.scheduler.hold(held);
+    // The renewal finds a mismatch and reads what the store holds: the request, not yet delivered.
+    await vi.advanceTimersByTimeAsync(10_000);
+    answer(OK);
+    await vi.advanceTimersByTimeAsync(100);
+    expect(await inner.listHeld('worker-1')).toEqual([]);
+    releaseRead();
+    await vi.advanceTimersByTimeAsync(10_000);
+    expect(eventsTo(world, `${ALICE}-phone`)).toEqual(['$1']);
   });
 
   it('gives up its lease on close, so that another worker carries on at once', async () => {

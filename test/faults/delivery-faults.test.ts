@@ -4,7 +4,7 @@ import type { NotifyNotification } from '../../src/client/push-rules-client.js';
 import { throwawayCaUnavailable } from '../support/throwaway-ca.js';
 import { stopWorkerProcess } from '../integration/support/worker-processes.js';
 import { deliveredByDevice, openDeliveryWorld, withoutRepeats, type DeliveryWorld } from './support/delivery-world.js';
-import { logLines } from './support/fault-world.js';
+import { awaitLogLines } from './support/fault-world.js';
 import { services } from './support/services.js';
 
 /**
@@ -53,15 +53,17 @@ describe.skipIf(noCa !== undefined)('push delivery under faults', () => {
     await world.seedPushers(all);
     // Slow enough that the kill lands in the middle.
     world.gateway.behave({ kind: 'answer', delayMs: 20 });
-    expect(await world.client.notify(aMessage(1), recipients(all), { reply: true })).toEqual({
+    // The intake of 10,000 recipients takes the test stand-in seconds (its $in scans); real MongoDB far less.
+    expect(await world.client.notify(aMessage(1), recipients(all), { reply: true, timeoutMs: 120_000 })).toEqual({
       recipients: 10_000,
       devices: 10_000,
     });
     await until(() => world.gateway.requests.length >= 2_000, 60_000, '2,000 requests');
     // The worker that took the notify in holds its deliveries (the delivery queue has one active consumer).
-    const holder = logLines(world.world, 'request served').find((line) => line['op'] === 'notify')?.['worker'];
-    expect(holder).toBeTypeOf('number');
-    await stopWorkerProcess(world.world.workers[holder as number] ?? world.world.workers[0]!, 'SIGKILL');
+    const [served] = await awaitLogLines(world.world, 'request served', (line) => line['op'] === 'notify', 10_000);
+    const victim = world.world.workers[Number(served?.['worker'])];
+    if (victim === undefined) throw new Error('no worker logged taking the notify in');
+    await stopWorkerProcess(victim, 'SIGKILL');
     const atKill = world.gateway.requests.length;
     world.gateway.restore();
     await until(() => deliveredByDevice(world.gateway.requests).size === 10_000, 120_000, 'every device');
@@ -80,7 +82,7 @@ describe.skipIf(noCa !== undefined)('push delivery under faults', () => {
     const all = users(2_000, 'restart');
     await world.seedPushers(all);
     world.gateway.behave({ kind: 'answer', delayMs: 10 });
-    await world.client.notify(aMessage(1), recipients(all), { reply: true });
+    await world.client.notify(aMessage(1), recipients(all), { reply: true, timeoutMs: 120_000 });
     await until(() => world.gateway.requests.length >= 200, 60_000, '200 requests');
     await services('stop-rabbitmq');
     const duringOutage = world.gateway.requests.length;
@@ -92,7 +94,7 @@ describe.skipIf(noCa !== undefined)('push delivery under faults', () => {
     let sent = false;
     for (let attempt = 0; attempt < 60 && !sent; attempt += 1) {
       sent = await world.client
-        .notify(aMessage(2), recipients(all), { reply: true, messageId: 'after-restart' })
+        .notify(aMessage(2), recipients(all), { reply: true, messageId: 'after-restart', timeoutMs: 120_000 })
         .then(() => true)
         .catch(async () => {
           await sleep(500);
