@@ -9,8 +9,10 @@
  *   node --import tsx scripts/check-dashboard.ts
  *       starts a worker and a gateway of its own (src/ through tsx) on
  *       AMQP_URL and MONGODB_URL (default: the local services), with queues,
- *       exchanges and a database of their own, deleted at the end; sends
- *       them a little traffic while Prometheus scrapes
+ *       exchanges and a database of their own, deleted at the end, and a
+ *       push gateway double on 127.0.0.1; sends them a little traffic while
+ *       Prometheus scrapes (notify messages delivered through the double
+ *       included)
  *   node --import tsx scripts/check-dashboard.ts --worker HOST:PORT --gateway HOST:PORT
  *       scrapes those /metrics (health.host:health.port) instead; no traffic is sent
  *
@@ -35,6 +37,7 @@ import { parseArgs } from 'node:util';
 import amqp from 'amqplib';
 import { MongoClient } from 'mongodb';
 import { PushRulesClient } from '../src/client/push-rules-client.js';
+import { PushGatewayDouble } from '../test/support/push-gateway-double.js';
 import { panelQueries, readDashboard, substituteVariables, variableQueries, type Query } from './monitoring-queries.js';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
@@ -331,6 +334,7 @@ async function startOwnProcesses(): Promise<{ worker: Started; gateway: Started;
     queue,
     readQueue: `${queue}.read`,
     evaluateQueue: `${queue}.evaluate`,
+    deliverQueue: `${queue}.deliver`,
     deadLetterQueue: `${queue}.dead`,
     deadLetterExchange: `${queue}.dlx`,
     eventsExchange: `${queue}.events`,
@@ -346,6 +350,10 @@ async function startOwnProcesses(): Promise<{ worker: Started; gateway: Started;
     HEALTH_PORT: '0',
     LOG_LEVEL: 'info',
   };
+  // notify messages are delivered to a gateway double: the worker trusts this broker user and lets 127.0.0.1 in.
+  const pushGateway = await PushGatewayDouble.start();
+  cleanups.push(async () => pushGateway.close());
+  const brokerUser = decodeURIComponent(new URL(amqpUrl).username) || 'guest';
   log(`starting a worker and a gateway on ${queue} and database ${names.database}`);
   const worker = await startProcess(
     'src/main.ts',
@@ -354,6 +362,10 @@ async function startOwnProcesses(): Promise<{ worker: Started; gateway: Started;
       MONGODB_URL: mongoUrl,
       MONGODB_DATABASE: names.database,
       EVALUATE_QUEUE: names.evaluateQueue,
+      DELIVERY_QUEUE: names.deliverQueue,
+      TRUSTED_PUBLISHERS: brokerUser,
+      PUSH_GATEWAY_IP_ALLOWLIST: '127.0.0.1/32',
+      ALLOW_INSECURE_PUSH_GATEWAYS: 'true',
       RPC_DEAD_LETTER_QUEUE: names.deadLetterQueue,
       RPC_DEAD_LETTER_EXCHANGE: names.deadLetterExchange,
       EVENTS_EXCHANGE: names.eventsExchange,
@@ -366,6 +378,8 @@ async function startOwnProcesses(): Promise<{ worker: Started; gateway: Started;
     'src/gateway-main.ts',
     {
       ...common,
+      // The worker trusts only this publisher (for notify): the gateway publishes as it.
+      AMQP_PUBLISHER_USER_ID: brokerUser,
       AUTH_KIND: 'token-file',
       AUTH_TOKEN_FILE: tokens,
       GATEWAY_HOST: '127.0.0.1',
@@ -393,8 +407,32 @@ async function startOwnProcesses(): Promise<{ worker: Started; gateway: Started;
       queue,
       readQueue: names.readQueue,
       evaluateQueue: names.evaluateQueue,
+      deliverQueue: names.deliverQueue,
+      publisherUserId: brokerUser,
     });
     try {
+      // Devices to push to: two phones on the double, and an e-mail pusher (skipped, and counted).
+      for (const pushkey of ['phone-1', 'phone-2'])
+        await call('check-token', 'POST', '/pushers/set', {
+          kind: 'http',
+          app_id: 'org.example.check',
+          pushkey,
+          app_display_name: 'Check',
+          device_display_name: pushkey,
+          lang: 'en',
+          data: { url: pushGateway.notifyUrl },
+        });
+      await call('check-token', 'POST', '/pushers/set', {
+        kind: 'email',
+        app_id: 'm.email',
+        pushkey: 'check@example.org',
+        app_display_name: 'E-mail',
+        device_display_name: 'check@example.org',
+        lang: 'en',
+        data: {},
+      });
+      // The first request is answered 503 and retried: a failure outcome too.
+      pushGateway.behave({ kind: 'status', status: 503 }, { times: 1 });
       for (let round = 0; round < 10; round += 1) {
         const token = round % 2 === 0 ? 'check-token' : 'other-token';
         await call(token, 'GET', '/pushrules/');
@@ -416,6 +454,16 @@ async function startOwnProcesses(): Promise<{ worker: Started; gateway: Started;
           { member_count: 3 },
           [{ user_id: '@check:example.org' }, { user_id: '@other:example.org' }, { user_id: '@nobody:example.org' }],
         );
+        await client.notify(
+          {
+            event_id: `$e${round}`,
+            room_id: '!room:example.org',
+            type: 'm.room.message',
+            sender: '@sender:example.org',
+            content: { msgtype: 'm.text', body: `word${round} and more` },
+          },
+          [{ user_id: '@check:example.org', actions: ['notify'], counts: { unread: round + 1 } }],
+        );
         await sleep(300);
       }
     } finally {
@@ -432,6 +480,7 @@ async function deleteOwnState(
     queue: string;
     readQueue: string;
     evaluateQueue: string;
+    deliverQueue: string;
     deadLetterQueue: string;
     deadLetterExchange: string;
     eventsExchange: string;
@@ -440,7 +489,7 @@ async function deleteOwnState(
 ): Promise<void> {
   const connection = await amqp.connect(amqpUrl);
   const channel = await connection.createChannel();
-  for (const queue of [names.queue, names.readQueue, names.evaluateQueue, names.deadLetterQueue])
+  for (const queue of [names.queue, names.readQueue, names.evaluateQueue, names.deliverQueue, names.deadLetterQueue])
     await channel.deleteQueue(queue);
   for (const exchange of [names.deadLetterExchange, names.eventsExchange]) await channel.deleteExchange(exchange);
   await connection.close();
