@@ -134,11 +134,11 @@ describe('the monitoring files and the metrics the processes export', () => {
   it('the worker counts its queues on the broker, and both processes export memory and event-loop lag', () => {
     const { worker: workerPage, gateway: gatewayPage, workerText = '' } = pages;
     expect(workerPage).toBeDefined();
-    for (const queue of ['request', 'read', 'evaluate', 'dead-letter']) {
+    for (const queue of ['request', 'read', 'evaluate', 'deliver', 'dead-letter']) {
       expect(workerText).toMatch(new RegExp(`^push_worker_queue_messages_ready\\{queue="${queue}"\\} \\d+$`, 'm'));
     }
-    // This worker consumes its request, read and evaluate queues.
-    for (const queue of ['request', 'read', 'evaluate'])
+    // This worker consumes its request, read, evaluate and deliver queues.
+    for (const queue of ['request', 'read', 'evaluate', 'deliver'])
       expect(workerText).toContain(`push_worker_queue_consumers{queue="${queue}"} 1`);
     for (const page of [workerPage, gatewayPage]) {
       for (const name of [
