@@ -12,7 +12,7 @@ export interface DeliveryBacklog {
 const MAX_HOST_LABELS = 50;
 
 /**
- * Push delivery's Prometheus metrics (docs/monitoring.md#delivery), on the
+ * Push delivery's Prometheus metrics (docs/delivery.md#operating-it), on the
  * worker's registry. Labelled by gateway host, bounded; never by user or
  * pushkey.
  */
