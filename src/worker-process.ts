@@ -177,6 +177,9 @@ export function createWorkerProcess(
       recoveryIntervalMs: config.delivery.recoveryIntervalMs,
       logger: log,
       observer: deliveryMetrics,
+      // A third of the shutdown's time: what is left deletes finished requests and hands the rest over.
+      closeGraceMs: Math.floor(config.shutdown.timeoutMs / 3),
+      abortSends: async () => gateways.destroy(),
     });
     running.scheduler = scheduler;
     const intake = new NotifyIntake({

@@ -350,6 +350,7 @@ export class PushRulesClient {
     const body: NotifyRequestBody = { op: 'notify', notification, recipients: recipients as NotifyRecipient[] };
     const sendOptions: RequestOptions = {
       queue: this.#deliverQueue,
+      noExpiration: true,
       messageId: options.messageId ?? randomUUID(),
       ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
     };

@@ -99,6 +99,12 @@ export interface RequestOptions {
   readonly queue?: string;
   /** A read-only op: the read queue may serve it (see `RpcClientOptions.readQueue`). */
   readonly read?: boolean;
+  /**
+   * Send no `expiration`: the message must be served even after the caller
+   * stopped waiting (a `notify`: the broker would otherwise drop it unserved
+   * once expired). The call's own deadline still applies to its reply.
+   */
+  readonly noExpiration?: boolean;
 }
 
 /** What a confirmed `publish` settles its pending entry with; never seen by a caller. */
@@ -203,7 +209,7 @@ export class RpcClient {
         replyTo: REPLY_QUEUE,
         correlationId,
         contentType: 'application/json',
-        expiration: String(leftMs),
+        ...(options.noExpiration === true ? { persistent: true } : { expiration: String(leftMs) }),
         timestamp: Date.now(),
         ...(options.messageId === undefined ? {} : { messageId: options.messageId }),
         ...(this.#options.publisherUserId === undefined ? {} : { userId: this.#options.publisherUserId }),

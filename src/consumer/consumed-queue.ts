@@ -30,6 +30,13 @@ export interface ConsumedQueue {
    * than acknowledged: a `notify` refused is a notification nobody gets.
    */
   readonly deadLetterRefusals?: boolean;
+  /**
+   * A message is served however old it is: its publisher's `expiration` and
+   * `timestamp` say when the publisher stops waiting for an answer, not
+   * when the message stops mattering (a `notify` the broker confirmed must
+   * be delivered, whenever a worker gets to it).
+   */
+  readonly ignoresDeadline?: boolean;
   /** Declares the queue (every worker declares it the same way). */
   declare(channel: Channel): Promise<void>;
   /** Parses and serves one body; never throws (every failure is a reply). */

@@ -45,6 +45,7 @@ export function notifyQueue(options: NotifyQueueOptions): ConsumedQueue {
     required: false,
     replyOptional: true,
     deadLetterRefusals: true,
+    ignoresDeadline: true,
     declare: async (channel: Channel) => {
       await channel.assertQueue(delivery.queue, {
         durable: true,

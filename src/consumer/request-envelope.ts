@@ -123,7 +123,10 @@ export class RequestEnvelope {
       report('unknown', 'dead-lettered');
       return;
     }
-    const deadline = requestDeadline(properties.timestamp as unknown, properties.expiration as unknown);
+    const timed = lane.consumed.ignoresDeadline !== true;
+    const deadline = timed
+      ? requestDeadline(properties.timestamp as unknown, properties.expiration as unknown)
+      : undefined;
     if (deadline !== undefined && deadline <= this.#options.now()) {
       this.#log.info({ correlationId }, 'request expired before it was taken: dropped');
       progress.settled = true;
@@ -135,7 +138,9 @@ export class RequestEnvelope {
     const { trustedPublishers, replyMarginMs } = this.#options.amqp;
     const context: ServeContext = {
       messageId: typeof messageId === 'string' && messageId !== '' ? messageId : undefined,
-      deadline: stopWorkBy(properties.timestamp as unknown, properties.expiration as unknown, replyMarginMs),
+      deadline: timed
+        ? stopWorkBy(properties.timestamp as unknown, properties.expiration as unknown, replyMarginMs)
+        : undefined,
     };
     const outcome: ServeOutcome =
       trustedPublishers.length > 0 && (typeof publisher !== 'string' || !trustedPublishers.includes(publisher))

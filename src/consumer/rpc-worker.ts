@@ -135,9 +135,10 @@ export class RpcWorker {
    * session or the broker did not confirm it.
    */
   async announce(change: ChangeEvent): Promise<boolean> {
+    // This worker learns of it at once, with or without a broker session.
+    if (change.type === 'm.pushers') this.#options.changes?.pushersChanged?.(change.user_id);
     const session = this.#broker.current;
     if (session === undefined) return false;
-    if (change.type === 'm.pushers') this.#options.changes?.pushersChanged?.(change.user_id);
     return this.#envelope.announce(session.confirms, [change]);
   }
 

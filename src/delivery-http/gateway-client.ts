@@ -188,6 +188,17 @@ export class GatewayClient {
    * timeouts), then the connections close. Calling it again waits for the
    * same close.
    */
+  /**
+   * Like `close`, but requests in flight are aborted at once (each then ends
+   * as a connection error): for a shutdown that cannot wait for a gateway
+   * that hangs.
+   */
+  async destroy(): Promise<void> {
+    const closing = this.close();
+    await this.#agent.destroy();
+    await closing;
+  }
+
   async close(): Promise<void> {
     if (this.#closing === undefined) {
       const closed = new GatewayClientClosedError();

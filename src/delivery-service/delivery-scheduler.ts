@@ -86,9 +86,20 @@ export interface DeliverySchedulerOptions {
   readonly observer?: DeliveryObserver | undefined;
   /** Users whose pusher changes are remembered (pusher-changes.ts). */
   readonly pusherChangesKept?: number;
+  /**
+   * How long `close` waits for requests in flight before it aborts them
+   * (`abortSends`): a gateway that hangs must not hold a shutdown past its
+   * timeout, with finished requests not yet deleted.
+   */
+  readonly closeGraceMs?: number;
+  /** Aborts the sends in flight (the gateway client's connections): the requests stay in the store. */
+  readonly abortSends?: () => Promise<void>;
   readonly now?: () => number;
   readonly random?: () => number;
 }
+
+/** Every this many renewals the held requests are compared with the store's, counts equal or not. */
+const RECONCILE_EVERY = 10;
 
 /** One device queue: its backlog and the timer that brings its next retry. */
 interface DeviceQueue {
@@ -153,6 +164,12 @@ export class DeliveryScheduler {
   #renewTimer: NodeJS.Timeout | undefined;
   #recoveryTimer: NodeJS.Timeout | undefined;
   #reconciling: Promise<void> | undefined;
+  #renewing = false;
+  #renewals = 0;
+  /** Until when this worker knows its lease holds: past it (renewals failing), it starts no send. */
+  #leaseValidUntil = Number.POSITIVE_INFINITY;
+  /** Device queues that had a request due while the lease was in doubt: moved on at the next renewal. */
+  readonly #parked = new Set<string>();
   #closed = false;
 
   constructor(options: DeliverySchedulerOptions) {
@@ -185,6 +202,7 @@ export class DeliveryScheduler {
 
   /** Starts renewing this worker's leases and taking over those of dead workers. */
   start(): void {
+    this.#leaseValidUntil = this.#now() + this.#options.leaseMs;
     const renewEvery = Math.max(100, Math.floor(this.#options.leaseMs / 3));
     this.#renewTimer = setInterval(() => {
       void this.#renew();
@@ -311,6 +329,11 @@ export class DeliveryScheduler {
       void this.#recheck(queue, item);
       return;
     }
+    // Renewals have been failing (a store stall): another worker may take these requests over any time now.
+    if (now >= this.#leaseValidUntil - this.#options.leaseMs / 3) {
+      this.#parked.add(key);
+      return;
+    }
     const origin = this.#originOf(queue.origin);
     const admission = admit(origin.breaker, now);
     if (!admission.send) {
@@ -347,7 +370,10 @@ export class DeliveryScheduler {
       queue.checked = { id: narrowedId(queue, item), at: at + 1 };
     } catch (error) {
       // The pushers cannot be read now: try again at the retry pace, without counting it against the gateway.
-      this.#log.warn({ err: error, user: item.userId }, 'cannot read the pushers of a pending notification; retrying');
+      this.#log.warn(
+        { err: loggable(error), user: item.userId },
+        'cannot read the pushers of a pending notification; retrying',
+      );
       queue.backlog = { ...queue.backlog, retryAt: at + this.#options.retry.baseMs };
     } finally {
       queue.checking = false;
@@ -397,7 +423,7 @@ export class DeliveryScheduler {
       );
       this.#options.remover.removeRejected(key).catch((error: unknown) => {
         this.#log.warn(
-          { err: error, user: item.userId, appId: device.appId, pushkey: pushkeyTag(device.pushkey) },
+          { err: loggable(error), user: item.userId, appId: device.appId, pushkey: pushkeyTag(device.pushkey) },
           'could not remove a rejected pusher; the next push to it will try again',
         );
       });
@@ -448,9 +474,12 @@ export class DeliveryScheduler {
     outcome: Extract<ResponseOutcome, { kind: 'retry' }>,
     now: number,
   ): void {
+    // A gateway's wait longer than the longest backoff would give the notification up unsent (it ends past the window).
+    const retryAfterMs =
+      outcome.retryAfterMs === undefined ? undefined : Math.min(outcome.retryAfterMs, this.#options.retry.maxMs);
     const change = settleRetry(
       queue.backlog,
-      { now, retryAfterMs: outcome.retryAfterMs },
+      { now, retryAfterMs },
       { retry: this.#options.retry, backlog: this.#options.backlog },
       this.#random,
     );
@@ -466,6 +495,8 @@ export class DeliveryScheduler {
       return;
     }
     const { failures, frontFailedAt, retryAt } = queue.backlog;
+    // A send cut short by the shutdown says nothing about the gateway: the next holder keeps the backoff as it was.
+    if (this.#closed) return;
     if (queue.backlog.queue[0]?.id === item.id && frontFailedAt !== undefined && retryAt !== undefined) {
       this.#options.store.saveRetry(item.id, { failures, firstFailedAt: frontFailedAt, retryAt }).catch(() => {
         // Only the pace after a crash depends on it: the next holder starts the backoff again.
@@ -491,17 +522,17 @@ export class DeliveryScheduler {
 
   /** Lets as many waiting device queues try as the breaker now has room for. */
   #wakeWaiters(originKey: string, origin: Origin): void {
-    const breaker = origin.breaker;
-    let room = 0;
-    if (breaker.state === 'closed') room = breaker.limit - breaker.inFlight;
-    else if (breaker.state === 'open') {
-      if (origin.waiters.size > 0) this.#probeAt(origin, breaker.probeAt);
+    if (origin.breaker.state === 'open') {
+      if (origin.waiters.size > 0) this.#probeAt(origin, origin.breaker.probeAt);
       return;
     }
-    for (const key of [...origin.waiters]) {
-      if (room <= 0) break;
+    // While the breaker has room: a waiter that sends nothing (its retry is later, its pushers are being
+    // checked, it is empty now) leaves the room to the next. A waiter turned away goes to the back of the
+    // set, and the breaker is then full: the loop ends.
+    for (const key of origin.waiters) {
+      const { breaker } = origin;
+      if (breaker.state !== 'closed' || breaker.inFlight >= breaker.limit) break;
       origin.waiters.delete(key);
-      room -= 1;
       this.#pump(key);
     }
     if (origin.waiters.size === 0 && breakerIsIdle(origin.breaker)) this.#origins.delete(originKey);
@@ -585,7 +616,10 @@ export class DeliveryScheduler {
           }
           this.#forgetRemoved(now);
         } catch (error) {
-          this.#log.warn({ err: error, requests: ids.length }, 'cannot delete delivered notifications yet; retrying');
+          this.#log.warn(
+            { err: loggable(error), requests: ids.length },
+            'cannot delete delivered notifications yet; retrying',
+          );
           if (this.#closed) return;
           await new Promise((resolve) => setTimeout(resolve, 1000));
         }
@@ -607,12 +641,24 @@ export class DeliveryScheduler {
 
   /** Renews the lease; when the store holds other requests under it than this worker knows of, catches up. */
   async #renew(): Promise<void> {
-    if (this.#closed) return;
+    // One at a time: a stalled store must not pile renewals up.
+    if (this.#renewing) return;
+    this.#renewing = true;
     try {
-      const held = await this.#options.store.renew(this.lease());
-      if (held !== this.#held.size + this.#removing.size) await this.#reconcile();
+      const lease = this.lease();
+      const held = await this.#options.store.renew(lease);
+      this.#leaseValidUntil = lease.until;
+      this.#renewals += 1;
+      // Equal counts can hide one request gained and one lost: every few renewals, look anyway.
+      if (held !== this.#held.size + this.#removing.size || this.#renewals % RECONCILE_EVERY === 0)
+        await this.#reconcile();
+      const parked = [...this.#parked];
+      this.#parked.clear();
+      for (const key of parked) this.#pump(key);
     } catch (error) {
-      this.#log.warn({ err: error }, 'cannot renew the lease on pending notifications');
+      this.#log.warn({ err: loggable(error) }, 'cannot renew the lease on pending notifications');
+    } finally {
+      this.#renewing = false;
     }
   }
 
@@ -663,7 +709,7 @@ export class DeliveryScheduler {
         this.hold(fresh);
       }
     } catch (error) {
-      this.#log.warn({ err: error }, 'cannot look for pending notifications of stopped workers');
+      this.#log.warn({ err: loggable(error) }, 'cannot look for pending notifications of stopped workers');
     }
   }
 
@@ -687,17 +733,35 @@ export class DeliveryScheduler {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    clearInterval(this.#renewTimer);
     clearTimeout(this.#recoveryTimer);
     clearTimeout(this.#removeTimer);
     this.#removeTimer = undefined;
     for (const queue of this.#queues.values()) clearTimeout(queue.timer);
     for (const origin of this.#origins.values()) clearTimeout(origin.timer);
-    await Promise.allSettled([...this.#inFlight]);
+    // The lease is still renewed while the sends in flight finish: they are still this worker's.
+    const inFlight = Promise.allSettled([...this.#inFlight]);
+    const graceMs = this.#options.closeGraceMs ?? 5_000;
+    const finished = await Promise.race([
+      inFlight.then(() => true),
+      new Promise<false>((resolve) =>
+        setTimeout(() => {
+          resolve(false);
+        }, graceMs).unref(),
+      ),
+    ]);
+    if (!finished) {
+      this.#log.warn(
+        { inFlight: this.#inFlight.size, graceMs },
+        'gateway requests still in flight at shutdown: aborted',
+      );
+      await this.#options.abortSends?.();
+      await inFlight;
+    }
     await this.#flushRemovals();
+    clearInterval(this.#renewTimer);
     await this.#options.store.release(this.#options.owner).catch((error: unknown) => {
       this.#log.warn(
-        { err: error },
+        { err: loggable(error) },
         'could not release pending notifications: another worker takes them once the lease expires',
       );
     });
@@ -707,6 +771,21 @@ export class DeliveryScheduler {
 /** The front's ID after a check (a narrowed front keeps its ID). */
 function narrowedId(queue: DeviceQueue, item: PendingDelivery): string {
   return queue.backlog.queue[0]?.id ?? item.id;
+}
+
+/**
+ * A store error as a log line may hold it: its kind, message and code. A
+ * driver's bulk-write error carries the documents it failed on, and those
+ * hold pushkeys, which never go into a log.
+ */
+export function loggable(error: unknown): Record<string, unknown> {
+  if (!(error instanceof Error)) return { message: String(error) };
+  const code = (error as { code?: unknown }).code;
+  return {
+    type: error.name,
+    message: error.message,
+    ...(typeof code === 'string' || typeof code === 'number' ? { code } : {}),
+  };
 }
 
 function hostOf(url: string): string {

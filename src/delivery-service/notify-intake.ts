@@ -7,7 +7,8 @@ import type { StoredPusher } from '../pushers/pusher.js';
 import type { BackoffPolicy } from '../retry/backoff.js';
 import { retryUntilDone } from '../retry/retry-until-done.js';
 import type { DeliveryStore, Lease, PendingDelivery } from '../store/delivery-store.js';
-import type { PusherLookup } from './delivery-scheduler.js';
+import { StoreUnavailableError } from '../store/push-store.js';
+import { loggable, type PusherLookup } from './delivery-scheduler.js';
 
 /** Where the intake hands what it stored: the scheduler (delivery-scheduler.ts). */
 export interface DeliveryHolder {
@@ -73,8 +74,9 @@ export class NotifyIntake {
     const seq = Math.max(this.#lastSeq + 1, acceptedAt * 1000);
     this.#lastSeq = seq;
     const previous = this.#tail;
+    // Once, outside the retries: a retry after a write that half went through stores the same IDs.
+    const notifyId = messageId ?? randomUUID();
     const work = this.#retrying(async () => {
-      const notifyId = messageId ?? randomUUID();
       if (messageId !== undefined) {
         const found = await this.#options.store.findAccepted(messageId);
         if (found !== undefined) return { recipients: found.recipients, devices: found.devices, replayed: true };
@@ -102,17 +104,33 @@ export class NotifyIntake {
     return work;
   }
 
+  /**
+   * Retries while the store is unavailable (it comes back); any other
+   * failure (the store refusing the write, a bug) would fail the same way
+   * every time and hold back every message after it, so it is thrown.
+   */
   async #retrying(operation: () => Promise<IntakeResult>): Promise<IntakeResult> {
-    const result = await retryUntilDone(operation, {
+    let fatal: { readonly error: unknown } | undefined;
+    const guarded = async (): Promise<IntakeResult | undefined> => {
+      try {
+        return await operation();
+      } catch (error) {
+        if (error instanceof StoreUnavailableError) throw error;
+        fatal = { error };
+        return undefined;
+      }
+    };
+    const result = await retryUntilDone(guarded, {
       policy: this.#options.backoff,
       signal: this.#options.signal,
       onFailure: (error, attempt, retryInMs) => {
         this.#options.logger.warn(
-          { err: error, attempt, retryInMs },
+          { err: loggable(error), attempt, retryInMs },
           'cannot store a notify message yet; it waits (unacknowledged) and is retried',
         );
       },
     });
+    if (fatal !== undefined) throw fatal.error;
     if (result === undefined) throw new IntakeStoppedError();
     return result;
   }

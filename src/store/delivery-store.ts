@@ -92,8 +92,8 @@ export interface DeliveryStore {
   /**
    * Takes over every request whose lease expired before `now` (their
    * holder died or stalled), unless another worker is taking them over at
-   * the same moment; returns what `lease.owner` holds after it, oldest first
-   * per key.
+   * the same moment; returns the requests it took, oldest first per key
+   * (none when it took none: the worker already has the rest).
    */
   claimExpired(lease: Lease, now: number): Promise<readonly PendingDelivery[]>;
 

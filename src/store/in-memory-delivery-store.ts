@@ -71,11 +71,13 @@ export class InMemoryDeliveryStore implements DeliveryStore {
 
   async claimExpired(lease: Lease, now: number): Promise<readonly PendingDelivery[]> {
     await Promise.resolve();
+    const taken = new Set<string>();
     for (const [id, held] of this.#pending) {
       if (isLive(held, now)) continue;
       this.#pending.set(id, { ...held, owner: lease.owner, leaseUntil: lease.until });
+      taken.add(id);
     }
-    return this.#heldBy(lease.owner);
+    return this.#heldBy(lease.owner).filter((delivery) => taken.has(delivery.id));
   }
 
   async listHeld(owner: string): Promise<readonly PendingDelivery[]> {

@@ -18,6 +18,8 @@ export interface PendingDeliveryDocument {
   owner: string | null;
   /** ms; the lease is live up to and including it. */
   lease_until: number;
+  /** The takeover that gave it to `owner` last, to read back what one claim took. */
+  claim?: string;
   retry?: { failures: number; first_failed_at: number; retry_at: number };
 }
 
@@ -194,20 +196,23 @@ export class MongoDeliveryStore implements DeliveryStore {
   async claimExpired(lease: Lease, now: number): Promise<readonly PendingDelivery[]> {
     const lock = await this.#tryLock(lease.owner, now);
     // Not acquired: another worker is taking them over now.
-    if (lock !== undefined) {
-      try {
-        await guard(async () =>
-          this.#pending.updateMany(
-            { lease_until: { $lt: now } },
-            { $set: { owner: lease.owner, lease_until: lease.until } },
-            this.#limit,
-          ),
-        );
-      } finally {
-        await this.#unlock(lock);
-      }
+    if (lock === undefined) return [];
+    // Marked, so that only what this claim took is read back (not everything the worker holds, bodies and all).
+    const claim = `${lease.owner}#${String(now)}`;
+    let taken: number;
+    try {
+      const result = await guard(async () =>
+        this.#pending.updateMany(
+          { lease_until: { $lt: now } },
+          { $set: { owner: lease.owner, lease_until: lease.until, claim } },
+          this.#limit,
+        ),
+      );
+      taken = result.matchedCount;
+    } finally {
+      await this.#unlock(lock);
     }
-    return this.listHeld(lease.owner);
+    return taken === 0 ? [] : this.#find({ owner: lease.owner, claim });
   }
 
   async listHeld(owner: string): Promise<readonly PendingDelivery[]> {
@@ -302,7 +307,7 @@ export class MongoDeliveryStore implements DeliveryStore {
     }
   }
 
-  async #find(filter: { owner: string; key?: { $in: string[] } }): Promise<readonly PendingDelivery[]> {
+  async #find(filter: { owner: string; key?: { $in: string[] }; claim?: string }): Promise<readonly PendingDelivery[]> {
     const docs = await guard(async () => this.#pending.find(filter, this.#limit).sort(BY_KEY_THEN_SEQ).toArray());
     return docs.map(fromDocument);
   }

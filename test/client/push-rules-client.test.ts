@@ -46,6 +46,47 @@ const PUSHER = aPusherSetAction();
 
 type Call = (client: PushRulesClient) => Promise<unknown>;
 
+describe('notify', () => {
+  const NOTIFICATION = { event_id: '$e', room_id: '!r:example.org' };
+  const RECIPIENTS = [{ user_id: USER, actions: ['notify'], counts: { unread: 1 } }];
+
+  it('publishes to the delivery queue with a messageId and no expiration, and resolves on the confirm', async () => {
+    const { client, sent } = recordingTransport();
+    await expect(client.notify(NOTIFICATION, RECIPIENTS)).resolves.toBeUndefined();
+    expect(sent.map((s) => s.body)).toEqual([{ op: 'notify', notification: NOTIFICATION, recipients: RECIPIENTS }]);
+    const { messageId, ...options } = sent[0]?.options ?? {};
+    expect(options).toEqual({ queue: 'matrix.push.deliver', noExpiration: true, published: true });
+    // A fresh one per message: a republished message is recognised by it.
+    expect(messageId).toMatch(/^[0-9a-f-]{36}$/);
+  });
+
+  it('waits for the reply when asked, with the messageId given', async () => {
+    const { client, sent } = recordingTransport(async () =>
+      Promise.resolve({ ok: true, body: { recipients: 1, devices: 2 } }),
+    );
+    expect(await client.notify(NOTIFICATION, RECIPIENTS, { reply: true, messageId: 'n-1', timeoutMs: 50 })).toEqual({
+      recipients: 1,
+      devices: 2,
+    });
+    expect(sent[0]?.options).toEqual({
+      queue: 'matrix.push.deliver',
+      noExpiration: true,
+      messageId: 'n-1',
+      timeoutMs: 50,
+    });
+  });
+
+  it('turns a refused publish into a PushRulesError', async () => {
+    const transport: RpcTransport = {
+      request: async () => Promise.resolve({ ok: true, body: {} }),
+      publish: async () => Promise.reject(new RpcTransportError('refused', 'nacked')),
+      close: async () => Promise.resolve(),
+    };
+    const client = new PushRulesClient({ url: 'amqp://unused' }, transport);
+    await expect(client.notify(NOTIFICATION, RECIPIENTS)).rejects.toBeInstanceOf(PushRulesError);
+  });
+});
+
 describe('PushRulesClient requests', () => {
   it.each<[string, Call, Record<string, unknown>]>([
     ['getPushRules', async (c) => c.getPushRules(USER), { op: 'get_pushrules', user_id: USER }],

@@ -331,6 +331,29 @@ describe('the delivery scheduler', () => {
     expect(eventsTo(world, `${ALICE}-phone`)).toEqual(['$1', '$2']);
   });
 
+  it('lets the next waiting device send when the one woken first sends nothing (its pushers are gone)', async () => {
+    const world = aWorld({ breaker: { ...DEFAULT_BREAKER_POLICY, initialInFlight: 1, maxInFlight: 1 } });
+    let answerFirst: (exchange: GatewayExchange) => void = () => undefined;
+    world.gateway.answerWith(async (request) =>
+      request.event === '$1'
+        ? new Promise<GatewayExchange>((resolve) => {
+            answerFirst = resolve;
+          })
+        : OK,
+    );
+    // Sorts between Alice and Bob: the store hands requests over by key.
+    const carol = '@amy:example.org';
+    // Alice's is in flight; Amy's, then Bob's, wait for the gateway's one slot.
+    await world.take([aDelivery(1), aDelivery(2, { userId: carol }), aDelivery(3, { userId: BOB })]);
+    await vi.advanceTimersByTimeAsync(10);
+    // Amy logs out: her request will find no pusher when its turn comes.
+    world.scheduler.pushersChanged(carol);
+    answerFirst(OK);
+    await vi.advanceTimersByTimeAsync(100);
+    expect(world.gateway.sent.map((s) => s.event)).toEqual(['$1', '$3']);
+    expect(world.scheduler.pending).toBe(0);
+  });
+
   it('does not send again a request delivered while a catch-up read of the store was under way', async () => {
     const inner = new InMemoryDeliveryStore();
     let releaseRead: () => void = () => undefined;

@@ -352,6 +352,47 @@ describe('push delivery through the worker pool', () => {
     await gateway.waitForRequests(1);
   });
 
+  it('refuses a gateway address outside the allowlist: nothing connects, the next notification still goes', async () => {
+    // No PUSH_GATEWAY_IP_ALLOWLIST: 127.0.0.1 is loopback, which deliveries never reach by default.
+    h = await startDeliveringWorker({ delivery: { gatewayIpAllowlist: [] } });
+    await h.client.setPusher(ALICE, anHttpPusher(gateway, 'alice-phone'));
+    const connectionsBefore = gateway.connections;
+    await h.client.notify(aMessage(1), [notified(ALICE)], { reply: true });
+    await h.client.notify(aMessage(2), [notified(ALICE)], { reply: true });
+    await eventually(() => {
+      expect(h.logs.filter((line) => line.includes('gateway address is not allowed'))).toHaveLength(1);
+    });
+    await sleep(300);
+    expect(gateway.connections).toBe(connectionsBefore);
+    expect(gateway.requests).toEqual([]);
+    // Logged once per pusher, though both notifications were refused.
+    expect(h.logs.filter((line) => line.includes('gateway address is not allowed'))).toHaveLength(1);
+  });
+
+  it('never writes a pushkey to the log in full: delivered, rejected, failed, retried, refused', async () => {
+    h = await startDeliveringWorker();
+    const secret = (name: string) => `${name}-token-4f1c2e9a7b3d5e6f8a9b0c1d2e3f4a5b`;
+    await h.client.setPusher(ALICE, anHttpPusher(gateway, secret('phone')));
+    await h.client.setPusher(ALICE, anHttpPusher(gateway, secret('old'), { app_id: 'other.app' }));
+    await h.client.setPusher(BOB, anHttpPusher(other, secret('bob'), { data: { url: other.notifyUrl } }));
+    gateway.reject(secret('old'));
+    other.behave({ kind: 'status', status: 503 }, { times: 1 });
+    await h.client.notify(aMessage(1), [notified(ALICE), notified(BOB)], { reply: true });
+    await eventually(() => {
+      expect(other.requests.map((r) => r.answer)).toEqual([503, 200]);
+    });
+    other.behave({ kind: 'status', status: 404 }, { times: 1 });
+    await h.client.notify(aMessage(2), [notified(BOB)], { reply: true });
+    await eventually(() => {
+      expect(other.requests.map((r) => r.answer)).toEqual([503, 200, 404]);
+    });
+    await eventually(() => {
+      expect(h.logs.some((line) => line.includes('the gateway rejected a pushkey'))).toBe(true);
+    });
+    expect(h.logs.some((line) => line.includes('refused a notification for good'))).toBe(true);
+    for (const name of ['phone', 'old', 'bob']) expect(h.logs.join('\n')).not.toContain(secret(name));
+  });
+
   it("hands a stopped worker's undelivered notifications to the next one", async () => {
     h = await startDeliveringWorker();
     await h.client.setPusher(ALICE, anHttpPusher(gateway, 'alice-phone'));

@@ -1,4 +1,6 @@
+import { Writable } from 'node:stream';
 import amqp from 'amqplib';
+import { pino } from 'pino';
 import { MongoClient, type Db } from 'mongodb';
 import { inject } from 'vitest';
 import { PushRulesClient } from '../../../src/client/push-rules-client.js';
@@ -19,6 +21,8 @@ export interface DeliveringWorker {
   readonly names: Names;
   readonly config: Readonly<Config>;
   readonly db: Db;
+  /** Every log line the worker wrote (at debug level and above), as written. */
+  readonly logs: string[];
   /** A client of the worker's queues, as a trusted homeserver (unless the worker trusts someone else). */
   readonly client: PushRulesClient;
   /** Stops the worker (as a shutdown does); the queues and database stay for a next worker. */
@@ -31,6 +35,22 @@ export interface DeliveringWorker {
 export interface DeliveringWorkerOptions {
   readonly delivery?: Partial<Config['delivery']>;
   readonly trustedPublishers?: readonly string[];
+}
+
+/** A real pino logger at debug level whose lines are kept, to check what the worker logs. */
+function capturingLogger(lines: string[]) {
+  const sink = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      lines.push(
+        ...chunk
+          .toString('utf8')
+          .split('\n')
+          .filter((line) => line !== ''),
+      );
+      done();
+    },
+  });
+  return pino({ level: 'debug' }, sink);
 }
 
 /**
@@ -62,7 +82,8 @@ export async function startDeliveringWorker(options: DeliveringWorkerOptions = {
     health: { ...DEFAULT_CONFIG.health, enabled: false },
     log: { level: process.env['TEST_LOG_LEVEL'] ?? 'silent' },
   };
-  const log = createLogger(config.log.level);
+  const logs: string[] = [];
+  const log = process.env['TEST_LOG_LEVEL'] === undefined ? capturingLogger(logs) : createLogger(config.log.level);
   const processes: { stop: AbortController; process: ServiceProcess }[] = [];
   const startAnother = async () => {
     const stop = new AbortController();
@@ -92,6 +113,7 @@ export async function startDeliveringWorker(options: DeliveringWorkerOptions = {
     names,
     config,
     db: mongo.db(names.database),
+    logs,
     client,
     stop: stopAll,
     startAnother,
