@@ -1,0 +1,222 @@
+import { describe, expect, it } from 'vitest';
+import type { NotifyRequestBody } from '../../src/contract/ops.js';
+import { IntakeStoppedError, NotifyIntake } from '../../src/delivery-service/notify-intake.js';
+import { RejectedPushers } from '../../src/delivery-service/rejected-pushers.js';
+import { createLogger } from '../../src/logging/logger.js';
+import type { StoredPusher } from '../../src/pushers/pusher.js';
+import type { ChangeEvent } from '../../src/service/push-service.js';
+import type { DeliveryStore, PendingDelivery } from '../../src/store/delivery-store.js';
+import { InMemoryDeliveryStore } from '../../src/store/in-memory-delivery-store.js';
+import { StoreFailedError, StoreUnavailableError } from '../../src/store/push-store.js';
+
+const SILENT = createLogger('silent');
+const GATEWAY = 'https://push.example.org/_matrix/push/v1/notify';
+
+function aPusher(userId: string): StoredPusher {
+  return {
+    user_id: userId,
+    kind: 'http',
+    app_id: 'org.example.app',
+    pushkey: `${userId}-phone`,
+    app_display_name: 'App',
+    device_display_name: 'Phone',
+    lang: 'en',
+    data: { url: GATEWAY },
+    enabled: true,
+    ts: 1_700_000_000_000,
+  };
+}
+
+const aNotify = (event: string, users: readonly string[]): NotifyRequestBody => ({
+  op: 'notify',
+  notification: { event_id: event, room_id: '!r:example.org' },
+  recipients: users.map((user_id) => ({ user_id })),
+});
+
+/** A store that forwards to `inner` except for the given methods: how a test makes one fail. */
+function wrapped(inner: InMemoryDeliveryStore, overrides: Partial<DeliveryStore>): DeliveryStore {
+  return {
+    ensureIndexes: async () => inner.ensureIndexes(),
+    findAccepted: async (id) => inner.findAccepted(id),
+    accept: async (notify, deliveries, lease, now) => inner.accept(notify, deliveries, lease, now),
+    renew: async (lease) => inner.renew(lease),
+    claimExpired: async (lease, now) => inner.claimExpired(lease, now),
+    listHeld: async (owner) => inner.listHeld(owner),
+    remove: async (ids) => inner.remove(ids),
+    saveRetry: async (id, retry) => inner.saveRetry(id, retry),
+    release: async (owner) => inner.release(owner),
+    ...overrides,
+  };
+}
+
+/** An intake on an in-memory store; `pushersDelay` delays each user's pushers (to let a later message overtake). */
+function anIntake(
+  options: {
+    readonly store?: DeliveryStore;
+    readonly pushersDelayMs?: (users: readonly string[]) => number;
+  } = {},
+) {
+  const store: DeliveryStore = options.store ?? new InMemoryDeliveryStore();
+  const held: PendingDelivery[] = [];
+  const stop = new AbortController();
+  const intake = new NotifyIntake({
+    store,
+    pushers: {
+      listPushers: async (userId) => Promise.resolve([aPusher(userId)]),
+      listPushersOfUsers: async (userIds) => {
+        await new Promise((resolve) => setTimeout(resolve, options.pushersDelayMs?.(userIds) ?? 0));
+        return new Map(userIds.map((userId) => [userId, [aPusher(userId)]]));
+      },
+    },
+    holder: {
+      lease: () => ({ owner: 'w1', until: Date.now() + 30_000 }),
+      hold: (deliveries) => {
+        held.push(...deliveries);
+      },
+    },
+    backoff: { baseMs: 1, maxMs: 2 },
+    signal: stop.signal,
+    logger: SILENT,
+  });
+  return { store, intake, held, stop };
+}
+
+describe('the intake of notify messages', () => {
+  it('stores and hands over one request per device, and answers the counts', async () => {
+    const { intake, held } = anIntake();
+    expect(await intake.accept(aNotify('$1', ['@a:x.org', '@b:x.org']), 'm1')).toEqual({
+      recipients: 2,
+      devices: 2,
+      replayed: false,
+    });
+    expect(held.map((d) => d.id)).toEqual(['m1/0.0', 'm1/1.0']);
+    const body = JSON.parse(held[0]?.bodyJson ?? '{}') as { notification: { devices: { pushkey_ts: number }[] } };
+    // The pusher's time, in seconds.
+    expect(body.notification.devices[0]?.pushkey_ts).toBe(1_700_000_000);
+  });
+
+  it('answers a messageId taken in before from its record and stores nothing again', async () => {
+    const { intake, held } = anIntake();
+    await intake.accept(aNotify('$1', ['@a:x.org']), 'm1');
+    expect(await intake.accept(aNotify('$1', ['@a:x.org']), 'm1')).toEqual({
+      recipients: 1,
+      devices: 1,
+      replayed: true,
+    });
+    expect(held).toHaveLength(1);
+  });
+
+  it('stores messages in the order they were taken in, even when a later one is planned first', async () => {
+    // The first message's pushers take longer to read.
+    const { intake, held } = anIntake({ pushersDelayMs: (users) => (users.includes('@slow:x.org') ? 30 : 0) });
+    await Promise.all([
+      intake.accept(aNotify('$1', ['@a:x.org', '@slow:x.org']), 'm1'),
+      intake.accept(aNotify('$2', ['@a:x.org']), 'm2'),
+    ]);
+    // The store hands back what the worker holds for the keys involved: the first one again, with the second.
+    const forA = [...new Map(held.filter((d) => d.userId === '@a:x.org').map((d) => [d.id, d])).values()];
+    expect(forA.map((d) => d.id)).toEqual(['m1/0.0', 'm2/0.0']);
+    expect((forA[0]?.seq ?? 0) < (forA[1]?.seq ?? 0)).toBe(true);
+  });
+
+  it('retries while the store is unavailable, with the same IDs (nothing stored twice)', async () => {
+    const store = new InMemoryDeliveryStore();
+    let failures = 2;
+    const flaky = wrapped(store, {
+      accept: async (notify, deliveries, lease, now) => {
+        if (failures > 0) {
+          failures -= 1;
+          // Half of it went through before the store stopped answering.
+          await store.accept(notify, deliveries.slice(0, 1), lease, now);
+          throw new StoreUnavailableError('stalled');
+        }
+        return store.accept(notify, deliveries, lease, now);
+      },
+    });
+    const { intake, held } = anIntake({ store: flaky });
+    expect(await intake.accept(aNotify('$1', ['@a:x.org', '@b:x.org']), undefined)).toMatchObject({ devices: 2 });
+    expect(new Set(held.map((d) => d.id)).size).toBe(2);
+    expect(await store.listHeld('w1')).toHaveLength(2);
+  });
+
+  it('gives up at once on a failure that retrying would not change, and the next message is still taken', async () => {
+    const store = new InMemoryDeliveryStore();
+    let fail = true;
+    const broken = wrapped(store, {
+      accept: async (notify, deliveries, lease, now) => {
+        if (fail) {
+          fail = false;
+          throw new StoreFailedError('document too large');
+        }
+        return store.accept(notify, deliveries, lease, now);
+      },
+    });
+    const { intake } = anIntake({ store: broken });
+    const first = intake.accept(aNotify('$1', ['@a:x.org']), 'm1');
+    const second = intake.accept(aNotify('$2', ['@a:x.org']), 'm2');
+    await expect(first).rejects.toBeInstanceOf(StoreFailedError);
+    await expect(second).resolves.toMatchObject({ devices: 1 });
+  });
+
+  it('stops waiting for the store at shutdown: the message goes back to the queue', async () => {
+    const down = wrapped(new InMemoryDeliveryStore(), {
+      accept: async () => Promise.reject(new StoreUnavailableError('down')),
+    });
+    const { intake, stop } = anIntake({ store: down });
+    const accepted = intake.accept(aNotify('$1', ['@a:x.org']), 'm1');
+    setTimeout(() => { stop.abort(); }, 20);
+    await expect(accepted).rejects.toBeInstanceOf(IntakeStoppedError);
+  });
+});
+
+describe('removing a rejected pusher', () => {
+  function aRemover(options: { readonly deleted?: boolean; readonly confirmAfter?: number } = {}) {
+    const calls: string[] = [];
+    const announced: ChangeEvent[] = [];
+    let unconfirmed = options.confirmAfter ?? 0;
+    const remover = new RejectedPushers(
+      {
+        deletePusher: async (key) => {
+          calls.push(`delete ${key.userId} ${key.appId} ${key.pushkey}`);
+          return Promise.resolve(options.deleted ?? true);
+        },
+        bumpPushersVersion: async (userId) => {
+          calls.push(`bump ${userId}`);
+          return Promise.resolve(7);
+        },
+      },
+      async (change) => {
+        await Promise.resolve();
+        if (unconfirmed > 0) {
+          unconfirmed -= 1;
+          return false;
+        }
+        announced.push(change);
+        return true;
+      },
+      SILENT,
+    );
+    return { remover, calls, announced };
+  }
+  const KEY = { userId: '@a:x.org', appId: 'org.example.app', pushkey: 'k' };
+
+  it('deletes exactly that pusher, bumps the pushers version and announces it', async () => {
+    const { remover, calls, announced } = aRemover();
+    await remover.removeRejected(KEY);
+    expect(calls).toEqual(['delete @a:x.org org.example.app k', 'bump @a:x.org']);
+    expect(announced).toEqual([{ user_id: '@a:x.org', type: 'm.pushers', version: 7 }]);
+  });
+
+  it('announces nothing when the pusher was already gone', async () => {
+    const { remover, calls, announced } = aRemover({ deleted: false });
+    await remover.removeRejected(KEY);
+    expect(calls).toEqual(['delete @a:x.org org.example.app k']);
+    expect(announced).toEqual([]);
+  });
+
+  it('tries the announcement again when the broker did not confirm it', async () => {
+    const { remover, announced } = aRemover({ confirmAfter: 1 });
+    await remover.removeRejected(KEY);
+    expect(announced).toHaveLength(1);
+  }, 10_000);
+});
