@@ -181,16 +181,7 @@ export class RpcClient {
    * there is none, or `RpcRequestError` when `body` cannot be serialized.
    */
   async request(body: object, options: RequestOptions = {}): Promise<Reply> {
-    if (this.#closed) throw new RpcTransportError('closed', 'the client is closed');
-    // Before the connection is touched: a throw from JSON.stringify inside
-    // the publish's `try` was taken for a closed channel, and the connection
-    // was dropped under every other caller's pending call.
-    const content = serialize(body);
-    const timeoutMs = options.timeoutMs ?? this.#options.timeoutMs ?? 10_000;
-    // The deadline runs from the call, the wait for a connection included.
-    const deadline = Date.now() + timeoutMs;
-    const session = await this.#connectedWithin(timeoutMs);
-    const leftMs = Math.max(1, deadline - Date.now());
+    const { content, timeoutMs, session, leftMs } = await this.#ready(body, options);
     const correlationId = randomUUID();
     return new Promise<Reply>((resolve, reject) => {
       if (session.retired) {
@@ -247,12 +238,7 @@ export class RpcClient {
    * `body` cannot be serialized.
    */
   async publish(body: object, options: RequestOptions = {}): Promise<void> {
-    if (this.#closed) throw new RpcTransportError('closed', 'the client is closed');
-    const content = serialize(body);
-    const timeoutMs = options.timeoutMs ?? this.#options.timeoutMs ?? 10_000;
-    const deadline = Date.now() + timeoutMs;
-    const session = await this.#connectedWithin(timeoutMs);
-    const leftMs = Math.max(1, deadline - Date.now());
+    const { content, timeoutMs, session, leftMs } = await this.#ready(body, options);
     // Not a reply's key: how a return or the confirm finds this call.
     const correlationId = randomUUID();
     await new Promise<void>((resolve, reject) => {
@@ -296,6 +282,23 @@ export class RpcClient {
         });
       }
     });
+  }
+
+  /** What every call does before it publishes: the body serialized, a connection, the time left. */
+  async #ready(
+    body: object,
+    options: RequestOptions,
+  ): Promise<{ content: Buffer; timeoutMs: number; session: Session; leftMs: number }> {
+    if (this.#closed) throw new RpcTransportError('closed', 'the client is closed');
+    // Before the connection is touched: a throw from JSON.stringify inside
+    // the publish's `try` was taken for a closed channel, and the connection
+    // was dropped under every other caller's pending call.
+    const content = serialize(body);
+    const timeoutMs = options.timeoutMs ?? this.#options.timeoutMs ?? 10_000;
+    // The deadline runs from the call, the wait for a connection included.
+    const deadline = Date.now() + timeoutMs;
+    const session = await this.#connectedWithin(timeoutMs);
+    return { content, timeoutMs, session, leftMs: Math.max(1, deadline - Date.now()) };
   }
 
   /**
