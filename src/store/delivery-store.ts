@@ -76,8 +76,10 @@ export interface DeliveryStore {
    * already has requests held under a live lease (they must go first, and
    * in one worker's hands); otherwise to `lease`, which then also takes any
    * request of that key whose lease expired (a dead worker's), so that the
-   * key is not split. Returns every request now held under `lease`, the
-   * new ones and the ones taken over, oldest first per key.
+   * key is not split. Returns, oldest first per key, at least the new
+   * requests held under `lease` and the ones taken over; it may also return
+   * older requests of those keys that `lease.owner` held already (the
+   * worker ignores what it holds).
    */
   accept(
     notify: AcceptedNotify,

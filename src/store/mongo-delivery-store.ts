@@ -135,12 +135,18 @@ export class MongoDeliveryStore implements DeliveryStore {
     if (keys.length > 0) {
       let holders = await this.#holdersOf(keys, now);
       if (holders.expired.size === 0) {
-        const allNew = !holders.anyStored;
-        const inserted = await this.#insert(deliveries, holders.live, lease);
-        // Nothing of these keys was stored and every request went in: the worker
-        // holds exactly them, and a query (costly for many keys on the test
-        // stand-in, whose `$in` is a scan) would only read them back.
-        answer = allNew && inserted ? [...deliveries].sort(byKeyThenSeq) : undefined;
+        const { live } = holders;
+        const inserted = await this.#insert(deliveries, live, lease);
+        // Every request went in, to its key's live holder or to `lease`: the worker
+        // holds these new ones, and the older ones of its keys it held already. No
+        // query reads them back (costly for many keys on the test stand-in, whose
+        // `$in` is a scan; bodies and all on MongoDB). When some were stored before
+        // (a redelivered message), what is stored is read back instead.
+        answer = inserted
+          ? deliveries
+              .filter((delivery) => (live.get(delivery.key)?.owner ?? lease.owner) === lease.owner)
+              .sort(byKeyThenSeq)
+          : undefined;
       } else {
         // A dead worker's requests go along with the new ones: under the lock, so
         // that a concurrent claim cannot take part of the key; the holders are
@@ -254,10 +260,7 @@ export class MongoDeliveryStore implements DeliveryStore {
    * it reads three fields of the keys' requests, which the backlog cap keeps
    * few per key.
    */
-  async #holdersOf(
-    keys: readonly string[],
-    now: number,
-  ): Promise<{ live: Map<string, Lease>; expired: Set<string>; anyStored: boolean }> {
+  async #holdersOf(keys: readonly string[], now: number): Promise<{ live: Map<string, Lease>; expired: Set<string> }> {
     const docs = await guard(async () =>
       this.#pending
         .find(keys.length <= IN_LIST_KEYS ? { key: { $in: [...keys] } } : {}, {
@@ -269,10 +272,8 @@ export class MongoDeliveryStore implements DeliveryStore {
     const wanted = new Set(keys);
     const live = new Map<string, Lease>();
     const expired = new Set<string>();
-    let anyStored = false;
     for (const { key, owner, lease_until: until } of docs) {
       if (!wanted.has(key)) continue;
-      anyStored = true;
       if (owner !== null && until >= now) {
         // Leases of one key are one holder's; the latest is the one it renewed last.
         const known = live.get(key);
@@ -282,7 +283,7 @@ export class MongoDeliveryStore implements DeliveryStore {
       }
     }
     for (const key of live.keys()) expired.delete(key);
-    return { live, expired, anyStored };
+    return { live, expired };
   }
 
   /**
