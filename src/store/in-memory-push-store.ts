@@ -2,6 +2,8 @@ import type { Ruleset } from '../push-rules/push-rule.js';
 import { applyPusherSet } from '../pushers/apply-pusher-set.js';
 import { deletionSelects, type PusherDeletion } from '../pushers/pusher-deletion.js';
 import { pusherMatches, type PusherKey, type StoredPusher } from '../pushers/pusher.js';
+import type { ImportStore, ImportWriteOptions, UserImport, UserImportOutcome } from './import-store.js';
+import { planUserImport } from './import-plan.js';
 import {
   DEFAULT_RECORDED_WRITES_WINDOW,
   type ErasureOutcome,
@@ -20,6 +22,8 @@ interface UserDocument {
   pushRules?: { contentJson?: string; defaultsRevision?: string };
   pushersVersion: number;
   recentWrites: readonly RecordedWrite[];
+  /** An import claimed the user and stopped before writing the pushers (a test hook sets it). */
+  importUnfinished?: true;
 }
 
 /**
@@ -27,7 +31,7 @@ interface UserDocument {
  * MongoDB. Values are kept as JSON text so that no caller can mutate stored
  * state through a reference it still holds.
  */
-export class InMemoryPushStore implements PushStore {
+export class InMemoryPushStore implements PushStore, ImportStore {
   readonly #users = new Map<string, UserDocument>();
   #pushers: readonly StoredPusher[] = [];
   readonly #window: number;
@@ -43,6 +47,52 @@ export class InMemoryPushStore implements PushStore {
   putRawPushRules(userId: string, entry: { contentJson?: string; defaultsRevision?: string }): void {
     const doc = this.#doc(userId);
     this.#users.set(userId, { ...doc, version: doc.version + 1, pushRules: entry });
+  }
+
+  /** Test hook: leave the user as an import stopped between its claim and its pushers would. */
+  markImportUnfinished(userId: string): void {
+    this.#users.set(userId, { ...this.#doc(userId), importUnfinished: true });
+  }
+
+  async importUsers(users: readonly UserImport[], options: ImportWriteOptions): Promise<readonly UserImportOutcome[]> {
+    await Promise.resolve();
+    return users.map((user) => this.#importUser(user, options));
+  }
+
+  #importUser(user: UserImport, options: ImportWriteOptions): UserImportOutcome {
+    const { userId } = user;
+    const doc = this.#doc(userId);
+    const existing = this.#pushers.filter((p) => p.user_id === userId);
+    const plan = planUserImport(
+      user,
+      {
+        version: doc.version,
+        pushersVersion: doc.pushersVersion,
+        entry: doc.pushRules,
+        pushers: existing,
+        unfinished: doc.importUnfinished === true,
+      },
+      options,
+    );
+    if ('status' in plan) return plan;
+    const { importUnfinished: _done, ...rest } = doc;
+    this.#users.set(userId, {
+      ...rest,
+      version: plan.nextVersion,
+      pushersVersion: plan.nextPushersVersion,
+      ...(plan.rulesChanged
+        ? { pushRules: { contentJson: plan.contentJson, defaultsRevision: user.defaultsRevision } }
+        : {}),
+    });
+    if (plan.pushersChanged) {
+      this.#pushers = [...this.#pushers.filter((p) => p.user_id !== userId), ...structuredClone(user.pushers)];
+    }
+    return {
+      userId,
+      status: 'imported',
+      ...(plan.announceRules ? { pushRulesVersion: plan.nextVersion } : {}),
+      ...(plan.announcePushers ? { pushersVersion: plan.nextPushersVersion } : {}),
+    };
   }
 
   async loadPushRules(userId: string, messageId?: string): Promise<LoadedPushRules> {

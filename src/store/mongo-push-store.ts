@@ -494,7 +494,7 @@ function firstBatchOf(reply: Document): AccountDataDocument[] {
 }
 
 /** The user's document if its push rules are at `version`; 0 matches a document that has none yet. */
-function versionFilter(userId: string, version: number): Filter<AccountDataDocument> {
+export function versionFilter(userId: string, version: number): Filter<AccountDataDocument> {
   return version === 0 ? { _id: userId, version: { $exists: false } } : { _id: userId, version };
 }
 
@@ -531,7 +531,7 @@ function deletionFilter({ userId, devices, includeEmail }: PusherDeletion): Filt
 }
 
 /** The pusher's values as a document; `ts` is left out: the store sets it, never the caller. */
-function toDocument(pusher: StoredPusher): PusherDocument {
+export function toDocument(pusher: StoredPusher): PusherDocument {
   const { data, ts: _ts, ...rest } = pusher;
   return { ...rest, data_json: JSON.stringify(data) };
 }
@@ -549,7 +549,7 @@ function parseStoredJson(text: string, what: string): unknown {
   }
 }
 
-function fromDocument(doc: PusherDocument): StoredPusher {
+export function fromDocument(doc: PusherDocument): StoredPusher {
   const { data_json: dataJson, enabled, device_id: deviceId, ...rest } = doc;
   return {
     ...rest,

@@ -2,6 +2,8 @@ import { MongoClient } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { serverDefaultRuleset } from '../../src/push-rules/server-default-rules.js';
 import { MongoPushStore, type AccountDataDocument, type PusherDocument } from '../../src/store/mongo-push-store.js';
+import { MongoImportStore } from '../../src/store/mongo-import-store.js';
+import { importStoreContract } from '../store/import-store-contract.js';
 import { pushStoreContract } from '../store/push-store-contract.js';
 
 const client = new MongoClient(inject('mongoUrl'), { serverSelectionTimeoutMS: 5000, monitorCommands: true });
@@ -38,6 +40,56 @@ for (const [name, parsedCacheChars] of [
     };
   });
 }
+
+// The import's writes beside the worker's, on the same collections.
+importStoreContract('MongoDB', async () => {
+  await Promise.resolve();
+  const pushStore = new MongoPushStore(db, options);
+  const importStore = new MongoImportStore(db, options);
+  return {
+    store: Object.assign(pushStore, { importUsers: importStore.importUsers.bind(importStore) }),
+    markImportUnfinished: async (userId) => {
+      await db
+        .collection('account_data')
+        .updateOne({ _id: userId } as never, { $set: { import_pending: 'an earlier run' } });
+    },
+  };
+});
+
+describe('MongoImportStore: two imports of one user at once', () => {
+  it('lets one claim win whole; the other loses the compare-and-set (or finds the winner there) and writes nothing', async () => {
+    const store = new MongoImportStore(db, options);
+    const user = `@race${Date.now()}:example.org`;
+    const pusher = (pushkey: string) => ({
+      user_id: user,
+      kind: 'http' as const,
+      app_id: 'org.example.app',
+      pushkey,
+      app_display_name: 'App',
+      device_display_name: 'Phone',
+      lang: 'en',
+      data: { url: 'https://push.example.org/_matrix/push/v1/notify' },
+      enabled: true,
+    });
+    const one = {
+      userId: user,
+      ruleset: serverDefaultRuleset(user),
+      defaultsRevision: 'v1.19',
+      pushers: [pusher('one')],
+    };
+    const two = { ...one, ruleset: { ...serverDefaultRuleset(user), room: [] }, pushers: [pusher('two')] };
+    const outcomes = await Promise.all([
+      store.importUsers([one], { overwrite: false }),
+      store.importUsers([two], { overwrite: false }),
+    ]);
+    const statuses = outcomes.map(([outcome]) => outcome?.status);
+    expect(statuses.filter((status) => status === 'imported')).toHaveLength(1);
+    expect(statuses.filter((status) => status === 'conflict' || status === 'present')).toHaveLength(1);
+    const winner = statuses[0] === 'imported' ? 'one' : 'two';
+    const stored = await new MongoPushStore(db, options).listPushers(user);
+    expect(stored.map((p) => p.pushkey)).toEqual([winner]);
+  });
+});
 
 describe('MongoPushStore: push-rule reads that come in together', () => {
   it('answers each user as a read of that user alone would, present, absent or unreadable, in one query per turn', async () => {

@@ -1,4 +1,5 @@
 import { InMemoryPushStore } from '../../src/store/in-memory-push-store.js';
+import { importStoreContract } from './import-store-contract.js';
 import { pushStoreContract } from './push-store-contract.js';
 
 pushStoreContract('in memory', async (options) => {
@@ -13,6 +14,18 @@ pushStoreContract('in memory', async (options) => {
         ...(contentJson === undefined ? {} : { contentJson: String(contentJson) }),
         ...(defaultsRevision === undefined ? {} : { defaultsRevision }),
       });
+    },
+  };
+});
+
+importStoreContract('in memory', async () => {
+  const store = new InMemoryPushStore();
+  await Promise.resolve();
+  return {
+    store,
+    markImportUnfinished: async (userId) => {
+      await Promise.resolve();
+      store.markImportUnfinished(userId);
     },
   };
 });

@@ -1,0 +1,199 @@
+import { randomUUID } from 'node:crypto';
+import { MongoBulkWriteError, type AnyBulkWriteOperation, type Collection, type Db } from 'mongodb';
+import type { StoredPusher } from '../pushers/pusher.js';
+import type { ImportStore, ImportWriteOptions, UserImport, UserImportOutcome } from './import-store.js';
+import { planUserImport, pusherKey, type ImportPlan } from './import-plan.js';
+import { classifyMongoError } from './mongo-errors.js';
+import {
+  fromDocument,
+  toDocument,
+  versionFilter,
+  type AccountDataDocument,
+  type PusherDocument,
+} from './mongo-push-store.js';
+
+/** The account-data document with the mark an import leaves until the user's pushers are written. */
+interface ImportingDocument extends AccountDataDocument {
+  /** The run that claimed the user and has not finished writing their pushers. */
+  import_pending?: string;
+}
+
+const DUPLICATE_KEY = 11000;
+
+/**
+ * `ImportStore` on MongoDB: each batch of users is two reads (their
+ * account-data documents, their pushers) and at most three bulk writes
+ * (the compare-and-set claims, the pushers, the marks removed), whatever
+ * the number of users (docs/storage.md#imports).
+ */
+export class MongoImportStore implements ImportStore {
+  readonly #accountData: Collection<ImportingDocument>;
+  readonly #pushers: Collection<PusherDocument>;
+
+  constructor(db: Db, options: { readonly accountDataCollection: string; readonly pushersCollection: string }) {
+    this.#accountData = db.collection<ImportingDocument>(options.accountDataCollection);
+    this.#pushers = db.collection<PusherDocument>(options.pushersCollection);
+  }
+
+  async importUsers(users: readonly UserImport[], options: ImportWriteOptions): Promise<readonly UserImportOutcome[]> {
+    if (users.length === 0) return [];
+    const ids = users.map((user) => user.userId);
+    const [docs, pusherDocs] = await guard(async () =>
+      Promise.all([
+        this.#accountData
+          .find(
+            { _id: { $in: ids } },
+            { projection: { version: 1, push_rules: 1, pushers_version: 1, import_pending: 1 } },
+          )
+          .toArray(),
+        this.#pushers.find({ user_id: { $in: ids } }, { projection: { _id: 0 } }).toArray(),
+      ]),
+    );
+    const docOf = new Map(docs.map((doc) => [doc._id, doc]));
+    const pushersOf = new Map<string, StoredPusher[]>();
+    for (const doc of pusherDocs) {
+      const list = pushersOf.get(doc.user_id) ?? [];
+      list.push(fromDocument(doc));
+      pushersOf.set(doc.user_id, list);
+    }
+
+    const token = randomUUID();
+    const outcomes = new Map<string, UserImportOutcome>();
+    const plans: ImportPlan[] = [];
+    for (const user of users) {
+      const doc = docOf.get(user.userId);
+      const plan = planUserImport(
+        user,
+        {
+          version: doc?.version ?? 0,
+          pushersVersion: doc?.pushers_version ?? 0,
+          entry:
+            doc?.push_rules === undefined
+              ? undefined
+              : { contentJson: doc.push_rules.content_json, defaultsRevision: doc.push_rules.defaults_revision },
+          pushers: pushersOf.get(user.userId) ?? [],
+          unfinished: doc?.import_pending !== undefined,
+        },
+        options,
+      );
+      if ('status' in plan) outcomes.set(user.userId, plan);
+      else plans.push(plan);
+    }
+
+    const claimed = await this.#claim(plans, token);
+    for (const plan of plans) {
+      if (!claimed.has(plan.user.userId))
+        outcomes.set(plan.user.userId, { userId: plan.user.userId, status: 'conflict' });
+    }
+    const won = plans.filter((plan) => claimed.has(plan.user.userId));
+    await this.#writePushers(won);
+    if (won.length > 0) {
+      await guard(async () =>
+        this.#accountData.updateMany(
+          { _id: { $in: won.map((plan) => plan.user.userId) }, import_pending: token },
+          { $unset: { import_pending: '' } },
+        ),
+      );
+    }
+    for (const plan of won) {
+      const { userId } = plan.user;
+      outcomes.set(userId, {
+        userId,
+        status: 'imported',
+        ...(plan.announceRules ? { pushRulesVersion: plan.nextVersion } : {}),
+        ...(plan.announcePushers ? { pushersVersion: plan.nextPushersVersion } : {}),
+      });
+    }
+    return ids.map((userId) => outcomes.get(userId) as UserImportOutcome);
+  }
+
+  /** The compare-and-set claims of the batch in one bulk write; the users whose claim won. */
+  async #claim(plans: readonly ImportPlan[], token: string): Promise<ReadonlySet<string>> {
+    if (plans.length === 0) return new Set();
+    const operations: AnyBulkWriteOperation<ImportingDocument>[] = plans.map((plan) => ({
+      updateOne: {
+        filter: versionFilter(plan.user.userId, plan.version),
+        update: {
+          $set: {
+            import_pending: token,
+            ...(plan.rulesChanged
+              ? {
+                  push_rules: { content_json: plan.contentJson, defaults_revision: plan.user.defaultsRevision },
+                  version: plan.nextVersion,
+                }
+              : {}),
+          },
+          ...(plan.pushersChanged ? { $inc: { pushers_version: 1 } } : {}),
+        },
+        // At version 0 there may be no document: a concurrent first write
+        // makes this insert lose on the duplicate _id, a conflict like any other.
+        upsert: plan.version === 0,
+      },
+    }));
+    let complete = false;
+    try {
+      const result = await this.#accountData.bulkWrite(operations, { ordered: false });
+      complete = result.matchedCount + result.upsertedCount === plans.length;
+    } catch (error) {
+      if (!onlyDuplicateKeys(error)) throw classifyMongoError(error);
+    }
+    if (complete) return new Set(plans.map((plan) => plan.user.userId));
+    // Some lost: the documents that carry this run's mark are the ones that won.
+    const marked = await guard(async () =>
+      this.#accountData
+        .find(
+          { _id: { $in: plans.map((plan) => plan.user.userId) }, import_pending: token },
+          { projection: { _id: 1 } },
+        )
+        .toArray(),
+    );
+    return new Set(marked.map((doc) => doc._id));
+  }
+
+  /** Every claimed user's pushers made what the import says, in one bulk write. */
+  async #writePushers(plans: readonly ImportPlan[]): Promise<void> {
+    const operations: AnyBulkWriteOperation<PusherDocument>[] = [];
+    for (const plan of plans) {
+      if (!plan.pushersChanged) continue;
+      const wanted = new Set(plan.user.pushers.map(pusherKey));
+      for (const old of plan.existingPushers) {
+        if (!wanted.has(pusherKey(old)))
+          operations.push({
+            deleteOne: { filter: { user_id: old.user_id, app_id: old.app_id, pushkey: old.pushkey } },
+          });
+      }
+      for (const pusher of plan.user.pushers) {
+        const { user_id: userId, app_id: appId, pushkey, ...values } = toDocument(pusher);
+        // Every field set, the optional ones absent from the import unset:
+        // the stored pusher becomes exactly the imported one.
+        const unset = (['profile_tag', 'device_id', 'pushkey_ts_ms'] as const).filter((field) => !(field in values));
+        operations.push({
+          updateOne: {
+            filter: { user_id: userId, app_id: appId, pushkey },
+            update: {
+              $set: values,
+              ...(unset.length === 0 ? {} : { $unset: Object.fromEntries(unset.map((field) => [field, ''])) }),
+            },
+            upsert: true,
+          },
+        });
+      }
+    }
+    if (operations.length === 0) return;
+    await guard(async () => this.#pushers.bulkWrite(operations, { ordered: false }));
+  }
+}
+
+function onlyDuplicateKeys(error: unknown): boolean {
+  if (!(error instanceof MongoBulkWriteError)) return false;
+  const writeErrors = [error.writeErrors].flat(2) as readonly { readonly code?: unknown }[];
+  return writeErrors.length > 0 && writeErrors.every((writeError) => writeError.code === DUPLICATE_KEY);
+}
+
+async function guard<T>(operation: () => Promise<T>): Promise<T> {
+  try {
+    return await operation();
+  } catch (error) {
+    throw classifyMongoError(error);
+  }
+}

@@ -1,0 +1,163 @@
+import { describe, expect, it } from 'vitest';
+import type { StoredPusher } from '../../src/pushers/pusher.js';
+import { serverDefaultRuleset } from '../../src/push-rules/server-default-rules.js';
+import type { ImportStore, UserImport } from '../../src/store/import-store.js';
+import type { PushStore } from '../../src/store/push-store.js';
+import { aConditionalRule, aRuleset, overridesWithUserRules } from '../support/builders.js';
+
+/** What the import cases need of a store fixture, beside the worker's port. */
+export interface ImportFixture {
+  readonly store: PushStore & ImportStore;
+  /** Leaves the user as an import stopped between its claim and its pushers. */
+  readonly markImportUnfinished: (userId: string) => Promise<void>;
+}
+
+let counter = 0;
+const aUser = () => `@import${Date.now()}x${(counter += 1)}:example.org`;
+
+function aPusher(userId: string, overrides: Partial<StoredPusher> = {}): StoredPusher {
+  return {
+    user_id: userId,
+    kind: 'http',
+    app_id: 'org.example.app',
+    pushkey: 'key',
+    app_display_name: 'App',
+    device_display_name: 'Phone',
+    lang: 'en',
+    data: { url: 'https://push.example.org/_matrix/push/v1/notify' },
+    enabled: true,
+    pushkeyTsMs: 1_700_000_000_123,
+    ...overrides,
+  };
+}
+
+function anImport(userId: string, overrides: Partial<UserImport> = {}): UserImport {
+  return {
+    userId,
+    ruleset: aRuleset({ override: overridesWithUserRules(aConditionalRule({ rule_id: 'imported' })) }),
+    defaultsRevision: 'v1.19',
+    pushers: [
+      aPusher(userId),
+      aPusher(userId, { kind: 'email', app_id: 'm.email', pushkey: 'a@example.org', data: {}, enabled: false }),
+    ],
+    ...overrides,
+  };
+}
+
+const WRITE = { overwrite: false };
+const OVERWRITE = { overwrite: true };
+
+/** The import cases of the store contract (`ImportStore`), for every adapter. */
+export function importStoreContract(name: string, makeFixture: () => Promise<ImportFixture>): void {
+  describe(`ImportStore contract: ${name}`, () => {
+    it('imports new users whole: rules, pushers with their pushkey time, versions to announce', async () => {
+      const { store } = await makeFixture();
+      const [a, b] = [aUser(), aUser()];
+      const outcomes = await store.importUsers([anImport(a), anImport(b, { pushers: [] })], WRITE);
+      expect(outcomes).toEqual([
+        { userId: a, status: 'imported', pushRulesVersion: 1, pushersVersion: 1 },
+        { userId: b, status: 'imported', pushRulesVersion: 1 },
+      ]);
+      const loaded = await store.loadPushRules(a);
+      expect(loaded.version).toBe(1);
+      expect(loaded.lookup).toEqual({
+        found: true,
+        event: { content: { global: anImport(a).ruleset } },
+        defaultsRevision: 'v1.19',
+      });
+      expect(sorted(await store.listPushers(a))).toEqual(sorted(anImport(a).pushers));
+      expect(await store.listPushers(b)).toEqual([]);
+    });
+
+    it('is idempotent: the same import again changes nothing, with or without overwrite', async () => {
+      const { store } = await makeFixture();
+      const user = aUser();
+      await store.importUsers([anImport(user)], WRITE);
+      expect(await store.importUsers([anImport(user)], WRITE)).toEqual([{ userId: user, status: 'unchanged' }]);
+      expect(await store.importUsers([anImport(user)], OVERWRITE)).toEqual([{ userId: user, status: 'unchanged' }]);
+      expect((await store.loadPushRules(user)).version).toBe(1);
+      expect(sorted(await store.listPushers(user))).toEqual(sorted(anImport(user).pushers));
+    });
+
+    it('leaves a user with push rules of their own alone unless overwriting', async () => {
+      const { store } = await makeFixture();
+      const user = aUser();
+      const own = serverDefaultRuleset(user);
+      await store.savePushRules(user, 0, own, 'v1.19');
+      expect(await store.importUsers([anImport(user)], WRITE)).toEqual([{ userId: user, status: 'present' }]);
+      expect((await store.loadPushRules(user)).lookup).toMatchObject({ event: { content: { global: own } } });
+      expect(await store.listPushers(user)).toEqual([]);
+
+      expect(await store.importUsers([anImport(user)], OVERWRITE)).toEqual([
+        { userId: user, status: 'imported', pushRulesVersion: 2, pushersVersion: 1 },
+      ]);
+      expect((await store.loadPushRules(user)).lookup).toMatchObject({
+        event: { content: { global: anImport(user).ruleset } },
+      });
+    });
+
+    it('leaves a user with only pushers of their own alone; overwriting replaces them exactly', async () => {
+      const { store } = await makeFixture();
+      const user = aUser();
+      const { pushkeyTsMs: _none, ...own } = aPusher(user, { pushkey: 'own', profile_tag: 'tag', device_id: 'DEV' });
+      await store.upsertPusher(own);
+      await store.upsertPusher(aPusher(user, { lang: 'fr' }));
+      expect(await store.importUsers([anImport(user)], WRITE)).toEqual([{ userId: user, status: 'present' }]);
+      expect(await store.importUsers([anImport(user)], OVERWRITE)).toEqual([
+        { userId: user, status: 'imported', pushRulesVersion: 1, pushersVersion: 1 },
+      ]);
+      expect(sorted(await store.listPushers(user))).toEqual(sorted(anImport(user).pushers));
+    });
+
+    it('overwrites only what differs: same rules keep their version, new pushers bump theirs', async () => {
+      const { store } = await makeFixture();
+      const user = aUser();
+      await store.importUsers([anImport(user)], WRITE);
+      const moved = anImport(user, { pushers: [aPusher(user, { pushkeyTsMs: 5 })] });
+      expect(await store.importUsers([moved], OVERWRITE)).toEqual([
+        { userId: user, status: 'imported', pushersVersion: 2 },
+      ]);
+      expect((await store.loadPushRules(user)).version).toBe(1);
+      expect(await store.listPushers(user)).toEqual([aPusher(user, { pushkeyTsMs: 5 })]);
+    });
+
+    it('completes an unfinished import of a user, announcing both types again', async () => {
+      const { store, markImportUnfinished } = await makeFixture();
+      const user = aUser();
+      await store.importUsers([anImport(user, { pushers: [] })], WRITE);
+      await markImportUnfinished(user);
+      expect(await store.importUsers([anImport(user)], WRITE)).toEqual([
+        { userId: user, status: 'imported', pushRulesVersion: 1, pushersVersion: 1 },
+      ]);
+      expect(sorted(await store.listPushers(user))).toEqual(sorted(anImport(user).pushers));
+      // Finished now: the next run sees the user as imported.
+      expect(await store.importUsers([anImport(user)], WRITE)).toEqual([{ userId: user, status: 'unchanged' }]);
+    });
+
+    it('keeps a pushkey time through a later update that brings none', async () => {
+      const { store } = await makeFixture();
+      const user = aUser();
+      await store.importUsers([anImport(user, { pushers: [aPusher(user)] })], WRITE);
+      const { pushkeyTsMs: _none, ...update } = aPusher(user, { device_display_name: 'New phone' });
+      expect(await store.upsertPusher(update)).toBe('updated');
+      expect(await store.listPushers(user)).toEqual([aPusher(user, { device_display_name: 'New phone' })]);
+    });
+
+    it('takes the users of one batch independently, in the order given', async () => {
+      const { store } = await makeFixture();
+      const [fresh, own, again] = [aUser(), aUser(), aUser()];
+      await store.savePushRules(own, 0, serverDefaultRuleset(own), 'v1.19');
+      await store.importUsers([anImport(again)], WRITE);
+      const outcomes = await store.importUsers([anImport(fresh), anImport(own), anImport(again)], WRITE);
+      expect(outcomes.map((outcome) => [outcome.userId, outcome.status])).toEqual([
+        [fresh, 'imported'],
+        [own, 'present'],
+        [again, 'unchanged'],
+      ]);
+    });
+  });
+}
+
+function sorted(pushers: readonly StoredPusher[]): StoredPusher[] {
+  return [...pushers].sort((a, b) => a.pushkey.localeCompare(b.pushkey));
+}
