@@ -87,6 +87,8 @@ const LAYERS = {
   lifecycle: ['observability', 'config', 'logging'],
   // Import from Synapse: its rows mapped onto our rulesets and pushers, pure (docs/import-from-synapse.md).
   import: ['push-rules', 'pushers', 'matrix', 'errors', 'result', 'config'],
+  // The importer's adapters: Synapse's database, the store's import writes, change events, the command.
+  'import-io': ['import', 'store', 'amqp', 'config', 'logging', 'push-rules', 'pushers', 'matrix', 'errors', 'result'],
 };
 
 const folders = Object.keys(LAYERS);
