@@ -165,8 +165,9 @@ function importSuite(
       }, 900_000);
 
       afterAll(async () => {
-        await harness?.close();
-        await stop?.();
+        // Undefined when beforeAll failed part-way.
+        await (harness as Harness | undefined)?.close();
+        await (stop as (() => Promise<void>) | undefined)?.();
         rmSync(report, { force: true });
       }, 60_000);
 

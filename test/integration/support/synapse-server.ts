@@ -154,7 +154,7 @@ export async function startSynapse(database: SynapseDatabase): Promise<SynapseSe
   run(python, [...configArgs, '--generate-keys']);
   const child = spawn(python, configArgs, { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
-  child.stderr?.on('data', (chunk: Buffer) => {
+  child.stderr.on('data', (chunk: Buffer) => {
     stderr = (stderr + chunk.toString()).slice(-4000);
   });
   const baseUrl = `http://127.0.0.1:${port}`;
