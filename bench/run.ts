@@ -19,6 +19,10 @@
  * `--only failover` runs only the failover row (issue 16): writes over 30 s
  * on the local three-node cluster (`scripts/services.sh cluster-up`, started
  * if it is not up), its request queue's leader killed at second 10.
+ *
+ * `--only import` runs only the import row (issue 25): a generated Synapse
+ * SQLite file of `--import-users` users (100,000), imported by the store's
+ * own bulk writes and by the whole importer.
  */
 import { randomUUID } from 'node:crypto';
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
@@ -46,6 +50,7 @@ import {
 import { checkEvaluateTargets, evaluateMarkdown, type EvaluateResults } from './support/evaluate-report.js';
 import { runEvaluateScenarios } from './evaluate-scenarios.js';
 import { checkFailoverTargets, failoverMarkdown, runFailover, type FailoverResult } from './failover.js';
+import { checkImportTargets, importMarkdown, runImportBench, type ImportBenchResult } from './support/import-load.js';
 import {
   echoCall,
   mixedCall,
@@ -72,6 +77,7 @@ const { values: flags } = parseArgs({
     'synapse-rows': { type: 'string' },
     'cold-samples': { type: 'string' },
     'heap-profile': { type: 'boolean', default: false },
+    'import-users': { type: 'string' },
   },
 });
 const MEASURE_MS = Number(flags.seconds ?? (flags.long ? 10 : 3)) * 1000;
@@ -112,6 +118,7 @@ const EVALUATE_PARTS = [
 const runsClassic = ONLY === undefined || CLASSIC_IDS.some((scenario) => ONLY.test(scenario));
 const runsEvaluate = (part: string) => ONLY === undefined || ONLY.test(part);
 const runsFailover = ONLY === undefined || ONLY.test('failover');
+const runsImport = ONLY === undefined || ONLY.test('import');
 
 const AMQP_URL = process.env['AMQP_URL'] ?? 'amqp://guest:guest@127.0.0.1:5672';
 const MONGODB_URL = process.env['MONGODB_URL'] ?? 'mongodb://127.0.0.1:27017';
@@ -281,14 +288,27 @@ async function main(): Promise<void> {
       );
     }
 
+    let imported: ImportBenchResult | undefined;
+    if (runsImport) {
+      imported = await runImportBench({
+        mongo,
+        amqpUrl: AMQP_URL,
+        id,
+        users: Number(flags['import-users'] ?? 100_000),
+        batchSize: 500,
+      });
+    }
+
     const checks = [
       ...(runsClassic ? checkTargets(results, peaks) : []),
       ...(evaluate === undefined ? [] : checkEvaluateTargets(evaluate)),
       ...(failover === undefined ? [] : checkFailoverTargets(failover)),
+      ...(imported === undefined ? [] : checkImportTargets(imported)),
     ];
     const evaluateSection = [
       evaluate === undefined ? '' : evaluateMarkdown(evaluate),
       failover === undefined ? '' : failoverMarkdown(failover),
+      imported === undefined ? '' : importMarkdown(imported),
     ].join('\n');
     const table = runsClassic
       ? markdown(results, checks, peaks, evaluateSection)
@@ -320,6 +340,7 @@ async function main(): Promise<void> {
           results,
           evaluate: evaluate ?? null,
           failover: failover ?? null,
+          import: imported ?? null,
           targets: checks,
         },
         null,

@@ -36,9 +36,10 @@ const DEFAULT_CONFLICT_RETRIES = 3;
 
 /**
  * Reads Synapse batch by batch, maps each user, writes the batch, announces
- * it, reports it, then reads the next: at most one batch is held. A stop
- * takes effect between batches, so every batch is written and announced
- * whole, and a run started again resumes (users done are `unchanged`).
+ * it, reports it. The next batch is read and mapped while one is written,
+ * so at most two batches are held. A stop takes effect between batches:
+ * every batch is written and announced whole, and a run started again
+ * resumes (the users done are `unchanged`).
  */
 export async function runImport(run: ImportRun): Promise<ImportResult> {
   const now = run.now ?? (() => performance.now());
@@ -46,22 +47,36 @@ export async function runImport(run: ImportRun): Promise<ImportResult> {
   const tally = new ImportTally();
   const total = await run.reader.countUsers(run.users);
   let interrupted = false;
-  // Read through a function: the signal changes while the batch is written.
+  // Read through a function: the signal changes while a batch is written.
   const stopped = () => run.stop.aborted;
   run.progress.update({ done: 0, total, elapsedMs: 0 });
-  for await (const batch of run.reader.batches(run.batchSize, run.users)) {
-    if (stopped()) {
-      interrupted = true;
-      break;
+  const batches = run.reader.batches(run.batchSize, run.users);
+  const nextMapped = async (): Promise<readonly MappedUser[] | undefined> => {
+    const step = await batches.next();
+    return step.done === true ? undefined : step.value.map((rows) => mapUser(rows, run.policy));
+  };
+  try {
+    let pending = nextMapped();
+    for (let mapped = await pending; mapped !== undefined; mapped = await pending) {
+      if (stopped()) {
+        interrupted = true;
+        break;
+      }
+      const writing = writeBatch(run, mapped);
+      // The write is on its way: the next batch is read and mapped meanwhile.
+      pending = nextMapped();
+      // Settled here if the write fails, so that it is not left unhandled.
+      pending.catch(() => undefined);
+      const statuses = await writing;
+      for (const user of mapped) await run.report.write(tally.add(user, statuses.get(user.userId) ?? 'skipped'));
+      run.progress.update({ done: tally.usersDone, total, elapsedMs: now() - started });
+      if (stopped()) {
+        interrupted = tally.usersDone < total;
+        break;
+      }
     }
-    const mapped = batch.map((rows) => mapUser(rows, run.policy));
-    const statuses = await writeBatch(run, mapped);
-    for (const user of mapped) await run.report.write(tally.add(user, statuses.get(user.userId) ?? 'skipped'));
-    run.progress.update({ done: tally.usersDone, total, elapsedMs: now() - started });
-    if (stopped()) {
-      interrupted = tally.usersDone < total;
-      break;
-    }
+  } finally {
+    await batches.return(undefined);
   }
   run.progress.done();
   return { summary: tally.summary(), interrupted, elapsedMs: now() - started };

@@ -53,7 +53,9 @@ export interface ImportWriteOptions {
  * `unchanged` (or `present` without `overwrite`), and nothing is written.
  *
  * "Has data of their own": a push-rules entry (even a corrupt one), or any
- * pusher, that no unfinished import of this kind left.
+ * pusher, that no unfinished import of this kind left. Adapters may rely on
+ * what the service does on every pusher write, bump the owner's pushers
+ * version: a user with no account-data document has no pushers.
  */
 export interface ImportStore {
   /** One outcome per user, in the order given; user IDs are distinct. */

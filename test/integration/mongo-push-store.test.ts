@@ -56,38 +56,45 @@ importStoreContract('MongoDB', async () => {
   };
 });
 
-describe('MongoImportStore: two imports of one user at once', () => {
-  it('lets one claim win whole; the other loses the compare-and-set (or finds the winner there) and writes nothing', async () => {
+describe('MongoImportStore: an import racing a worker\u2019s first write of the user', () => {
+  it('lets one of them win whole: the import loses the compare-and-set (or finds the data there) and writes nothing, or the worker loses', async () => {
     const store = new MongoImportStore(db, options);
-    const user = `@race${Date.now()}:example.org`;
-    const pusher = (pushkey: string) => ({
-      user_id: user,
-      kind: 'http' as const,
-      app_id: 'org.example.app',
-      pushkey,
-      app_display_name: 'App',
-      device_display_name: 'Phone',
-      lang: 'en',
-      data: { url: 'https://push.example.org/_matrix/push/v1/notify' },
-      enabled: true,
-    });
-    const one = {
-      userId: user,
-      ruleset: serverDefaultRuleset(user),
-      defaultsRevision: 'v1.19',
-      pushers: [pusher('one')],
-    };
-    const two = { ...one, ruleset: { ...serverDefaultRuleset(user), room: [] }, pushers: [pusher('two')] };
-    const outcomes = await Promise.all([
-      store.importUsers([one], { overwrite: false }),
-      store.importUsers([two], { overwrite: false }),
-    ]);
-    const statuses = outcomes.map(([outcome]) => outcome?.status);
-    expect(statuses.filter((status) => status === 'imported')).toHaveLength(1);
-    expect(statuses.filter((status) => status === 'conflict' || status === 'present')).toHaveLength(1);
-    const winner = statuses[0] === 'imported' ? 'one' : 'two';
-    const stored = await new MongoPushStore(db, options).listPushers(user);
-    expect(stored.map((p) => p.pushkey)).toEqual([winner]);
+    const worker = new MongoPushStore(db, options);
+    for (let round = 0; round < 5; round += 1) {
+      const user = `@race${Date.now()}x${round}:example.org`;
+      const pusher = {
+        user_id: user,
+        kind: 'http' as const,
+        app_id: 'org.example.app',
+        pushkey: 'imported',
+        app_display_name: 'App',
+        device_display_name: 'Phone',
+        lang: 'en',
+        data: { url: 'https://push.example.org/_matrix/push/v1/notify' },
+        enabled: true,
+      };
+      const imported = {
+        userId: user,
+        ruleset: serverDefaultRuleset(user),
+        defaultsRevision: 'v1.19',
+        pushers: [pusher],
+      };
+      const own = { ...serverDefaultRuleset(user), room: [] };
+      const [[outcome], saved] = await Promise.all([
+        store.importUsers([imported], { overwrite: false }),
+        worker.savePushRules(user, 0, own, 'v1.19'),
+      ]);
+      const loaded = await worker.loadPushRules(user);
+      if (saved.saved) {
+        expect(['conflict', 'present']).toContain(outcome?.status);
+        expect(loaded.lookup).toMatchObject({ event: { content: { global: own } } });
+        expect(await worker.listPushers(user)).toEqual([]);
+      } else {
+        expect(outcome?.status).toBe('imported');
+        expect(loaded.lookup).toMatchObject({ event: { content: { global: imported.ruleset } } });
+        expect((await worker.listPushers(user)).map((p) => p.pushkey)).toEqual(['imported']);
+      }
+    }
   });
 });
 

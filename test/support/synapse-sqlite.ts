@@ -7,10 +7,11 @@ import type { SynapsePushRuleEnableRow, SynapsePushRuleRow, SynapsePusherRow } f
  * rows: for tests and the bench, without a Synapse.
  */
 export interface SynapseSqliteContent {
-  readonly users?: readonly string[];
-  readonly rules?: readonly SynapsePushRuleRow[];
-  readonly enables?: readonly SynapsePushRuleEnableRow[];
-  readonly pushers?: readonly SynapsePusherRow[];
+  /** Iterables, so that the bench can stream a large population through without holding it. */
+  readonly users?: Iterable<string>;
+  readonly rules?: Iterable<SynapsePushRuleRow>;
+  readonly enables?: Iterable<SynapsePushRuleEnableRow>;
+  readonly pushers?: Iterable<SynapsePusherRow>;
   /** A schema from before Synapse 1.69: `pushers` without `enabled` and `device_id`. */
   readonly oldPushers?: boolean;
   /** Tables to leave out (a database that is not Synapse's). */
@@ -47,12 +48,12 @@ function fill(db: DatabaseSync, content: SynapseSqliteContent): void {
     const insert = db.prepare(
       'INSERT INTO push_rules (id, user_name, rule_id, priority_class, priority, conditions, actions) VALUES (?, ?, ?, ?, ?, ?, ?)',
     );
-    for (const [id, row] of (content.rules ?? []).entries())
+    for (const [id, row] of numbered(content.rules))
       insert.run(id, row.user_name, row.rule_id, row.priority_class, row.priority, row.conditions, row.actions);
   }
   if (!skip.has('push_rules_enable')) {
     const insert = db.prepare('INSERT INTO push_rules_enable (id, user_name, rule_id, enabled) VALUES (?, ?, ?, ?)');
-    for (const [id, row] of (content.enables ?? []).entries())
+    for (const [id, row] of numbered(content.enables))
       insert.run(id, row.user_name, row.rule_id, typeof row.enabled === 'boolean' ? Number(row.enabled) : row.enabled);
   }
   if (!skip.has('pushers')) {
@@ -64,7 +65,7 @@ function fill(db: DatabaseSync, content: SynapseSqliteContent): void {
         : db.prepare(
             `INSERT INTO pushers (${columns}, enabled, device_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
           );
-    for (const [id, row] of (content.pushers ?? []).entries()) {
+    for (const [id, row] of numbered(content.pushers)) {
       const values = [
         id,
         row.user_name,
@@ -89,4 +90,9 @@ function fill(db: DatabaseSync, content: SynapseSqliteContent): void {
     }
   }
   db.exec('COMMIT');
+}
+
+function* numbered<T>(rows: Iterable<T> | undefined): Generator<[number, T]> {
+  let id = 0;
+  for (const row of rows ?? []) yield [(id += 1), row];
 }
