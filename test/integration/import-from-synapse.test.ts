@@ -145,7 +145,14 @@ async function expectSameAnswers(synapse: SynapseServer, harness: Harness, users
 function importSuite(
   name: string,
   skip: string | undefined,
-  setup: () => Promise<{ synapse: SynapseServer; from: string; secret?: string; stop: () => Promise<void> }>,
+  setup: () => Promise<{
+    synapse: SynapseServer;
+    from: string;
+    secret?: string;
+    /** A database of the same server that is not Synapse's. */
+    notSynapse?: string;
+    stop: () => Promise<void>;
+  }>,
 ) {
   describe.skipIf(skip !== undefined)(
     `import from a real Synapse on ${name}${skip === undefined ? '' : ` (skipped: ${skip})`}`,
@@ -153,13 +160,14 @@ function importSuite(
       let synapse: SynapseServer;
       let from: string;
       let secret: string | undefined;
+      let notSynapse: string | undefined;
       let stop: () => Promise<void>;
       let harness: Harness;
       let scenario: Scenario;
       const report = join(tmpdir(), `import-report-${process.pid}-${name}.jsonl`);
 
       beforeAll(async () => {
-        ({ synapse, from, secret, stop } = await setup());
+        ({ synapse, from, secret, notSynapse, stop } = await setup());
         harness = await startHarness();
         scenario = await populateSynapse(synapse);
       }, 900_000);
@@ -216,6 +224,19 @@ function importSuite(
         await changes.close();
       });
 
+      it('refuses a database that is not Synapse\u2019s, saying which tables are missing', async (context) => {
+        if (notSynapse === undefined) {
+          context.skip();
+          return;
+        }
+        const run = await runImporter(harness, ['--from', notSynapse]);
+        expect(run.status).toBe(3);
+        expect(run.stderr).toContain(
+          'is not a Synapse database: no table push_rules, push_rules_enable, pushers, users',
+        );
+        expect(run.stderr).not.toContain(secret ?? '\u0000');
+      });
+
       it('cut-over: a user who changed settings in between is brought over with --users and --overwrite', async () => {
         await changeLateUser(synapse, scenario.late);
         const left = await runImporter(harness, ['--from', from, '--users', scenario.late.userId]);
@@ -264,6 +285,7 @@ importSuite('PostgreSQL', postgresSkip, async () => {
     synapse,
     from: cluster.url('synapse', secret),
     secret,
+    notSynapse: cluster.url('postgres', secret),
     stop: async () => {
       await running.synapse.stop();
       running.cluster.stop();
