@@ -79,7 +79,7 @@ export function mapUser(rows: SynapseUserRows, policy: PusherPolicy): MappedUser
   return {
     userId,
     ruleset: rules.ruleset,
-    pushers: pushers.pushers.map(({ pusher, pushkeyTs }) => ({ ...pusher, pushkeyTsMs: pushkeyTs })),
+    pushers: pushers.pushers.map(({ pusher, pushkeyTs }) => ({ ...pusher, ts: pushkeyTs })),
     rules: rows.rules.length - rules.skipped.filter((skip) => skip.table === 'push_rules').length,
     skipped,
     notes: [

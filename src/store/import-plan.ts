@@ -70,12 +70,12 @@ export function pusherKey(pusher: StoredPusher): string {
   return JSON.stringify([pusher.app_id, pusher.pushkey]);
 }
 
-/** The same pushers with the same values, in any order. */
+/** The same pushers with the same values and the same `ts` (an import sets it), in any order. */
 function samePusherSet(a: readonly StoredPusher[], b: readonly StoredPusher[]): boolean {
   if (a.length !== b.length) return false;
   const byKey = new Map(a.map((pusher) => [pusherKey(pusher), pusher]));
   return b.every((pusher) => {
     const other = byKey.get(pusherKey(pusher));
-    return other !== undefined && samePusher(other, pusher);
+    return other !== undefined && samePusher(other, pusher) && other.ts === pusher.ts;
   });
 }

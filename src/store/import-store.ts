@@ -10,7 +10,7 @@ export interface UserImport {
   readonly userId: string;
   readonly ruleset: Ruleset;
   readonly defaultsRevision: string;
-  /** Every pusher of the user, each with its `pushkeyTsMs` when known; none when the user has none. */
+  /** Every pusher of the user, each with its `ts` (Synapse's) when known; none when the user has none. */
   readonly pushers: readonly StoredPusher[];
 }
 

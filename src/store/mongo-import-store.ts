@@ -184,7 +184,7 @@ export class MongoImportStore implements ImportStore {
       if (!plan.pushersChanged) continue;
       if (plan.fresh) {
         // A user who had no document had no pushers.
-        for (const pusher of plan.user.pushers) operations.push({ insertOne: { document: toDocument(pusher) } });
+        for (const pusher of plan.user.pushers) operations.push({ insertOne: { document: importedDocument(pusher) } });
         continue;
       }
       const wanted = new Set(plan.user.pushers.map(pusherKey));
@@ -195,10 +195,10 @@ export class MongoImportStore implements ImportStore {
           });
       }
       for (const pusher of plan.user.pushers) {
-        const { user_id: userId, app_id: appId, pushkey, ...values } = toDocument(pusher);
+        const { user_id: userId, app_id: appId, pushkey, ...values } = importedDocument(pusher);
         // Every field set, the optional ones absent from the import unset:
         // the stored pusher becomes exactly the imported one.
-        const unset = (['profile_tag', 'device_id', 'pushkey_ts_ms'] as const).filter((field) => !(field in values));
+        const unset = (['profile_tag', 'device_id', 'ts'] as const).filter((field) => !(field in values));
         operations.push({
           updateOne: {
             filter: { user_id: userId, app_id: appId, pushkey },
@@ -219,6 +219,14 @@ export class MongoImportStore implements ImportStore {
       if (!onlyDuplicateKeys(error)) throw classifyMongoError(error);
     }
   }
+}
+
+/**
+ * A pusher as the import stores it: its values, and its `ts` (Synapse's),
+ * which the service's own writes leave to the store's clock.
+ */
+function importedDocument(pusher: StoredPusher): PusherDocument {
+  return { ...toDocument(pusher), ...(pusher.ts === undefined ? {} : { ts: pusher.ts }) };
 }
 
 /** A plan, and whether the user had no document at all. */

@@ -99,7 +99,7 @@ describe('runImport', () => {
       [user(3), 'imported', 1, 0],
     ]);
     expect(recorded.progress).toEqual([0, 2, 3]);
-    expect((await store.listPushers(user(2)))[0]?.pushkeyTsMs).toBe(1002);
+    expect((await store.listPushers(user(2)))[0]?.ts).toBe(1002);
   });
 
   it('writes nothing in a dry run, and reports what would be imported', async () => {

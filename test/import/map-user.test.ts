@@ -13,7 +13,7 @@ describe('mapUser', () => {
   it('gives the ruleset, the pushers with their pushkey time, and the rule rows imported', () => {
     const mapped = mapUser(rowsOf(), STRICT);
     expect(mapped.ruleset?.override.map((rule) => rule.rule_id)).toContain('my.rule');
-    expect(mapped.pushers).toEqual([expect.objectContaining({ pushkey: 'pushkey-1', pushkeyTsMs: 1_700_000_000_000 })]);
+    expect(mapped.pushers).toEqual([expect.objectContaining({ pushkey: 'pushkey-1', ts: 1_700_000_000_000 })]);
     expect(mapped).toMatchObject({ rules: 1, skipped: [], notes: [] });
   });
 
