@@ -2,6 +2,7 @@ import pg from 'pg';
 import type { SynapseUserRows } from '../import/map-user.js';
 import type { SynapsePushRuleEnableRow, SynapsePushRuleRow, SynapsePusherRow } from '../import/synapse-rows.js';
 import {
+  orderedRows,
   pusherColumns,
   REQUIRED_TABLES,
   SourceError,
@@ -27,39 +28,49 @@ export class PostgresSynapseReader implements SynapseReader {
     this.#client = client;
     this.#display = display;
     this.#tables = {
-      userPage: async (after, limit) => {
-        const rows =
-          after === undefined
-            ? await this.#all(`SELECT user_name FROM (${USERS_WITH_PUSH_DATA}) AS u ORDER BY user_name LIMIT $1`, [
-                limit,
-              ])
-            : await this.#all(
-                `SELECT user_name FROM (${USERS_WITH_PUSH_DATA}) AS u WHERE user_name > $1 ORDER BY user_name LIMIT $2`,
-                [after, limit],
-              );
-        return rows.map((row) => String(row['user_name']));
+      // "C": the byte order of UTF-8, as `compareUserIds` (Synapse's own databases use it anyway).
+      orderedUsers: () => {
+        const cursor = this.#cursor(
+          'import_users',
+          `SELECT user_name FROM (${USERS_WITH_PUSH_DATA}) AS u ORDER BY user_name COLLATE "C"`,
+        );
+        return {
+          take: async (limit) => (await cursor.fetch(limit)).map((row) => String(row['user_name'])),
+          close: async () => cursor.close(),
+        };
       },
       knownUsers: async (users) => {
         const rows = await this.#all('SELECT name FROM users WHERE name = ANY($1)', [users]);
         return new Set(rows.map((row) => String(row['name'])));
       },
-      rowsOf: async (users) => {
-        const [rules, enables, pushers] = [
-          await this.#all(
-            'SELECT user_name, rule_id, priority_class, priority, conditions, actions FROM push_rules WHERE user_name = ANY($1)',
-            [users],
-          ),
-          await this.#all('SELECT user_name, rule_id, enabled FROM push_rules_enable WHERE user_name = ANY($1)', [
-            users,
-          ]),
-          // Synapse lists a user's pushers in table order.
-          await this.#all(`SELECT ${pusherSelect} FROM pushers WHERE user_name = ANY($1) ORDER BY id`, [users]),
-        ];
+      rulesOf: async (users) => {
+        const rules = await this.#all(
+          'SELECT user_name, rule_id, priority_class, priority, conditions, actions FROM push_rules WHERE user_name = ANY($1)',
+          [users],
+        );
+        const enables = await this.#all(
+          'SELECT user_name, rule_id, enabled FROM push_rules_enable WHERE user_name = ANY($1)',
+          [users],
+        );
         return {
           rules: rules as unknown as SynapsePushRuleRow[],
           enables: enables as unknown as SynapsePushRuleEnableRow[],
-          pushers: pushers as unknown as SynapsePusherRow[],
         };
+      },
+      pushersOf: async (users) =>
+        // Synapse lists a user's pushers in table order.
+        (await this.#all(`SELECT ${pusherSelect} FROM pushers WHERE user_name = ANY($1) ORDER BY id`, [
+          users,
+        ])) as unknown as SynapsePusherRow[],
+      orderedPushers: () => {
+        const cursor = this.#cursor(
+          'import_pushers',
+          `SELECT ${pusherSelect} FROM pushers ORDER BY user_name COLLATE "C", id`,
+        );
+        return orderedRows(
+          async () => (await cursor.fetch(PUSHER_CHUNK)) as unknown as SynapsePusherRow[],
+          async () => cursor.close(),
+        );
       },
     };
   }
@@ -114,6 +125,30 @@ export class PostgresSynapseReader implements SynapseReader {
     await this.#client.end().catch(() => undefined);
   }
 
+  /**
+   * A server-side cursor in the snapshot's transaction, declared at the
+   * first fetch: the query runs once, its rows come `count` at a time.
+   */
+  #cursor(
+    name: string,
+    sql: string,
+  ): { fetch(count: number): Promise<Record<string, unknown>[]>; close(): Promise<void> } {
+    let declared = false;
+    return {
+      fetch: async (count) => {
+        if (!declared) {
+          await this.#all(`DECLARE ${name} NO SCROLL CURSOR FOR ${sql}`, []);
+          declared = true;
+        }
+        return this.#all(`FETCH ${count} FROM ${name}`, []);
+      },
+      close: async () => {
+        if (declared) await this.#client.query(`CLOSE ${name}`).catch(() => undefined);
+        declared = false;
+      },
+    };
+  }
+
   async #all(sql: string, params: readonly unknown[]): Promise<Record<string, unknown>[]> {
     try {
       return (await this.#client.query<Record<string, unknown>>(sql, [...params])).rows;
@@ -122,6 +157,9 @@ export class PostgresSynapseReader implements SynapseReader {
     }
   }
 }
+
+/** Pushers fetched from the sorted cursor at a time. */
+const PUSHER_CHUNK = 1000;
 
 function messageOf(error: unknown): string {
   return error instanceof Error ? error.message : String(error);

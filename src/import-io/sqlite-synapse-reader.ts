@@ -2,6 +2,7 @@ import { DatabaseSync, type SQLInputValue } from 'node:sqlite';
 import type { SynapseUserRows } from '../import/map-user.js';
 import type { SynapsePushRuleEnableRow, SynapsePushRuleRow, SynapsePusherRow } from '../import/synapse-rows.js';
 import {
+  orderedRows,
   pusherColumns,
   REQUIRED_TABLES,
   SourceError,
@@ -23,24 +24,31 @@ export class SqliteSynapseReader implements SynapseReader {
   private constructor(db: DatabaseSync, pusherSelect: string) {
     this.#db = db;
     this.#tables = {
-      userPage: async (after, limit) => {
-        await Promise.resolve();
-        const rows =
-          after === undefined
-            ? this.#all(`SELECT user_name FROM (${USERS_WITH_PUSH_DATA}) ORDER BY user_name LIMIT ?`, limit)
-            : this.#all(
-                `SELECT user_name FROM (${USERS_WITH_PUSH_DATA}) WHERE user_name > ? ORDER BY user_name LIMIT ?`,
-                after,
-                limit,
-              );
-        return rows.map((row) => row['user_name'] as string);
+      orderedUsers: () => {
+        // BINARY collation: the byte order of UTF-8, as `compareUserIds`.
+        const ids = this.#iterate(`SELECT user_name FROM (${USERS_WITH_PUSH_DATA}) ORDER BY user_name`);
+        return {
+          take: async (limit) => {
+            await Promise.resolve();
+            const page: string[] = [];
+            for (let step = page.length < limit ? ids.next() : undefined; step !== undefined && step.done !== true;) {
+              page.push(step.value['user_name'] as string);
+              step = page.length < limit ? ids.next() : undefined;
+            }
+            return page;
+          },
+          close: async () => {
+            await Promise.resolve();
+            ids.return?.();
+          },
+        };
       },
       knownUsers: async (users) => {
         await Promise.resolve();
         const rows = this.#all(`SELECT name FROM users WHERE name IN (${marks(users)})`, ...users);
         return new Set(rows.map((row) => row['name'] as string));
       },
-      rowsOf: async (users) => {
+      rulesOf: async (users) => {
         await Promise.resolve();
         const among = `user_name IN (${marks(users)})`;
         return {
@@ -52,12 +60,34 @@ export class SqliteSynapseReader implements SynapseReader {
             `SELECT user_name, rule_id, enabled FROM push_rules_enable WHERE ${among}`,
             ...users,
           ) as unknown as SynapsePushRuleEnableRow[],
-          // Synapse lists a user's pushers in table order.
-          pushers: this.#all(
-            `SELECT ${pusherSelect} FROM pushers WHERE ${among} ORDER BY id`,
-            ...users,
-          ) as unknown as SynapsePusherRow[],
         };
+      },
+      pushersOf: async (users) => {
+        await Promise.resolve();
+        // Synapse lists a user's pushers in table order.
+        return this.#all(
+          `SELECT ${pusherSelect} FROM pushers WHERE user_name IN (${marks(users)}) ORDER BY id`,
+          ...users,
+        ) as unknown as SynapsePusherRow[];
+      },
+      orderedPushers: () => {
+        // One sorted pass over the table for the whole run, read as the batches need it.
+        const rows = this.#iterate(`SELECT ${pusherSelect} FROM pushers ORDER BY user_name, id`);
+        return orderedRows(
+          async () => {
+            await Promise.resolve();
+            const chunk: SynapsePusherRow[] = [];
+            for (let step = rows.next(); step.done !== true; step = rows.next()) {
+              chunk.push(step.value as unknown as SynapsePusherRow);
+              if (chunk.length === PUSHER_CHUNK) break;
+            }
+            return chunk;
+          },
+          async () => {
+            await Promise.resolve();
+            rows.return?.();
+          },
+        );
       },
     };
   }
@@ -115,6 +145,14 @@ export class SqliteSynapseReader implements SynapseReader {
     this.#db.close();
   }
 
+  #iterate(sql: string): Iterator<Record<string, SQLInputValue>> {
+    try {
+      return this.#db.prepare(sql).iterate() as Iterator<Record<string, SQLInputValue>>;
+    } catch (error) {
+      throw new SourceError(`cannot read the SQLite file: ${messageOf(error)}`, { cause: error });
+    }
+  }
+
   #all(sql: string, ...params: SQLInputValue[]): Record<string, SQLInputValue>[] {
     try {
       return this.#db.prepare(sql).all(...params);
@@ -123,6 +161,9 @@ export class SqliteSynapseReader implements SynapseReader {
     }
   }
 }
+
+/** Pushers read from the sorted pass at a time. */
+const PUSHER_CHUNK = 1000;
 
 function marks(values: readonly unknown[]): string {
   return values.map(() => '?').join(', ');

@@ -48,6 +48,30 @@ describe('SqliteSynapseReader', () => {
     await reader.close();
   });
 
+  it('gives each batch exactly its users\u2019 pushers from the one sorted pass, in the byte order of UTF-8', async () => {
+    // U+FF5E sorts before U+1F600 in UTF-8 bytes, after it in UTF-16 code units.
+    const wide = '@a\uff5e:example.org';
+    const emoji = '@a\u{1f600}:example.org';
+    writeSynapseSqlite(path, {
+      users: [user(1), wide, emoji],
+      rules: [aRuleRow({ user_name: user(1) })],
+      pushers: [
+        aPusherRow({ user_name: emoji, pushkey: 'e' }),
+        aPusherRow({ user_name: wide, pushkey: 'w' }),
+        aPusherRow({ user_name: user(1), pushkey: 'u2' }),
+        aPusherRow({ user_name: user(1), pushkey: 'u1', app_id: 'other' }),
+      ],
+    });
+    const reader = SqliteSynapseReader.open(path);
+    const batches = await readAll(reader, 1);
+    expect(batches.map((batch) => batch.map((rows) => [rows.userId, rows.pushers.map((p) => p.pushkey)]))).toEqual([
+      [[wide, ['w']]],
+      [[emoji, ['e']]],
+      [[user(1), ['u2', 'u1']]],
+    ]);
+    await reader.close();
+  });
+
   it('reads the users named, in their order; one Synapse does not know comes as unknown, one without rows with none', async () => {
     writeSynapseSqlite(path, { users: [user(1), user(2)], rules: [aRuleRow({ user_name: user(2) })] });
     const reader = SqliteSynapseReader.open(path);
