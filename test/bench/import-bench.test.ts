@@ -10,7 +10,8 @@ const RESULT: ImportBenchResult = {
   fileBytes: 0,
   generateMs: 0,
   batchSize: 500,
-  storeUsersPerSecond: 1000,
+  storeUsersPerSecond: 2000,
+  storeInImportUsersPerSecond: 1000,
   importUsersPerSecond: 500,
   readMapUsersPerSecond: 0,
 };
@@ -20,11 +21,14 @@ describe('the import bench', () => {
     [500, 0.5, true],
     [499, 0.499, false],
     [1500, 1.5, true],
-  ])('an importer at %i users/s against a store at 1000 is %d of it: met %s', (rate, ratio, met) => {
-    const result = { ...RESULT, importUsersPerSecond: rate };
-    expect(importRatio(result)).toBeCloseTo(ratio);
-    expect(checkImportTargets(result)[0]?.met).toBe(met);
-  });
+  ])(
+    'an importer at %i users/s against a store at 1000 in the same minutes is %d of it: met %s',
+    (rate, ratio, met) => {
+      const result = { ...RESULT, importUsersPerSecond: rate };
+      expect(importRatio(result)).toBeCloseTo(ratio);
+      expect(checkImportTargets(result)[0]?.met).toBe(met);
+    },
+  );
 
   it('generates the same users on every run', () => {
     expect(userPushData(1234)).toEqual(userPushData(1234));
