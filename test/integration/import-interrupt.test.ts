@@ -74,7 +74,7 @@ describe('npm run import:synapse, stopped with Ctrl-C', () => {
   it('stops after the batch it is writing (exit 130); the same command again resumes and finishes', async () => {
     // The first progress line comes before the first batch: the signal arrives while users remain.
     const stopped = await command('progress: 0/');
-    expect(stopped.status).toBe(130);
+    expect(stopped.status, stopped.stderr).toBe(130);
     expect(stopped.stderr).toContain('stopping after the current batch');
     expect(stopped.stdout).toContain('stopped by Ctrl-C');
     const done = Number(/users read: (\d+)/.exec(stopped.stdout)?.[1]);
@@ -88,7 +88,7 @@ describe('npm run import:synapse, stopped with Ctrl-C', () => {
     ).toBe(0);
 
     const resumed = await command();
-    expect(resumed.status).toBe(0);
+    expect(resumed.status, resumed.stderr).toBe(0);
     expect(resumed.stdout).toContain(`users read: ${USERS}`);
     expect(resumed.stdout).toContain(`${USERS - done} imported`);
     expect(resumed.stdout).toContain(`${done} unchanged (already imported)`);
