@@ -164,7 +164,9 @@ describe('the intake of notify messages', () => {
     });
     const { intake, stop } = anIntake({ store: down });
     const accepted = intake.accept(aNotify('$1', ['@a:x.org']), 'm1');
-    setTimeout(() => { stop.abort(); }, 20);
+    setTimeout(() => {
+      stop.abort();
+    }, 20);
     await expect(accepted).rejects.toBeInstanceOf(IntakeStoppedError);
   });
 });
