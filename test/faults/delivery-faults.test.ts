@@ -19,6 +19,7 @@ let d: DeliveryWorld | undefined;
 
 afterEach(async () => {
   await services('start-rabbitmq');
+  await services('start-mongo');
   await d?.close();
   d = undefined;
 });
@@ -112,6 +113,37 @@ describe.skipIf(noCa !== undefined)('push delivery under faults', () => {
     );
     const { events } = withoutRepeats(deliveredByDevice(world.gateway.requests));
     expect([...events.values()].every((list) => list.join() === '$event1,$event2')).toBe(true);
+  }, 300_000);
+
+  it('a store stall during delivery loses nothing: sends go on, a notify published meanwhile is taken in once it is back', async () => {
+    const world = await openDeliveryWorld(1);
+    d = world;
+    const all = users(1_000, 'stall');
+    await world.seedPushers(all);
+    world.gateway.behave({ kind: 'answer', delayMs: 10 });
+    await world.client.notify(aMessage(1), recipients(all), { reply: true, timeoutMs: 120_000 });
+    await until(() => world.gateway.requests.length >= 100, 60_000, '100 requests');
+    await services('stop-mongo');
+    const atStall = world.gateway.requests.length;
+    // Published while the store is away: confirmed by the broker, taken in once the store answers.
+    const second = world.client.notify(aMessage(2), recipients(all), { timeoutMs: 120_000 });
+    await sleep(3_000);
+    // Sending needs no store: the requests held in memory went on.
+    expect(world.gateway.requests.length).toBeGreaterThan(atStall);
+    await services('start-mongo');
+    await second;
+    world.gateway.restore();
+    await until(
+      () =>
+        [...withoutRepeats(deliveredByDevice(world.gateway.requests)).events.values()].filter(
+          (list) => list.join() === '$event1,$event2',
+        ).length === 1_000,
+      180_000,
+      'both notifications, in order, on every device',
+    );
+    console.log(
+      `[delivery-faults] store stall: every device got both in order, ${String(withoutRepeats(deliveredByDevice(world.gateway.requests)).duplicates)} duplicate(s)`,
+    );
   }, 300_000);
 
   it('a gateway down for 30 s gets every device its notifications in order once back, and the workers stay ready', async () => {
