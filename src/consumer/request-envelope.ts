@@ -4,7 +4,7 @@ import { matrixError, MESSAGES } from '../errors/error-catalogue.js';
 import type { Logger } from '../logging/logger.js';
 import { failureOutcome } from '../service/failure-reply.js';
 import type { ChangeEvent } from '../service/push-service.js';
-import { encodeReply, failure, type Reply } from '../contract/reply.js';
+import { encodeReply, encodeReplyBytes, failure, type Reply } from '../contract/reply.js';
 import type { ChangeListener } from './change-listener.js';
 import type { ServeContext, ServeOutcome } from './consumed-queue.js';
 import type { Lane } from './lane.js';
@@ -190,7 +190,7 @@ export class RequestEnvelope {
     options: Options.Publish,
   ): boolean {
     try {
-      channel.publish(exchange, routingKey, Buffer.from(encodeReply(body)), options);
+      channel.publish(exchange, routingKey, encodeReplyBytes(body), options);
       return true;
     } catch (error) {
       this.#log.error({ err: error, exchange, routingKey: exchange === '' ? 'reply' : routingKey }, 'publish failed');

@@ -22,8 +22,33 @@ export function successEncoded(body: object, json: string): Reply {
   return { ok: true, body };
 }
 
+/** Whole replies already encoded as bytes, by reply object (see `successBytes`). */
+const encodedReplies = new WeakMap<object, Uint8Array>();
+
+/**
+ * A success whose whole envelope is already encoded (`{"ok":true,"body":…}`
+ * as UTF-8): an evaluation thread's reply, handed over without a copy and
+ * published as it is. `body` is left empty: nothing on the worker's side
+ * reads a success body but the encoding.
+ */
+export function successBytes(bytes: Uint8Array): Reply {
+  const reply: Reply = { ok: true, body: {} };
+  encodedReplies.set(reply, bytes);
+  return reply;
+}
+
+/** What is published: the bytes of `successBytes`, or `encodeReply` as UTF-8. */
+export function encodeReplyBytes(value: Reply | object): Buffer {
+  const bytes = encodedReplies.get(value);
+  return bytes === undefined
+    ? Buffer.from(encodeReply(value))
+    : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+}
+
 /** `JSON.stringify(value)`, with a body given to `successEncoded` taken as it was encoded. */
 export function encodeReply(value: Reply | object): string {
+  const bytes = encodedReplies.get(value);
+  if (bytes !== undefined) return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8');
   const body = (value as { ok?: unknown; body?: unknown }).ok === true ? (value as { body?: unknown }).body : undefined;
   const json = typeof body === 'object' && body !== null ? encodedBodies.get(body) : undefined;
   return json === undefined ? JSON.stringify(value) : `{"ok":true,"body":${json}}`;

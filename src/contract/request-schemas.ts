@@ -128,6 +128,7 @@ export const EvaluateRequestSchema = Type.Object({
     }),
   ),
   explain: Type.Optional(Type.Boolean()),
+  compact: Type.Optional(Type.Boolean()),
 });
 
 /** A non-negative integer count, as a badge shows it. */

@@ -1,4 +1,5 @@
 import type { PushAction } from '../push-rules/push-rule.js';
+import { NOT_NOTIFIED, type RecipientOutcome } from './compiled-rule.js';
 import type { CompiledRuleset } from './compiled-ruleset.js';
 import { evaluateRecipient } from './evaluate-recipient.js';
 import type { EvaluationEvent, EvaluationRecipient, EvaluationRoom } from './evaluation-input.js';
@@ -10,11 +11,26 @@ export interface EvaluateRequest {
   readonly room: EvaluationRoom;
   readonly recipients: readonly EvaluationRecipient[];
   readonly explain?: boolean;
+  /** Answer with `notify_groups` (recipients grouped by identical actions) instead of `notify`. */
+  readonly compact?: boolean;
 }
 
 /** The success body of an `evaluate` reply (docs/rpc-contract.md#evaluate). */
 export interface EvaluateReply {
   readonly notify: Record<string, readonly PushAction[]>;
+  readonly evaluated: number;
+  readonly rule_ids?: Record<string, string | null>;
+}
+
+/** Recipients notified with the same actions, in the compact reply. */
+export interface NotifyGroup {
+  readonly actions: readonly PushAction[];
+  readonly user_ids: readonly string[];
+}
+
+/** The success body of an `evaluate` reply asked for with `compact: true` (docs/rpc-contract.md#evaluate). */
+export interface EvaluateCompactReply {
+  readonly notify_groups: readonly NotifyGroup[];
   readonly evaluated: number;
   readonly rule_ids?: Record<string, string | null>;
 }
@@ -35,8 +51,14 @@ export type RulesetLookup = (recipient: EvaluationRecipient) => CompiledRuleset;
 export interface Evaluation {
   readonly event: PreparedEvent;
   readonly recipients: readonly EvaluationRecipient[];
-  readonly notify: Record<string, readonly PushAction[]>;
-  readonly ruleIds: Record<string, string | null> | undefined;
+  /**
+   * Each evaluated recipient's outcome, by position in `recipients`: shared
+   * objects (one per rule), so a reply is assembled from a handful of
+   * distinct action lists rather than one object per recipient.
+   */
+  readonly outcomes: RecipientOutcome[];
+  readonly explain: boolean;
+  readonly compact: boolean;
   evaluated: number;
 }
 
@@ -44,25 +66,23 @@ export function startEvaluation(request: EvaluateRequest): Evaluation {
   return {
     event: prepareEvent(request.event, request.room),
     recipients: request.recipients,
-    notify: {},
-    ruleIds: request.explain === true ? {} : undefined,
+    outcomes: new Array<RecipientOutcome>(request.recipients.length),
+    explain: request.explain === true,
+    compact: request.compact === true,
     evaluated: 0,
   };
 }
 
 function evaluateNext(evaluation: Evaluation, rulesetFor: RulesetLookup): void {
-  const recipient = evaluation.recipients[evaluation.evaluated];
+  const index = evaluation.evaluated;
+  const recipient = evaluation.recipients[index];
   evaluation.evaluated += 1;
   if (recipient === undefined) return;
-  const { event, notify, ruleIds } = evaluation;
-  const userId = recipient.user_id;
-  if (userId === event.event.sender) {
-    if (ruleIds !== undefined) ruleIds[userId] = null;
-    return;
-  }
-  const outcome = evaluateRecipient(event, rulesetFor(recipient), recipient);
-  if (outcome.notify) notify[userId] = outcome.actions;
-  if (ruleIds !== undefined) ruleIds[userId] = outcome.ruleId;
+  const { event } = evaluation;
+  evaluation.outcomes[index] =
+    recipient.user_id === event.event.sender
+      ? NOT_NOTIFIED
+      : evaluateRecipient(event, rulesetFor(recipient), recipient);
 }
 
 /** Evaluates up to `count` more recipients; true when every recipient has been evaluated. */
@@ -90,9 +110,26 @@ export function evaluateUntil(
   return true;
 }
 
+/** The reply as objects (the default form, `notify`), whatever `compact` asked for. */
 export function evaluationReply(evaluation: Evaluation): EvaluateReply {
-  const { notify, evaluated, ruleIds } = evaluation;
-  return ruleIds === undefined ? { notify, evaluated } : { notify, evaluated, rule_ids: ruleIds };
+  const { recipients, outcomes, evaluated, explain } = evaluation;
+  const notify: Record<string, readonly PushAction[]> = {};
+  const ruleIds: Record<string, string | null> = {};
+  for (let index = 0; index < evaluated; index += 1) {
+    const outcome = outcomes[index] ?? NOT_NOTIFIED;
+    const userId = recipients[index]?.user_id ?? '';
+    if (outcome.notify) notify[userId] = outcome.actions;
+    if (explain) ruleIds[userId] = outcome.ruleId;
+  }
+  return explain ? { notify, evaluated, rule_ids: ruleIds } : { notify, evaluated };
+}
+
+/** Recipients notified so far. */
+export function notifiedCount(evaluation: Evaluation): number {
+  let count = 0;
+  for (let index = 0; index < evaluation.evaluated; index += 1)
+    if (evaluation.outcomes[index]?.notify === true) count += 1;
+  return count;
 }
 
 /** A whole request at once: for callers that do not need to yield. */

@@ -1,7 +1,8 @@
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { compileUserRuleset, sharedDefaultRuleset } from '../evaluation/compile-ruleset.js';
 import type { CompiledRuleset } from '../evaluation/compiled-ruleset.js';
-import { evaluateUntil, evaluationReply, startEvaluation } from '../evaluation/evaluate-request.js';
+import { evaluateUntil, notifiedCount, startEvaluation } from '../evaluation/evaluate-request.js';
+import { evaluationReplyJson } from '../evaluation/evaluation-reply-json.js';
 import type { EvaluationRecipient } from '../evaluation/evaluation-input.js';
 import { getPushRules } from '../push-rules/get-push-rules.js';
 import type { EvaluateCommand } from './command.js';
@@ -9,7 +10,7 @@ import { StoreUnavailableError, type LoadedPushRules, type PushStore } from '../
 import { beforeDeadline, BoundedStore, checkDeadline, type StoreBoundsObserver } from './bounded-store.js';
 import { failureOutcome } from './failure-reply.js';
 import type { RulesetCache } from './ruleset-cache.js';
-import { success, type Reply } from '../contract/reply.js';
+import { successEncoded, type Reply } from '../contract/reply.js';
 
 export interface EvaluateServiceOptions {
   readonly cache: RulesetCache<CompiledRuleset>;
@@ -105,9 +106,9 @@ export class EvaluateService {
       const evaluation = startEvaluation(request);
       const rulesetFor = (recipient: EvaluationRecipient) => rulesets.get(recipient.user_id) ?? sharedDefaultRuleset();
       await this.#inSlices((shouldPause) => evaluateUntil(evaluation, rulesetFor, shouldPause));
-      const body = evaluationReply(evaluation);
-      stats.notified = Object.keys(body.notify).length;
-      return { reply: success(body), stats };
+      stats.notified = notifiedCount(evaluation);
+      // Assembled as text from the few distinct action lists (evaluation-reply-json.ts), never as one object per recipient.
+      return { reply: successEncoded({}, evaluationReplyJson(evaluation)), stats };
     } catch (error) {
       return { ...failureOutcome(error), stats };
     }

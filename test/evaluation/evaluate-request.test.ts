@@ -103,7 +103,7 @@ describe('evaluation in slices', () => {
     const evaluation = startEvaluation(request());
     expect(evaluateSlice(evaluation, lookup, 2)).toBe(false);
     expect(evaluation.evaluated).toBe(2);
-    expect(Object.keys(evaluation.notify)).toEqual(['@a:example.org', keywordUser]);
+    expect(Object.keys(evaluationReply(evaluation).notify)).toEqual(['@a:example.org', keywordUser]);
   });
 
   it('pauses when told to, checking every few recipients, and resumes where it stopped', () => {

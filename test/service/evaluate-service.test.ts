@@ -11,7 +11,15 @@ import { RulesetCache } from '../../src/service/ruleset-cache.js';
 import { aBody, aRoom, SENDER } from '../support/evaluation-builders.js';
 import { aContentRule } from '../support/builders.js';
 import { wrapStore } from '../support/store-doubles.js';
+import { encodeReply, type Reply } from '../../src/contract/reply.js';
 
+/** The reply as it goes on the wire: the body is assembled as text. */
+const wire = (outcome: { readonly reply: Reply }): Reply => JSON.parse(encodeReply(outcome.reply)) as Reply;
+/** The success body as it goes on the wire (undefined for a failure). */
+const bodyOf = (outcome: { readonly reply: Reply }) => {
+  const reply = wire(outcome);
+  return reply.ok ? (reply.body as { notify: Record<string, unknown>; evaluated: number }) : undefined;
+};
 const user = (n: number) => `@u${n}:example.org`;
 const recipients = (count: number, from = 0) => Array.from({ length: count }, (_, i) => ({ user_id: user(from + i) }));
 
@@ -56,7 +64,7 @@ describe('EvaluateService', () => {
       op: 'evaluate',
       request: aRequest({ recipients: [...recipients(3), { user_id: SENDER }], explain: true }),
     });
-    expect(outcome.reply).toEqual({
+    expect(wire(outcome)).toEqual({
       ok: true,
       body: {
         notify: {
@@ -84,7 +92,7 @@ describe('EvaluateService', () => {
     expect(loads).toHaveLength(queries);
     expect(loads.every((chunk) => chunk.length <= loadChunkSize)).toBe(true);
     expect(new Set(loads.flat()).size).toBe(count);
-    expect(outcome.reply.ok && (outcome.reply.body as { evaluated: number }).evaluated).toBe(count);
+    expect(bodyOf(outcome)?.evaluated).toBe(count);
   });
 
   it('serves cached recipients from the cache and reads only the others', async () => {
@@ -105,12 +113,8 @@ describe('EvaluateService', () => {
     expect(loads).toHaveLength(3);
     expect(new Set(loads.flat()).size).toBe(3000);
     for (const outcome of outcomes)
-      expect(outcome.reply.ok && (outcome.reply.body as { notify: object }).notify).toEqual(
-        expect.objectContaining({ [user(2999)]: ['notify'] }),
-      );
-    expect(outcomes.map((o) => Object.keys((o.reply as { body: { notify: object } }).body.notify).length)).toEqual([
-      3000, 3000, 3000,
-    ]);
+      expect(bodyOf(outcome)?.notify).toEqual(expect.objectContaining({ [user(2999)]: ['notify'] }));
+    expect(outcomes.map((o) => Object.keys(bodyOf(o)?.notify ?? {}).length)).toEqual([3000, 3000, 3000]);
   });
 
   it('a failed read fails every evaluation that joined it, and the next one reads again', async () => {
@@ -149,7 +153,7 @@ describe('EvaluateService', () => {
         op: 'evaluate',
         request: aRequest({ recipients: [{ user_id: user(1) }] }),
       });
-      return outcome.reply.ok ? (outcome.reply.body as { notify: Record<string, unknown> }).notify[user(1)] : undefined;
+      return bodyOf(outcome)?.notify[user(1)];
     };
     expect(await notifyOf()).toEqual(['notify']);
     await withKeyword(store, user(1), 'lunch');
@@ -168,7 +172,7 @@ describe('EvaluateService', () => {
       op: 'evaluate',
       request: aRequest({ recipients: recipients(2), explain: true }),
     });
-    expect(outcome.reply).toMatchObject({
+    expect(wire(outcome)).toMatchObject({
       ok: true,
       body: { rule_ids: { [user(0)]: '.m.rule.message', [user(1)]: '.m.rule.message' } },
     });
@@ -180,7 +184,7 @@ describe('EvaluateService', () => {
       loadManyPushRules: async () => Promise.reject(new StoreUnavailableError('server selection timed out')),
     });
     const outcome = await aService(store).service.handle({ op: 'evaluate', request: aRequest() });
-    expect(outcome.reply).toMatchObject({ ok: false, error: { kind: 'Unavailable', status: 503 } });
+    expect(wire(outcome)).toMatchObject({ ok: false, error: { kind: 'Unavailable', status: 503 } });
     expect(outcome.cause).toBe('server selection timed out');
   });
 
@@ -190,7 +194,7 @@ describe('EvaluateService', () => {
   ])('answers %s with %s (500), with the failure for the log', async (_case, boom, kind) => {
     const store = wrapStore(new InMemoryPushStore(), { loadManyPushRules: async () => Promise.reject(boom) });
     const outcome = await aService(store).service.handle({ op: 'evaluate', request: aRequest() });
-    expect(outcome.reply).toMatchObject({ ok: false, error: { kind, status: 500 } });
+    expect(wire(outcome)).toMatchObject({ ok: false, error: { kind, status: 500 } });
     expect(outcome.failure).toBe(boom);
   });
 
@@ -208,7 +212,7 @@ describe('EvaluateService', () => {
     const result = await outcome;
     clearInterval(interval);
     await Promise.all(ticks);
-    expect(result.reply.ok).toBe(true);
+    expect(wire(result).ok).toBe(true);
     expect(ranDuring).toBeGreaterThan(0);
   });
 });

@@ -1,0 +1,100 @@
+import type { RecipientOutcome } from './compiled-rule.js';
+import { NOT_NOTIFIED } from './compiled-rule.js';
+import type { Evaluation } from './evaluate-request.js';
+
+/**
+ * The JSON text of an evaluation's reply body, exactly what
+ * `JSON.stringify(evaluationReply(evaluation))` gives for the default form,
+ * assembled from pieces: a 10,000-recipient reply holds a handful of
+ * distinct action lists, each serialised once (per outcome object, which
+ * lives as long as its compiled rule), and the user IDs, which need no
+ * escaping in the common case. Building and then stringifying one object
+ * per recipient cost more than evaluating them.
+ *
+ * `compact` (asked for by the request) groups the notified recipients by
+ * identical actions: `{"notify_groups": [{"actions": [...], "user_ids":
+ * [...]}, ...], "evaluated": n}`; groups in the order their first recipient
+ * comes, user IDs in the request's order (docs/rpc-contract.md#evaluate).
+ */
+export function evaluationReplyJson(evaluation: Evaluation): string {
+  const parts: string[] = [];
+  if (evaluation.compact) parts.push('{"notify_groups":', groupsJson(evaluation));
+  else parts.push('{"notify":', notifyJson(evaluation));
+  parts.push(',"evaluated":', String(evaluation.evaluated));
+  if (evaluation.explain) parts.push(',"rule_ids":', ruleIdsJson(evaluation));
+  parts.push('}');
+  return parts.join('');
+}
+
+function notifyJson(evaluation: Evaluation): string {
+  const { recipients, outcomes, evaluated } = evaluation;
+  const entries: string[] = [];
+  let last: RecipientOutcome | undefined;
+  let lastJson = '';
+  for (let index = 0; index < evaluated; index += 1) {
+    const outcome = outcomes[index] ?? NOT_NOTIFIED;
+    if (!outcome.notify) continue;
+    if (outcome !== last) {
+      last = outcome;
+      lastJson = actionsJson(outcome);
+    }
+    entries.push(`${quoted(recipients[index]?.user_id ?? '')}:${lastJson}`);
+  }
+  return `{${entries.join(',')}}`;
+}
+
+function groupsJson(evaluation: Evaluation): string {
+  const { recipients, outcomes, evaluated } = evaluation;
+  // By the actions' text: two rules with the same actions make one group.
+  const groups = new Map<string, string[]>();
+  let last: RecipientOutcome | undefined;
+  let lastGroup: string[] = [];
+  for (let index = 0; index < evaluated; index += 1) {
+    const outcome = outcomes[index] ?? NOT_NOTIFIED;
+    if (!outcome.notify) continue;
+    if (outcome !== last) {
+      last = outcome;
+      const json = actionsJson(outcome);
+      let group = groups.get(json);
+      if (group === undefined) {
+        group = [];
+        groups.set(json, group);
+      }
+      lastGroup = group;
+    }
+    lastGroup.push(quoted(recipients[index]?.user_id ?? ''));
+  }
+  const entries: string[] = [];
+  for (const [json, userIds] of groups) entries.push(`{"actions":${json},"user_ids":[${userIds.join(',')}]}`);
+  return `[${entries.join(',')}]`;
+}
+
+function ruleIdsJson(evaluation: Evaluation): string {
+  const { recipients, outcomes, evaluated } = evaluation;
+  const entries: string[] = [];
+  for (let index = 0; index < evaluated; index += 1) {
+    const ruleId = (outcomes[index] ?? NOT_NOTIFIED).ruleId;
+    entries.push(`${quoted(recipients[index]?.user_id ?? '')}:${ruleId === null ? 'null' : JSON.stringify(ruleId)}`);
+  }
+  return `{${entries.join(',')}}`;
+}
+
+/** Each outcome's actions serialised once; an outcome is shared by every recipient its rule decides for. */
+const actionsText = new WeakMap<RecipientOutcome, string>();
+
+function actionsJson(outcome: RecipientOutcome): string {
+  let json = actionsText.get(outcome);
+  if (json === undefined) {
+    json = JSON.stringify(outcome.actions);
+    actionsText.set(outcome, json);
+  }
+  return json;
+}
+
+/** Valid user IDs are printable ASCII: only `"` and `\` (allowed in historical localparts) need escaping. */
+// eslint-disable-next-line no-control-regex -- control characters are exactly what JSON must escape
+const NEEDS_ESCAPING = /["\\\u0000-\u001f\u007f-\uffff]/;
+
+function quoted(userId: string): string {
+  return NEEDS_ESCAPING.test(userId) ? JSON.stringify(userId) : `"${userId}"`;
+}
