@@ -4,7 +4,7 @@ import { EvaluateRequestSchema } from '../contract/request-schemas.js';
 import { LIMIT_MESSAGES, matrixError } from '../errors/error-catalogue.js';
 import { isJsonObject, type JsonObject } from '../matrix/json.js';
 import { nestsDeeperThan } from '../matrix/json-depth.js';
-import { isValidUserId } from '../matrix/user-id.js';
+import { userIdValidator } from '../matrix/user-id.js';
 import { fail, ok, type Result } from '../result/result.js';
 import type { EvaluateCommand } from '../service/command.js';
 import { describeSchemaError } from './parse-request.js';
@@ -70,8 +70,10 @@ export function toEvaluateCommand(json: JsonObject, limits: EvaluateLimits): Res
     return fail(matrixError('TooLarge', LIMIT_MESSAGES.eventTooLarge(limits.maxEventBytes)));
   }
   const seen = new Set<string>();
-  for (const [index, recipient] of request.recipients.entries()) {
-    const userId = recipient.user_id;
+  const isValidUserId = userIdValidator();
+  const { recipients } = request;
+  for (let index = 0; index < recipients.length; index += 1) {
+    const userId = (recipients[index] as { user_id: string }).user_id;
     if (!isValidUserId(userId))
       return fail(matrixError('BadJson', `recipients.${index}.user_id is not a valid Matrix user ID.`));
     if (seen.has(userId)) return fail(matrixError('BadJson', `recipients.${index}.user_id repeats ${userId}.`));

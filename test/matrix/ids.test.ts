@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { isValidRoomId } from '../../src/matrix/room-id.js';
-import { isValidUserId } from '../../src/matrix/user-id.js';
+import fc from 'fast-check';
+import { isValidUserId, userIdValidator } from '../../src/matrix/user-id.js';
 
 describe('Matrix user IDs', () => {
   it.each([
@@ -13,6 +14,7 @@ describe('Matrix user IDs', () => {
     `@${'a'.repeat(240)}:example.org`,
   ])('accepts %s', (id) => {
     expect(isValidUserId(id)).toBe(true);
+    expect(userIdValidator()(id)).toBe(true);
   });
 
   it.each([
@@ -27,8 +29,22 @@ describe('Matrix user IDs', () => {
     ['bad server chars', '@alice:exa_mple.org'],
     ['unclosed IPv6', '@alice:[::1'],
     ['over 255 bytes', `@${'a'.repeat(250)}:example.org`],
+    ['over 255 bytes of UTF-8 in fewer than 255 units', `@${'a'.repeat(80)}:${'é'.repeat(90)}`],
   ])('rejects %s', (_case, id) => {
     expect(isValidUserId(id)).toBe(false);
+    expect(userIdValidator()(id)).toBe(false);
+  });
+
+  it('userIdValidator, which remembers server names, answers as isValidUserId for any list of IDs', () => {
+    const server = fc.constantFrom('example.org', 'exa_mple.org', '[::1]:8448', '[::1', 'example.org:http', '');
+    const localpart = fc.oneof(fc.string({ maxLength: 12 }), fc.constantFrom('a'.repeat(250), 'alice', 'é'));
+    const id = fc.tuple(fc.constantFrom('@', '!', ''), localpart, server).map(([s, l, h]) => `${s}${l}:${h}`);
+    fc.assert(
+      fc.property(fc.array(id, { maxLength: 20 }), (ids) => {
+        const validate = userIdValidator();
+        for (const userId of ids) expect(validate(userId)).toBe(isValidUserId(userId));
+      }),
+    );
   });
 });
 
