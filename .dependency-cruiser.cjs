@@ -70,6 +70,19 @@ const LAYERS = {
     'result',
     'matrix',
   ],
+  // Evaluation off the event loop: the pool of worker threads and the thread itself (a consumer's evaluator).
+  'evaluate-threads': [
+    'consumer',
+    'service',
+    'store',
+    'contract',
+    'evaluation',
+    'config',
+    'logging',
+    'errors',
+    'result',
+    'matrix',
+  ],
   observability: ['consumer', 'delivery-service', 'delivery', 'service', 'amqp', 'retry', 'config', 'logging'],
   gateway: [
     'client',

@@ -12,7 +12,6 @@ import { HealthServer } from './observability/health-server.js';
 import { WorkerMetrics } from './observability/metrics.js';
 import { QueueDepthMetrics } from './observability/queue-depth-metrics.js';
 import type { Command } from './service/command.js';
-import { evaluateQueue } from './consumer/evaluate-queue.js';
 import { notifyQueue } from './consumer/notify-queue.js';
 import { parseAddressAllowlist } from './delivery/address-allowlist.js';
 import { DEFAULT_BREAKER_POLICY } from './delivery/circuit-breaker.js';
@@ -22,6 +21,8 @@ import { NotifyIntake } from './delivery-service/notify-intake.js';
 import { RejectedPushers } from './delivery-service/rejected-pushers.js';
 import { DeliveryMetrics } from './observability/delivery-metrics.js';
 import { MongoDeliveryStore } from './store/mongo-delivery-store.js';
+import { evaluateInProcess, evaluateLimits, evaluateQueue, type EvaluateRunner } from './consumer/evaluate-queue.js';
+import { EvaluatePool } from './evaluate-threads/evaluate-pool.js';
 import { RpcWorker } from './consumer/rpc-worker.js';
 import { mongoClientOptions } from './store/mongo-client-options.js';
 import { MongoPushStore } from './store/mongo-push-store.js';
@@ -55,14 +56,43 @@ export function createWorkerProcess(
   // Created once the database answers; signals and probes may come sooner.
   const running: { worker?: RpcWorker; scheduler?: DeliveryScheduler } = {};
 
-  // Compiled rulesets for `evaluate`, kept current by the change events.
-  const cache = new RulesetCache<CompiledRuleset>({
-    maxEntries: config.evaluate.cacheMaxEntries,
-    maxBytes: config.evaluate.cacheMaxBytes,
-    maxStalenessMs: config.evaluate.maxStalenessMs,
-  });
+  // Compiled rulesets for `evaluate`, kept current by the change events:
+  // in the evaluation threads, or here with `evaluate.threads` 0.
+  const cache =
+    config.evaluate.threads > 0
+      ? undefined
+      : new RulesetCache<CompiledRuleset>({
+          maxEntries: config.evaluate.cacheMaxEntries,
+          maxBytes: config.evaluate.cacheMaxBytes,
+          maxStalenessMs: config.evaluate.maxStalenessMs,
+        });
+  const threads: { pool?: EvaluatePool } = {};
   const metrics = new WorkerMetrics(() => running.worker?.inFlight ?? 0, {
-    cache,
+    cache: cache ?? {
+      get size() {
+        return threads.pool?.cache.size ?? 0;
+      },
+      get bytes() {
+        return threads.pool?.cache.bytes ?? 0;
+      },
+      stats: {
+        get hits() {
+          return threads.pool?.cache.stats.hits ?? 0;
+        },
+        get misses() {
+          return threads.pool?.cache.stats.misses ?? 0;
+        },
+        get invalidations() {
+          return threads.pool?.cache.stats.invalidations ?? 0;
+        },
+        get staleRefreshes() {
+          return threads.pool?.cache.stats.staleRefreshes ?? 0;
+        },
+        get evictions() {
+          return threads.pool?.cache.stats.evictions ?? 0;
+        },
+      },
+    },
     queues: { all: ['request', 'read', 'evaluate', 'deliver'], consumed: () => running.worker?.consumedQueues ?? [] },
   });
   const deliveryMetrics = new DeliveryMetrics(metrics.registry, () => running.scheduler);
@@ -135,16 +165,7 @@ export function createWorkerProcess(
       operationTimeoutMs: config.mongodb.operationTimeoutMs,
       observer: metrics,
     });
-    const evaluations = new EvaluateService(store, {
-      cache,
-      loadChunkSize: config.evaluate.loadChunkSize,
-      sliceMs: config.evaluate.sliceMs,
-      operationTimeoutMs: config.mongodb.operationTimeoutMs,
-      observer: metrics,
-      onUndecodable: (userId) => {
-        log.warn({ userId }, 'stored push rules cannot be decoded: evaluated as the server defaults');
-      },
-    });
+    const evaluate = evaluateRunner(config, log, metrics, store, cache, threads);
     const deliveryStore = new MongoDeliveryStore(db, {
       pendingCollection: config.delivery.pendingCollection,
       acceptedCollection: config.delivery.acceptedCollection,
@@ -197,21 +218,22 @@ export function createWorkerProcess(
         evaluateQueue({
           amqp: config.amqp,
           evaluate: config.evaluate,
-          maxJsonDepth: config.limits.maxJsonDepth,
-          service: evaluations,
+          run: evaluate,
           observer: metrics,
         }),
         notifyQueue({ amqp: config.amqp, delivery: config.delivery, maxJsonDepth: config.limits.maxJsonDepth, intake }),
       ],
       changes: {
         pushRulesChanged: (userId) => {
-          cache.invalidate(userId);
+          cache?.invalidate(userId);
+          threads.pool?.invalidate(userId);
         },
         pushersChanged: (userId) => {
           scheduler.pushersChanged(userId);
         },
         subscriptionReset: () => {
-          cache.clear();
+          cache?.clear();
+          threads.pool?.clear();
           scheduler.changesMissed();
         },
       },
@@ -235,12 +257,54 @@ export function createWorkerProcess(
       await running.worker?.close();
       await running.scheduler?.close();
       await gateways.close();
+      await threads.pool?.close();
       await depth.close();
       await mongo.close().catch(() => undefined);
       await health?.close();
     },
     start,
   };
+}
+
+/** Where `evaluate` bodies are served: a pool of threads (`evaluate.threads`), or this event loop. */
+function evaluateRunner(
+  config: Readonly<Config>,
+  log: Logger,
+  metrics: WorkerMetrics,
+  store: MongoPushStore,
+  cache: RulesetCache<CompiledRuleset> | undefined,
+  threads: { pool?: EvaluatePool },
+): EvaluateRunner {
+  const { evaluate, mongodb, limits } = config;
+  if (cache === undefined) {
+    threads.pool = new EvaluatePool({
+      threads: evaluate.threads,
+      data: {
+        evaluate,
+        mongodb,
+        maxJsonDepth: limits.maxJsonDepth,
+        cacheMaxEntries: evaluate.cacheMaxEntries,
+        cacheMaxBytes: evaluate.cacheMaxBytes,
+      },
+      ...(evaluate.threadYoungGenerationMb > 0
+        ? { resourceLimits: { maxYoungGenerationSizeMb: evaluate.threadYoungGenerationMb } }
+        : {}),
+      logger: log,
+      observer: metrics,
+    });
+    return threads.pool.run;
+  }
+  const service = new EvaluateService(store, {
+    cache,
+    loadChunkSize: evaluate.loadChunkSize,
+    sliceMs: evaluate.sliceMs,
+    operationTimeoutMs: mongodb.operationTimeoutMs,
+    observer: metrics,
+    onUndecodable: (userId) => {
+      log.warn({ userId }, 'stored push rules cannot be decoded: evaluated as the server defaults');
+    },
+  });
+  return evaluateInProcess(service, evaluateLimits(evaluate, limits.maxJsonDepth));
 }
 
 async function ping(db: ReturnType<MongoClient['db']>): Promise<boolean> {

@@ -323,6 +323,25 @@ export const ConfigSchema = Type.Object(
           maximum: 3600000,
           description: 'A cached ruleset read longer ago than this is read again, change event or not.',
         }),
+        /**
+         * Evaluation (parsing, the cache, compiling, the reply) runs in this
+         * many worker threads, so that a large room never blocks the event
+         * loop serving reads, writes and heartbeats. Each thread has its own
+         * cache (the bounds above are shared out) and store connection.
+         */
+        threads: Type.Integer({
+          minimum: 0,
+          maximum: 64,
+          description:
+            'Evaluation threads (parsing, cache, compiling, reply off the event loop); 0: on the event loop itself. The cache bounds are shared out between them.',
+        }),
+        /** A thread's young generation: larger means fewer scavenges per large request, a little more memory. */
+        threadYoungGenerationMb: Type.Integer({
+          minimum: 0,
+          maximum: 1024,
+          description:
+            "An evaluation thread's V8 young generation, in MB (`resourceLimits.maxYoungGenerationSizeMb`); 0: V8's own.",
+        }),
       },
       { additionalProperties: false },
     ),
@@ -543,6 +562,8 @@ export const ENVIRONMENT: readonly {
   { name: 'PUSH_GATEWAY_BODY_TIMEOUT_MS', path: ['delivery', 'bodyTimeoutMs'], kind: 'integer' },
   { name: 'PUSH_GATEWAY_MAX_RESPONSE_BYTES', path: ['delivery', 'maxResponseBytes'], kind: 'integer' },
   { name: 'PUSH_GATEWAY_IP_ALLOWLIST', path: ['delivery', 'gatewayIpAllowlist'], kind: 'list' },
+  { name: 'EVALUATE_THREADS', path: ['evaluate', 'threads'], kind: 'integer' },
+  { name: 'EVALUATE_THREAD_YOUNG_GENERATION_MB', path: ['evaluate', 'threadYoungGenerationMb'], kind: 'integer' },
   { name: 'SHUTDOWN_TIMEOUT_MS', path: ['shutdown', 'timeoutMs'], kind: 'integer' },
   { name: 'HEALTH_ENABLED', path: ['health', 'enabled'], kind: 'boolean' },
   { name: 'HEALTH_HOST', path: ['health', 'host'], kind: 'string' },

@@ -2,9 +2,53 @@ import type { Channel } from 'amqplib';
 import type { Config } from '../config/config-schema.js';
 import type { EvaluateService, EvaluateStats } from '../service/evaluate-service.js';
 import { failureOutcome } from '../service/failure-reply.js';
-import { failure } from '../contract/reply.js';
+import { failure, type Reply } from '../contract/reply.js';
 import { parseEvaluateRequest, type EvaluateLimits } from './evaluate-request.js';
 import type { ConsumedQueue } from './consumed-queue.js';
+
+/** What one `evaluate` body came to: the reply, and what the metrics and the log need. */
+export interface EvaluateRun {
+  readonly reply: Reply;
+  /** Absent when the body was refused before any evaluation (parsing, limits). */
+  readonly stats?: EvaluateStats;
+  readonly cause?: string;
+  readonly failure?: unknown;
+  readonly deadlinePassed?: true;
+}
+
+/**
+ * Parses and evaluates one body of the evaluate queue; never throws. In a
+ * thread of the evaluation pool (src/evaluate-threads/), or on the event
+ * loop itself with `evaluate.threads` 0 (`evaluateInProcess`).
+ */
+export type EvaluateRunner = (
+  body: Uint8Array,
+  context: { readonly deadline: number | undefined },
+) => Promise<EvaluateRun>;
+
+/** The limits of `parseEvaluateRequest`, from the worker's settings. */
+export function evaluateLimits(evaluate: Config['evaluate'], maxJsonDepth: number): EvaluateLimits {
+  return {
+    maxRequestBytes: evaluate.maxRequestBytes,
+    maxJsonDepth,
+    maxEventBytes: evaluate.maxEventBytes,
+    maxRecipients: evaluate.maxRecipients,
+  };
+}
+
+/** Parsing and `service` on the calling thread. */
+export function evaluateInProcess(service: EvaluateService, limits: EvaluateLimits): EvaluateRunner {
+  return async (body, context) => {
+    try {
+      const parsed = parseEvaluateRequest(body, limits);
+      if (!parsed.ok) return { reply: failure(parsed.error) };
+      return await service.handle(parsed.value, { deadline: context.deadline });
+    } catch (error) {
+      // Parsing and the service answer every refusal; this is a bug, and the caller still gets an answer.
+      return failureOutcome(error);
+    }
+  };
+}
 
 /** Narrow hook for the metrics of each evaluation; tests pass object literals. */
 export interface EvaluateObserver {
@@ -14,8 +58,8 @@ export interface EvaluateObserver {
 export interface EvaluateQueueOptions {
   readonly amqp: Config['amqp'];
   readonly evaluate: Config['evaluate'];
-  readonly maxJsonDepth: number;
-  readonly service: EvaluateService;
+  /** Where bodies are parsed and evaluated: the pool's threads, or `evaluateInProcess`. */
+  readonly run: EvaluateRunner;
   readonly observer?: EvaluateObserver;
 }
 
@@ -25,13 +69,7 @@ export interface EvaluateQueueOptions {
  * delivery limit when it is a quorum queue), consumed with its own prefetch.
  */
 export function evaluateQueue(options: EvaluateQueueOptions): ConsumedQueue {
-  const { amqp, evaluate, service, observer } = options;
-  const limits: EvaluateLimits = {
-    maxRequestBytes: evaluate.maxRequestBytes,
-    maxJsonDepth: options.maxJsonDepth,
-    maxEventBytes: evaluate.maxEventBytes,
-    maxRecipients: evaluate.maxRecipients,
-  };
+  const { amqp, evaluate, run, observer } = options;
   return {
     role: 'evaluate',
     queue: evaluate.queue,
@@ -50,10 +88,8 @@ export function evaluateQueue(options: EvaluateQueueOptions): ConsumedQueue {
     },
     serve: async (body, context) => {
       try {
-        const parsed = parseEvaluateRequest(body, limits);
-        if (!parsed.ok) return { reply: failure(parsed.error), conflicts: 0, op: 'evaluate' };
-        const outcome = await service.handle(parsed.value, { deadline: context.deadline });
-        observer?.evaluated(outcome.stats);
+        const outcome = await run(body, { deadline: context.deadline });
+        if (outcome.stats !== undefined) observer?.evaluated(outcome.stats);
         return {
           reply: outcome.reply,
           conflicts: 0,
@@ -63,7 +99,7 @@ export function evaluateQueue(options: EvaluateQueueOptions): ConsumedQueue {
           ...(outcome.deadlinePassed === true ? { deadlinePassed: true as const } : {}),
         };
       } catch (error) {
-        // Parsing and the service answer every refusal; this is a bug, and the caller still gets an answer.
+        // Runners answer every failure; this is a bug, and the caller still gets an answer.
         return { ...failureOutcome(error), conflicts: 0, op: 'evaluate' };
       }
     },

@@ -42,6 +42,7 @@ export const MESSAGES = {
   tooManyConflicts: "Too many concurrent changes to this user's push rules; try again.",
   storageFailure: 'The push rules store failed.',
   internalError: 'Internal error.',
+  evaluationInterrupted: 'The evaluation was interrupted before it finished; try again.',
   untrustedPublisher: 'The publisher of this request is not trusted.',
   homeserverOpWithoutTrustedPublishers:
     'delete_pushers and delete_user_data are homeserver ops: the worker serves them only to trusted publishers, and amqp.trustedPublishers (TRUSTED_PUBLISHERS) is empty.',

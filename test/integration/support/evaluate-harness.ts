@@ -4,7 +4,13 @@ import { inject } from 'vitest';
 import type { Config } from '../../../src/config/config-schema.js';
 import type { CompiledRuleset } from '../../../src/evaluation/compiled-ruleset.js';
 import { createLogger } from '../../../src/logging/logger.js';
-import { evaluateQueue } from '../../../src/consumer/evaluate-queue.js';
+import {
+  evaluateInProcess,
+  evaluateLimits,
+  evaluateQueue,
+  type EvaluateRunner,
+} from '../../../src/consumer/evaluate-queue.js';
+import { EvaluatePool } from '../../../src/evaluate-threads/evaluate-pool.js';
 import { RpcWorker } from '../../../src/consumer/rpc-worker.js';
 import { MongoPushStore } from '../../../src/store/mongo-push-store.js';
 import type { PushStore } from '../../../src/store/push-store.js';
@@ -18,7 +24,6 @@ export interface EvaluatingWorker {
   readonly names: Names;
   readonly evaluateQueueName: string;
   readonly worker: RpcWorker;
-  readonly cache: RulesetCache<CompiledRuleset>;
   close(): Promise<void>;
 }
 
@@ -31,6 +36,8 @@ export interface EvaluatingWorkerOptions {
   /** Wraps the store, e.g. to count its calls. */
   readonly wrapStore?: (store: PushStore) => PushStore;
   readonly trustedPublishers?: readonly string[];
+  /** Evaluation threads (the real evaluate-thread.ts, on the same database); 0 or absent: on the event loop. */
+  readonly threads?: number;
 }
 
 /** One in-process worker consuming a request queue and an evaluate queue of its own. */
@@ -66,29 +73,52 @@ export async function startEvaluatingWorker(options: EvaluatingWorkerOptions): P
     pusherPolicy: { allowInsecureGateways: false },
     limits: TEST_LIMITS,
   });
-  const evaluations = new EvaluateService(store, {
-    cache,
-    loadChunkSize: evaluateSettings.loadChunkSize,
-    sliceMs: evaluateSettings.sliceMs,
-  });
+  const logger = createLogger(process.env['TEST_LOG_LEVEL'] ?? 'silent');
+  const threads = options.threads ?? 0;
+  if (threads > 0 && options.wrapStore !== undefined) throw new Error('a thread reads its own store: no wrapStore');
+  const pool =
+    threads > 0
+      ? new EvaluatePool({
+          threads,
+          data: {
+            evaluate: evaluateSettings,
+            mongodb: { ...DEFAULT_CONFIG.mongodb, url: inject('mongoUrl'), database: options.db.databaseName },
+            maxJsonDepth: TEST_LIMITS.maxJsonDepth,
+            cacheMaxEntries: evaluateSettings.cacheMaxEntries,
+            cacheMaxBytes: evaluateSettings.cacheMaxBytes,
+          },
+          logger,
+        })
+      : undefined;
+  const run: EvaluateRunner =
+    pool?.run ??
+    evaluateInProcess(
+      new EvaluateService(store, {
+        cache,
+        loadChunkSize: evaluateSettings.loadChunkSize,
+        sliceMs: evaluateSettings.sliceMs,
+      }),
+      evaluateLimits(evaluateSettings, TEST_LIMITS.maxJsonDepth),
+    );
   const worker = new RpcWorker(service, {
     amqp: names.amqp,
     limits: TEST_LIMITS,
-    logger: createLogger(process.env['TEST_LOG_LEVEL'] ?? 'silent'),
+    logger,
     queues: [
       evaluateQueue({
         amqp: names.amqp,
         evaluate: evaluateSettings,
-        maxJsonDepth: TEST_LIMITS.maxJsonDepth,
-        service: evaluations,
+        run,
       }),
     ],
     changes: {
       pushRulesChanged: (userId) => {
         cache.invalidate(userId);
+        pool?.invalidate(userId);
       },
       subscriptionReset: () => {
         cache.clear();
+        pool?.clear();
       },
     },
   });
@@ -97,9 +127,9 @@ export async function startEvaluatingWorker(options: EvaluatingWorkerOptions): P
     names,
     evaluateQueueName: evaluateSettings.queue,
     worker,
-    cache,
     close: async () => {
       await worker.close();
+      await pool?.close();
       await deleteTopology(names).catch(() => undefined);
       await deleteQueue(names.amqp.url, evaluateSettings.queue);
     },
