@@ -316,20 +316,55 @@ describe('PushRulesClient.evaluate', () => {
   const ROOM = { member_count: 2, sender_power_level: 0 };
   const RECIPIENTS = [{ user_id: USER, display_name: 'Alice' }];
 
-  it('sends the request to the evaluate queue, with no user and no messageId', async () => {
+  it('sends the request to the evaluate queue, with no user and no messageId, asking for the compact reply', async () => {
     const { client, sent } = recordingTransport();
     await client.evaluate(EVENT, ROOM, RECIPIENTS);
     await client.evaluate(EVENT, ROOM, RECIPIENTS, { explain: true, timeoutMs: 50 });
     expect(sent).toEqual([
       {
-        body: { op: 'evaluate', event: EVENT, room: ROOM, recipients: RECIPIENTS },
+        body: { op: 'evaluate', event: EVENT, room: ROOM, recipients: RECIPIENTS, compact: true },
         options: { queue: 'matrix.push.evaluate' },
       },
       {
-        body: { op: 'evaluate', event: EVENT, room: ROOM, recipients: RECIPIENTS, explain: true },
+        body: { op: 'evaluate', event: EVENT, room: ROOM, recipients: RECIPIENTS, explain: true, compact: true },
         options: { queue: 'matrix.push.evaluate', timeoutMs: 50 },
       },
     ]);
+  });
+
+  const ALICE = '@alice:example.org';
+  const BOB = '@bob:example.org';
+  const CAROL = '@carol:example.org';
+  const LOUD = ['notify', { set_tweak: 'sound', value: 'default' }];
+  it.each([
+    [
+      'groups, expanded into the default form',
+      {
+        notify_groups: [
+          { actions: ['notify'], user_ids: [ALICE, CAROL] },
+          { actions: LOUD, user_ids: [BOB] },
+        ],
+        evaluated: 4,
+      },
+      { notify: { [ALICE]: ['notify'], [CAROL]: ['notify'], [BOB]: LOUD }, evaluated: 4 },
+    ],
+    [
+      'groups with rule_ids',
+      { notify_groups: [], evaluated: 1, rule_ids: { [ALICE]: null } },
+      { notify: {}, evaluated: 1, rule_ids: { [ALICE]: null } },
+    ],
+    [
+      'the default form, from a worker that predates compact',
+      { notify: { [ALICE]: ['notify'] }, evaluated: 1 },
+      { notify: { [ALICE]: ['notify'] }, evaluated: 1 },
+    ],
+  ])('resolves with the default form whatever the worker answered: %s', async (_case, body, expected) => {
+    const transport: RpcTransport = {
+      request: async () => Promise.resolve({ ok: true, body }),
+      close: async () => Promise.resolve(),
+    };
+    const client = new PushRulesClient({ url: 'amqp://unused' }, transport);
+    expect(await client.evaluate(EVENT, ROOM, [])).toEqual(expected);
   });
 
   it('uses the evaluate queue it is configured with', async () => {
