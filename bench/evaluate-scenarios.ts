@@ -16,6 +16,8 @@ import { RpcClient } from '../src/client/rpc-client.js';
 import type { EvaluationRecipient } from '../src/evaluation/evaluation-input.js';
 import { MongoPushStore } from '../src/store/mongo-push-store.js';
 import { runEvaluateKernel } from './evaluate-kernel.js';
+import { decodeRulesetContent } from '../src/push-rules/decode-ruleset.js';
+import { loadWorkload } from '../test/support/evaluate-bench-fixtures.js';
 import { runClosedLoop } from './support/closed-loop.js';
 import {
   counterDelta,
@@ -37,6 +39,7 @@ import {
   type LatencyRow,
   type LoopSummary,
   type MemoryResult,
+  type MentionsRow,
   type MemorySample,
 } from './support/evaluate-report.js';
 import {
@@ -73,7 +76,7 @@ export interface EvaluateContext {
   readonly coldSamples: number;
   /** Take heap snapshots even when the memory target is met. */
   readonly heapProfile: boolean;
-  /** Whether a part (`evaluate/kernel`, `evaluate/latency`, `evaluate/isolation`, `evaluate/cold`, `evaluate/memory`) runs. */
+  /** Whether a part (`evaluate/kernel`, `evaluate/latency`, `evaluate/isolation`, `evaluate/cold`, `evaluate/mentions`, `evaluate/memory`) runs. */
   readonly selected: (part: string) => boolean;
 }
 
@@ -179,6 +182,14 @@ export async function runEvaluateScenarios(ctx: EvaluateContext): Promise<Evalua
         `**Cache cold**: every recipient read from the store. \`stored\`: ${BIG.toLocaleString('en-US')} users each with a stored ruleset (the server defaults, as a worker stores them), their cached entries made stale by waiting more than \`evaluate.maxStalenessMs\` between requests (a stale entry is read again exactly like a missing one). \`no document\`: ${BIG.toLocaleString('en-US')} user IDs never seen before, without stored rules, fresh for every request: the worker still asks the store for them. The database holds the ${BIG.toLocaleString('en-US')} stored users' documents. The worker's counters are read around each request: one that was not ${BIG.toLocaleString('en-US')} misses and no hit would be left out. The first request of each row is not timed (code paths warm). With so few requests, p99 is the slowest of them. \`store …\` rows: the worker's bulk read of the same chunks (${CHUNK} IDs per query, ${LOAD_CONCURRENCY} at once, as EvaluateService does) from the benchmark process, with no broker and no evaluation.`,
       );
     }
+    if (ctx.selected('evaluate/mentions')) {
+      const w = await startWorker('mentions');
+      try {
+        results.mentions = await mentionsRows(ctx, client, w);
+      } finally {
+        await stop(w.child);
+      }
+    }
     if (ctx.selected('evaluate/memory')) {
       const inspectPort = await freePort();
       const w = await startWorker('memory', [`--inspect=127.0.0.1:${inspectPort}`]);
@@ -210,6 +221,82 @@ export async function runEvaluateScenarios(ctx: EvaluateContext): Promise<Evalua
         .catch(() => undefined);
   }
   return results;
+}
+
+const MENTIONS_CONCURRENCIES = [1, 8] as const;
+
+/**
+ * The evaluate-bench `mentions` row end to end (issue 23): its 60 events,
+ * each to its 100 recipients (30 with the row's stored rules, seeded as a
+ * worker stores them), one request per event, cycled in a closed loop at
+ * c = 1 and 8 through `PushRulesClient.evaluate`; and, before them, the
+ * classic echo consumer (the evaluate queue's type and prefetch) given the
+ * very bodies the client sends, which is the broker's and the client's
+ * share of the same round trips.
+ */
+async function mentionsRows(
+  ctx: EvaluateContext,
+  client: PushRulesClient,
+  w: { db: ReturnType<MongoClient['db']> },
+): Promise<MentionsRow[]> {
+  const row = loadWorkload().rows.find((r) => r.name === 'mentions');
+  if (row === undefined) throw new Error('the evaluate-bench workload has no mentions row');
+  await seedRulesetDocuments(w.db, Object.keys(row.rules), (userId) => {
+    const ruleset = decodeRulesetContent(row.rules[userId]);
+    if (ruleset === undefined) throw new Error(`the mentions rules of ${userId} do not decode`);
+    return ruleset;
+  });
+  const pairs = row.recipients.length;
+  const rows: MentionsRow[] = [];
+  const measure = async (id: string, concurrency: number, call: (i: number) => Promise<unknown>) => {
+    const loop = await runClosedLoop({
+      concurrency,
+      warmupMs: ctx.warmupMs,
+      measureMs: ctx.measureMs,
+      // Each caller its own stride through the events.
+      call: async (lane, i) => call(lane + i * concurrency),
+    });
+    const result: MentionsRow = {
+      id,
+      concurrency,
+      pairs,
+      requests: loop.ops,
+      throughput: loop.throughput,
+      p50Ms: loop.p50Ms,
+      p99Ms: loop.p99Ms,
+      errors: loop.errors,
+    };
+    log(
+      `${`${id}/c${concurrency}`.padEnd(36)} ${Math.round(loop.throughput).toString().padStart(6)}/s  p50 ${loop.p50Ms.toFixed(2)} ms  p99 ${loop.p99Ms.toFixed(2)} ms  ${(1e6 / (loop.throughput * pairs)).toFixed(2)} µs/pair${loop.errors > 0 ? `  errors ${loop.errors} (${loop.firstError ?? ''})` : ''}`,
+    );
+    rows.push(result);
+  };
+  const eventAt = (i: number) => row.events[i % row.events.length] ?? row.events[0];
+  const echoQueue = `bench.echo.${ctx.id}.mentions`;
+  const echo = await startEchoConsumer({
+    ...ctx.childEnv(echoQueue, 'unused'),
+    RPC_QUEUE_TYPE: 'classic',
+    RPC_PREFETCH: '8',
+  });
+  const rpc = new RpcClient({ url: ctx.amqpUrl, queue: echoQueue, timeoutMs: TIMEOUT_MS });
+  try {
+    for (const c of MENTIONS_CONCURRENCIES)
+      await measure('broker/echo-classic/mentions', c, async (i) => {
+        const { event, room } = eventAt(i) ?? { event: evaluateEvent(i), room: evaluateRoom(pairs) };
+        // The body PushRulesClient.evaluate sends.
+        return rpc.request({ op: 'evaluate', event, room, recipients: row.recipients, compact: true });
+      });
+  } finally {
+    await rpc.close();
+    await echo.stop();
+    await ctx.deleteQueues(echoQueue).catch(() => undefined);
+  }
+  for (const c of MENTIONS_CONCURRENCIES)
+    await measure('evaluate/mentions', c, async (i) => {
+      const { event, room } = eventAt(i) ?? { event: evaluateEvent(i), room: evaluateRoom(pairs) };
+      return client.evaluate(event, room, row.recipients);
+    });
+  return rows;
 }
 
 /**

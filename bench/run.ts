@@ -9,7 +9,8 @@
  *                 baselines run with any other scenario); `--only evaluate`
  *                 runs only the evaluate part (issue 14), whose parts are
  *                 evaluate/kernel, evaluate/latency, evaluate/isolation,
- *                 evaluate/cold and evaluate/memory
+ *                 evaluate/cold, evaluate/mentions and evaluate/memory
+ *                 (issue 23's table: `--only 'evaluate/(latency|isolation|cold|mentions)'`)
  *   --profile     workers write V8 CPU profiles to bench/results/profiles/
  *   --reps N      evaluate kernel and Synapse: at least N samples per row (5)
  *   --synapse-rows a,b   Synapse's rows to run (all; the others show "not measured")
@@ -113,6 +114,7 @@ const EVALUATE_PARTS = [
   'evaluate/latency',
   'evaluate/isolation',
   'evaluate/cold',
+  'evaluate/mentions',
   'evaluate/memory',
 ];
 const runsClassic = ONLY === undefined || CLASSIC_IDS.some((scenario) => ONLY.test(scenario));

@@ -61,6 +61,14 @@ export function workerNodeFlags(): string[] {
   return (match[1] ?? '').split(' ').filter((flag) => flag !== '');
 }
 
+/**
+ * The worker's script: `dist/main.js`, or `BENCH_WORKER_MAIN` (the
+ * `main.js` of another build, e.g. the code before a change, copied with its
+ * package.json, config/ and a node_modules link) to measure it in the same
+ * conditions: a run of each, back to back, each with its own baselines.
+ */
+const WORKER_MAIN = process.env['BENCH_WORKER_MAIN'] ?? 'dist/main.js';
+
 /** The built worker (`dist/main.js`), as `npm start` runs it (its Node flags too). */
 export async function startWorker(env: NodeJS.ProcessEnv, nodeArgs: readonly string[] = []): Promise<Child> {
   return (await startWorkerWithHealth(env, nodeArgs)).child;
@@ -72,7 +80,7 @@ export async function startWorkerWithHealth(
   nodeArgs: readonly string[] = [],
 ): Promise<{ child: Child; healthPort: number | undefined }> {
   const found = { port: undefined as number | undefined };
-  const child = await startChild('worker', [...workerNodeFlags(), ...nodeArgs, 'dist/main.js'], env, (line) => {
+  const child = await startChild('worker', [...workerNodeFlags(), ...nodeArgs, WORKER_MAIN], env, (line) => {
     if (line.includes('"health and metrics listening"')) {
       const match = /"port":(\d+)/.exec(line);
       if (match?.[1] !== undefined) found.port = Number(match[1]);
