@@ -91,6 +91,20 @@ describe('RulesetCache', () => {
     expect(cache.stats.evictions).toBe(1);
   });
 
+  it('reorders on a hit only from the older half: a hit in the newer half leaves the order as it is', () => {
+    const { cache, load } = aCache({ maxEntries: 4 });
+    for (const user of ['@a:x', '@b:x', '@c:x', '@d:x']) load(user);
+    cache.get('@a:x'); // the older half: now the most recent
+    cache.get('@d:x'); // the newer half: stays where it is, behind @a:x
+    load('@e:x');
+    load('@f:x');
+    load('@g:x');
+    expect(
+      ['@a:x', '@b:x', '@c:x', '@d:x', '@e:x', '@f:x', '@g:x'].map((user) => cache.get(user) !== undefined),
+    ).toEqual([true, false, false, false, true, true, true]);
+    expect(cache.stats.evictions).toBe(3);
+  });
+
   it('evicts the least recently used beyond maxBytes, and never keeps one larger than the whole budget', () => {
     const { cache, load } = aCache({ maxBytes: 100 });
     load('@a:x', 'a', 40);
