@@ -7,7 +7,7 @@ import { nestsDeeperThan } from '../matrix/json-depth.js';
 import { userIdValidator } from '../matrix/user-id.js';
 import { fail, ok, type Result } from '../result/result.js';
 import type { EvaluateCommand } from '../service/command.js';
-import { describeSchemaError } from './parse-request.js';
+import { describeSchemaError } from './schema-error.js';
 
 export interface EvaluateLimits {
   /** The message body, in bytes (TooLarge). */

@@ -1,4 +1,4 @@
-import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import { Ajv, type ValidateFunction } from 'ajv';
 import { LIMIT_MESSAGES, matrixError, MESSAGES } from '../errors/error-catalogue.js';
 import { isJsonObject, type JsonObject } from '../matrix/json.js';
 import { parseUntrustedJson } from '../matrix/parse-untrusted-json.js';
@@ -10,6 +10,7 @@ import { validateRuleBody } from '../push-rules/validate-rule-body.js';
 import { fail, ok, type Result } from '../result/result.js';
 import type { Command } from '../service/command.js';
 import { checkRequestLimits, type RequestLimits } from './request-limits.js';
+import { describeSchemaError } from './schema-error.js';
 import { isOp } from '../contract/ops.js';
 import { REQUEST_SCHEMAS, type Op, type RequestOf } from '../contract/request-schemas.js';
 
@@ -121,11 +122,4 @@ function deviceSelectorOf(request: RequestOf<'delete_pushers'>): Result<DeviceSe
 
 function addressOf(request: { scope: string; kind: string; rule_id: string }) {
   return { scope: request.scope, kind: request.kind, ruleId: request.rule_id };
-}
-
-/** "rule.actions must be array", "request must have required property 'scope'". */
-export function describeSchemaError(error: ErrorObject | undefined): string {
-  if (error === undefined) return 'Request does not match the schema of its op.';
-  const path = error.instancePath === '' ? 'request' : error.instancePath.slice(1).replaceAll('/', '.');
-  return `${path} ${error.message ?? 'is invalid'}.`;
 }

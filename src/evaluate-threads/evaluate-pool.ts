@@ -56,7 +56,8 @@ const COUNTS = ['hits', 'misses', 'invalidations', 'staleRefreshes', 'evictions'
  * Evaluation off the event loop: `threads` worker threads, each running
  * `evaluate-thread.ts` (parsing, its own cache and store connection,
  * compiling, evaluating, the reply encoded). The event loop only copies a
- * body to the least busy thread and publishes the bytes it gets back.
+ * body to the least busy thread and publishes the bytes it gets back. The
+ * threads start with the first request (each costs some 40 MB at rest).
  *
  * A thread that fails (an uncaught throw, an exit, `terminate`) answers
  * every request it held `Unavailable` (the caller may retry; nothing was
@@ -71,6 +72,8 @@ export class EvaluatePool {
   readonly #execArgv: string[];
   #nextId = 1;
   #closing = false;
+  /** Threads are started by the first request: a worker never asked to evaluate does not pay for them. */
+  #started = false;
   /** Counts of threads that are gone, so that the metrics' counters never go back. */
   readonly #retired: Record<(typeof COUNTS)[number], number> = {
     hits: 0,
@@ -96,11 +99,14 @@ export class EvaluatePool {
       cache: EMPTY,
       failedStarts: 0,
     }));
-    for (const slot of this.#slots) this.#start(slot);
   }
 
   /** An `EvaluateRunner`: never rejects. */
   readonly run = async (body: Uint8Array, context: { readonly deadline: number | undefined }): Promise<EvaluateRun> => {
+    if (!this.#started && !this.#closing) {
+      this.#started = true;
+      for (const slot of this.#slots) this.#start(slot);
+    }
     const slot = this.#leastBusy();
     const thread = slot?.thread;
     if (slot === undefined || thread === undefined || this.#closing)
@@ -160,6 +166,11 @@ export class EvaluatePool {
       },
     };
   })();
+
+  /** Threads running now. */
+  get running(): number {
+    return this.#slots.filter((slot) => slot.thread !== undefined).length;
+  }
 
   /** Requests the threads hold now. */
   get inFlight(): number {

@@ -48,11 +48,13 @@ const UNAVAILABLE = {
 };
 
 describe('EvaluatePool', () => {
-  it("publishes a thread's reply bytes as they are, with its stats", async () => {
-    const pool = aPool();
+  it("starts its threads with the first request, and publishes a thread's reply bytes as they are, with its stats", async () => {
+    const pool = aPool({ threads: 2 });
+    expect(pool.running).toBe(0);
     const run = await send(pool, 'echo', 7);
     expect(wire(run)).toMatchObject({ ok: true, body: { echo: 7 } });
     expect(run.stats).toEqual({ recipients: 1, notified: 1, cacheHits: 1, loaded: 0, storeQueries: 0 });
+    expect(pool.running).toBe(2);
     expect(pool.cache.size).toBe(1);
     expect(pool.inFlight).toBe(0);
   });
@@ -101,6 +103,7 @@ describe('EvaluatePool', () => {
 
   it('tells every thread of invalidations and of a cleared cache, before the requests sent after them', async () => {
     const pool = aPool({ threads: 2 });
+    await Promise.all([send(pool, 'echo', 0), send(pool, 'echo', 0)]);
     pool.invalidate('@a:example.org');
     pool.invalidate('@b:example.org');
     pool.clear();
