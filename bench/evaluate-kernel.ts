@@ -112,7 +112,7 @@ export function runEvaluateKernel(options: KernelOptions = {}): KernelRowResult[
   for (const row of workload.rows) {
     if (options.only !== undefined && !options.only.test(row.name)) continue;
     const { rulesetFor, measuredBytes } = compileMeasured(row);
-    const distinct = new Set<CompiledRuleset>(row.recipients.map((recipient) => rulesetFor(recipient)));
+    const distinct = new Set<CompiledRuleset>(row.recipients.map((recipient, index) => rulesetFor(recipient, index)));
     const estimatedBytes = [...distinct].reduce((sum, ruleset) => sum + ruleset.estimatedBytes, 0);
 
     const warmupStarted = performance.now();

@@ -37,10 +37,10 @@ export interface EvaluateCompactReply {
 
 /**
  * A recipient's compiled rules: their stored ruleset compiled, or the shared
- * default ruleset when they have none. Called once per recipient, never for
- * the event's sender.
+ * default ruleset when they have none. Called once per recipient (with its
+ * position in the request's list), never for the event's sender.
  */
-export type RulesetLookup = (recipient: EvaluationRecipient) => CompiledRuleset;
+export type RulesetLookup = (recipient: EvaluationRecipient, index: number) => CompiledRuleset;
 
 /**
  * One request's evaluation in progress. The worker evaluates it in slices
@@ -82,7 +82,7 @@ function evaluateNext(evaluation: Evaluation, rulesetFor: RulesetLookup): void {
   evaluation.outcomes[index] =
     recipient.user_id === event.event.sender
       ? NOT_NOTIFIED
-      : evaluateRecipient(event, rulesetFor(recipient), recipient);
+      : evaluateRecipient(event, rulesetFor(recipient, index), recipient);
 }
 
 /** Evaluates up to `count` more recipients; true when every recipient has been evaluated. */

@@ -104,7 +104,7 @@ export class EvaluateService {
         this.#now,
       );
       const evaluation = startEvaluation(request);
-      const rulesetFor = (recipient: EvaluationRecipient) => rulesets.get(recipient.user_id) ?? sharedDefaultRuleset();
+      const rulesetFor = (_recipient: EvaluationRecipient, index: number) => rulesets[index] ?? sharedDefaultRuleset();
       await this.#inSlices((shouldPause) => evaluateUntil(evaluation, rulesetFor, shouldPause));
       stats.notified = notifiedCount(evaluation);
       // Assembled as text from the few distinct action lists (evaluation-reply-json.ts), never as one object per recipient.
@@ -114,30 +114,48 @@ export class EvaluateService {
     }
   }
 
-  /** Every recipient's compiled rules but the sender's (the sender is never evaluated). */
+  /**
+   * Every recipient's compiled rules but the sender's (the sender is never
+   * evaluated), by position in `recipients` (which holds no user twice): an
+   * array, so that a large room's warm path is one cache lookup per user.
+   */
   async #rulesetsOf(
     recipients: readonly EvaluationRecipient[],
     sender: string,
     stats: { cacheHits: number; loaded: number; storeQueries: number },
     deadline: number | undefined,
-  ): Promise<Map<string, CompiledRuleset>> {
+  ): Promise<(CompiledRuleset | undefined)[]> {
     const { cache, loadChunkSize } = this.#options;
-    const rulesets = new Map<string, CompiledRuleset>();
+    const rulesets = new Array<CompiledRuleset | undefined>(recipients.length);
     const missing: string[] = [];
+    /** Where each missing user is in `recipients`. */
+    const missingAt = new Map<string, number>();
     // Users another evaluation is reading right now: wait for that read, do not read them again.
     const joined: Promise<void>[] = [];
-    for (const { user_id: userId } of recipients) {
+    const now = cache.now();
+    let hits = 0;
+    for (let index = 0; index < recipients.length; index += 1) {
+      const userId = (recipients[index] as EvaluationRecipient).user_id;
       if (userId === sender) continue;
-      const cached = cache.get(userId);
+      const cached = cache.get(userId, now);
       if (cached !== undefined) {
-        rulesets.set(userId, cached);
+        rulesets[index] = cached;
+        hits += 1;
         continue;
       }
       const inFlight = this.#loading.get(userId);
-      if (inFlight === undefined) missing.push(userId);
-      else joined.push(inFlight.then((compiled) => void rulesets.set(userId, compiled)));
+      if (inFlight === undefined) {
+        missing.push(userId);
+        missingAt.set(userId, index);
+      } else {
+        joined.push(
+          inFlight.then((compiled) => {
+            rulesets[index] = compiled;
+          }),
+        );
+      }
     }
-    stats.cacheHits = rulesets.size;
+    stats.cacheHits = hits;
     const chunks: string[][] = [];
     for (let start = 0; start < missing.length; start += loadChunkSize)
       chunks.push(missing.slice(start, start + loadChunkSize));
@@ -151,7 +169,10 @@ export class EvaluateService {
       stats.storeQueries += 1;
       const compiled = await read.run();
       stats.loaded += compiled.size;
-      for (const [userId, ruleset] of compiled) rulesets.set(userId, ruleset);
+      for (const [userId, ruleset] of compiled) {
+        const index = missingAt.get(userId);
+        if (index !== undefined) rulesets[index] = ruleset;
+      }
     };
     try {
       await inBatches(

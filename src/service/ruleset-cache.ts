@@ -81,14 +81,19 @@ export class RulesetCache<V> {
     return this.#bytes;
   }
 
-  /** The cached value, fresh enough to serve, or undefined (a miss). */
-  get(userId: string): V | undefined {
+  /** The cache's clock: read once, passed to `get` for many users. */
+  now(): number {
+    return this.#now();
+  }
+
+  /** The cached value, fresh enough to serve, or undefined (a miss); `now` may be read once for many gets. */
+  get(userId: string, now: number = this.#now()): V | undefined {
     const entry = this.#entries.get(userId);
     if (entry === undefined) {
       this.stats.misses += 1;
       return undefined;
     }
-    if (this.#now() - entry.readAt > this.#options.maxStalenessMs) {
+    if (now - entry.readAt > this.#options.maxStalenessMs) {
       this.#entries.delete(userId);
       this.#bytes -= entry.bytes;
       this.stats.staleRefreshes += 1;

@@ -119,8 +119,8 @@ describe('evaluation in slices', () => {
     const evaluation = startEvaluation(request());
     const textSpy = vi.spyOn(evaluation.event, 'text');
     const rulesets: CompiledRuleset[] = [];
-    const recording: RulesetLookup = (recipient) => {
-      const ruleset = lookup(recipient);
+    const recording: RulesetLookup = (recipient, index) => {
+      const ruleset = lookup(recipient, index);
       rulesets.push(ruleset);
       return ruleset;
     };
