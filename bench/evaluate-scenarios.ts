@@ -291,6 +291,9 @@ async function mentionsRows(
     await echo.stop();
     await ctx.deleteQueues(echoQueue).catch(() => undefined);
   }
+  // The worker's first evaluate starts its evaluation thread: not part of any row.
+  const first = eventAt(0);
+  if (first !== undefined) await client.evaluate(first.event, first.room, row.recipients);
   for (const c of MENTIONS_CONCURRENCIES)
     await measure('evaluate/mentions', c, async (i) => {
       const { event, room } = eventAt(i) ?? { event: evaluateEvent(i), room: evaluateRoom(pairs) };
