@@ -69,7 +69,7 @@ export class EvaluatePool {
   readonly #log: Logger;
   readonly #slots: Slot[];
   readonly #threadUrl: URL;
-  readonly #execArgv: string[];
+  readonly #execArgv: string[] | undefined;
   #nextId = 1;
   #closing = false;
   /** Threads are started by the first request: a worker never asked to evaluate does not pay for them. */
@@ -90,7 +90,8 @@ export class EvaluatePool {
     // From the sources (tests, tsx) the thread runs from the sources too, through the same loader.
     const ownExtension = extname(fileURLToPath(import.meta.url));
     this.#threadUrl = options.threadUrl ?? new URL(`./evaluate-thread${ownExtension}`, import.meta.url);
-    this.#execArgv = extname(fileURLToPath(this.#threadUrl)) === '.ts' ? ['--import', 'tsx'] : [];
+    // Otherwise the thread inherits the process's options (`--cpu-prof` included).
+    this.#execArgv = extname(fileURLToPath(this.#threadUrl)) === '.ts' ? ['--import', 'tsx'] : undefined;
     this.#slots = Array.from({ length: options.threads }, (_, index) => ({
       index,
       thread: undefined,
@@ -217,7 +218,7 @@ export class EvaluatePool {
         cacheMaxEntries: Math.floor(data.cacheMaxEntries / threads),
         cacheMaxBytes: Math.floor(data.cacheMaxBytes / threads),
       } satisfies EvaluateThreadData,
-      execArgv: this.#execArgv,
+      ...(this.#execArgv === undefined ? {} : { execArgv: this.#execArgv }),
       ...(resourceLimits === undefined ? {} : { resourceLimits }),
       name: `evaluate-${slot.index}`,
     });
