@@ -74,6 +74,7 @@ const LAYERS = {
   'evaluate-threads': [
     'consumer',
     'service',
+    'retry',
     'store',
     'contract',
     'evaluation',

@@ -267,6 +267,12 @@ export class EvaluatePool {
           'stored push rules cannot be decoded: evaluated as the server defaults',
         );
         return;
+      case 'store-unreachable':
+        this.#log.warn(
+          { thread: slot.index, err: message.error, attempt: message.attempt, retryInMs: message.retryInMs },
+          'an evaluation thread cannot reach MongoDB; retrying',
+        );
+        return;
       case 'abandoned':
         this.#options.observer?.storeOperationAbandoned(message.operation, message.reason);
         return;

@@ -9,6 +9,7 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { MongoClient } from 'mongodb';
 import { evaluateInProcess, evaluateLimits } from '../consumer/evaluate-queue.js';
+import { retryUntilDone } from '../retry/retry-until-done.js';
 import { encodeReply } from '../contract/reply.js';
 import type { CompiledRuleset } from '../evaluation/compiled-ruleset.js';
 import { EvaluateService } from '../service/evaluate-service.js';
@@ -30,11 +31,33 @@ const cache = new RulesetCache<CompiledRuleset>({
   maxStalenessMs: data.evaluate.maxStalenessMs,
 });
 const mongo = new MongoClient(data.mongodb.url, mongoClientOptions(data.mongodb));
-// Connected now rather than by the first request, whose deadline would pay
-// for it; should it fail, the first read tries again (and the driver
-// reconnects by itself after that).
-mongo.connect().catch(() => undefined);
-const store = new MongoPushStore(mongo.db(data.mongodb.database), {
+// Connected explicitly, again until it works, as the worker does at start:
+// after a failed first connection the driver's topology stays closed and
+// never tries again. Once connected, the driver reconnects by itself.
+// Reads wait for it (within their deadline and the operation timeout);
+// requests that need no read (refused, or all cached) do not.
+let storeConnected = false;
+const connected = retryUntilDone(
+  async () => {
+    await mongo.connect();
+    storeConnected = true;
+  },
+  {
+    policy: { baseMs: 100, maxMs: 1000 },
+    signal: new AbortController().signal,
+    onFailure: (error, attempt, retryInMs) => {
+      post({ type: 'store-unreachable', error: describeError(error), attempt, retryInMs });
+    },
+  },
+);
+/** The store, its reads waiting for the first connection. */
+class ConnectedStore extends MongoPushStore {
+  override async loadManyPushRules(userIds: readonly string[]): ReturnType<MongoPushStore['loadManyPushRules']> {
+    if (!storeConnected) await connected;
+    return super.loadManyPushRules(userIds);
+  }
+}
+const store = new ConnectedStore(mongo.db(data.mongodb.database), {
   accountDataCollection: data.mongodb.accountDataCollection,
   pushersCollection: data.mongodb.pushersCollection,
 });

@@ -66,6 +66,13 @@ export type FromThread =
       readonly cache: CacheSnapshot;
     }
   | { readonly type: 'undecodable'; readonly userId: string }
+  /** The thread's first connection to the store failed; it tries again in `retryInMs`. */
+  | {
+      readonly type: 'store-unreachable';
+      readonly error: ErrorDescription;
+      readonly attempt: number;
+      readonly retryInMs: number;
+    }
   | { readonly type: 'abandoned'; readonly operation: string; readonly reason: AbandonReason };
 
 export function describeError(error: unknown): ErrorDescription {
