@@ -335,7 +335,12 @@ export const ConfigSchema = Type.Object(
           description:
             'Evaluation threads (parsing, cache, compiling, reply off the event loop); 0: on the event loop itself. The cache bounds are shared out between them.',
         }),
-        /** A thread's young generation: larger means fewer scavenges per large request, a little more memory. */
+        /**
+         * A thread's young generation, like the main thread's (`npm start`
+         * runs it with `--max-semi-space-size=8`, a 16 MB young
+         * generation): without a bound V8 lets a busy thread's grow to
+         * several times that, which the memory bound of issue 14 missed.
+         */
         threadYoungGenerationMb: Type.Integer({
           minimum: 0,
           maximum: 1024,
