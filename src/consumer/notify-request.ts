@@ -6,7 +6,7 @@ import { isJsonObject } from '../matrix/json.js';
 import { nestsDeeperThan } from '../matrix/json-depth.js';
 import { isValidUserId } from '../matrix/user-id.js';
 import { fail, ok, type Result } from '../result/result.js';
-import { describeSchemaError } from './parse-request.js';
+import { describeSchemaError } from './schema-error.js';
 
 export interface NotifyLimits {
   /** The message body, in bytes (TooLarge). */

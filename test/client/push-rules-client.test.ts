@@ -361,6 +361,7 @@ describe('PushRulesClient.evaluate', () => {
   ])('resolves with the default form whatever the worker answered: %s', async (_case, body, expected) => {
     const transport: RpcTransport = {
       request: async () => Promise.resolve({ ok: true, body }),
+      publish: async () => Promise.resolve(),
       close: async () => Promise.resolve(),
     };
     const client = new PushRulesClient({ url: 'amqp://unused' }, transport);
