@@ -687,10 +687,12 @@ async function memoryFigures(inspector: Inspector, pid: number, port: number): P
 /** Fills the cache with `users` users on the default rules, 10,000 per request. */
 async function cacheUsers(client: PushRulesClient, prefix: string, users: number): Promise<void> {
   for (let offset = 0; offset < users; offset += BIG) {
-    await client.evaluate(
-      evaluateEvent(offset),
-      evaluateRoom(BIG),
-      recipientsOf(prefix, Math.min(BIG, users - offset), offset),
+    await priming(async () =>
+      client.evaluate(
+        evaluateEvent(offset),
+        evaluateRoom(BIG),
+        recipientsOf(prefix, Math.min(BIG, users - offset), offset),
+      ),
     );
   }
 }
