@@ -156,6 +156,8 @@ function childEnv(queue: string, database = names.database): NodeJS.ProcessEnv {
     EVENTS_EXCHANGE: `${queue}.events`,
     // Its own evaluate queue too: the default one may exist, declared with another dead-letter exchange.
     EVALUATE_QUEUE: evaluateQueueOf(queue),
+    // And its own delivery queue: the shared default is declared with another dead-letter exchange.
+    DELIVERY_QUEUE: `${queue}.deliver`,
     HEALTH_HOST: '127.0.0.1',
     HEALTH_PORT: '0',
   };
@@ -589,6 +591,7 @@ async function deleteQueues(queue: string): Promise<void> {
   await channel.deleteQueue(queue);
   await channel.deleteQueue(readQueueOf(queue));
   await channel.deleteQueue(evaluateQueueOf(queue));
+  await channel.deleteQueue(`${queue}.deliver`);
   await channel.deleteQueue(`${queue}.dead`);
   await channel.deleteExchange(`${queue}.dlx`);
   await channel.deleteExchange(`${queue}.events`);

@@ -1,6 +1,6 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { readFileSync } from 'node:fs';
+import { appendFileSync, readFileSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
@@ -27,6 +27,15 @@ export async function startChild(
   const child = spawn(process.execPath, args, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
   const output: string[] = [];
   child.stderr.on('data', (chunk: Buffer) => output.push(chunk.toString()));
+  // BENCH_CHILD_LOG=<file>: every child's output appended there too, to find out why one died.
+  const logFile = process.env['BENCH_CHILD_LOG'];
+  if (logFile !== undefined && logFile !== '') {
+    const tee = (chunk: Buffer) => {
+      appendFileSync(logFile, `[${name} ${String(child.pid)}] ${chunk.toString()}`);
+    };
+    child.stdout.on('data', tee);
+    child.stderr.on('data', tee);
+  }
   await new Promise<void>((resolve, reject) => {
     const reader = createInterface({ input: child.stdout });
     reader.on('line', (line) => {
