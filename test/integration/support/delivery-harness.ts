@@ -102,6 +102,8 @@ export async function startDeliveringWorker(options: DeliveringWorkerOptions = {
     evaluateQueue: config.evaluate.queue,
     deliverQueue: config.delivery.queue,
     publisherUserId: brokerUser(),
+    // Generous: the test stand-in stalls for seconds when the machine is busy.
+    timeoutMs: 30_000,
   });
   const stopAll = async () => {
     for (const entry of processes.splice(0)) {
