@@ -258,6 +258,53 @@ describe('push gateway double over HTTP', () => {
   });
 });
 
+describe('push gateway double with the light recording (the bench)', () => {
+  let gateway: PushGatewayDouble | undefined;
+
+  afterEach(async () => {
+    await gateway?.close();
+  });
+
+  it('keeps no request whole, only counts and what each device got in order', async () => {
+    gateway = await PushGatewayDouble.start({ recording: 'light' });
+    const body = (eventId: string, pushkeys: readonly string[]) => {
+      const full = notifyBody(pushkeys) as { notification: Record<string, unknown> };
+      return { notification: { ...full.notification, event_id: eventId } };
+    };
+    await (await notify(gateway.notifyUrl, body('$1', ['a', 'b']))).body?.cancel();
+    gateway.behave({ kind: 'status', status: 503 }, { times: 1 });
+    await (await notify(gateway.notifyUrl, body('$2', ['a']))).body?.cancel();
+    await (await notify(gateway.notifyUrl, body('$3', ['a']))).body?.cancel();
+    await (await notify(gateway.notifyUrl, 'not json')).body?.cancel();
+
+    expect(gateway.requests).toEqual([]);
+    await expect(gateway.waitForRequests(4, 50)).resolves.toEqual([]);
+    const stats = gateway.stats;
+    expect(stats).toMatchObject({ requests: 4, answers: { 200: 2, 503: 1, 400: 1 }, devicesDelivered: 3 });
+    expect(stats.lastAt).toBeGreaterThanOrEqual(stats.firstAt ?? Infinity);
+    expect(gateway.deviceLog.get('a')?.map((d) => d.eventId)).toEqual(['$1', '$3']);
+    expect(gateway.deviceLog.get('b')?.map((d) => d.eventId)).toEqual(['$1']);
+
+    gateway.clearRequests();
+    expect(gateway.stats).toEqual({
+      requests: 0,
+      answers: {},
+      devicesDelivered: 0,
+      firstAt: undefined,
+      lastAt: undefined,
+    });
+    expect(gateway.deviceLog.size).toBe(0);
+  });
+
+  it('counts in the full recording too', async () => {
+    gateway = await PushGatewayDouble.start();
+    await (await notify(gateway.notifyUrl)).body?.cancel();
+    expect(gateway.requests).toHaveLength(1);
+    expect(gateway.stats).toMatchObject({ requests: 1, answers: { 200: 1 }, devicesDelivered: 1 });
+    expect(gateway.deviceLog.get('key-1')?.map((d) => d.eventId)).toEqual(['$event']);
+  });
+});
+
 describe('push gateway double going down and up', () => {
   let gateway: PushGatewayDouble | undefined;
 

@@ -77,6 +77,34 @@ export interface RecordedRequest {
   readonly answer: number | 'hang' | 'reset';
 }
 
+/**
+ * What the double keeps of each request. `full`: every request whole
+ * (`requests`), for tests that look at headers and bodies. `light`: only
+ * `stats` and `deviceLog`, for the bench, which sends tens of thousands of
+ * requests and must not measure a double that holds every body.
+ */
+export type Recording = 'full' | 'light';
+
+/** Counts over every request received since the start or the last `clearRequests`, in both recordings. */
+export interface GatewayStats {
+  readonly requests: number;
+  /** Requests by what the double did: the status as a string, `hang` or `reset`. */
+  readonly answers: Readonly<Record<string, number>>;
+  /** Devices of the requests answered 200 (the devices a worker counts as delivered, rejected ones included). */
+  readonly devicesDelivered: number;
+  /** When the first and the last request had been read (ms since the epoch); undefined before any. */
+  readonly firstAt: number | undefined;
+  readonly lastAt: number | undefined;
+}
+
+/** One notification a device got in a request answered 200. */
+export interface DeviceDelivery {
+  /** The notification's `event_id`; empty for a badge update (none). */
+  readonly eventId: string;
+  /** When the request had been read (ms since the epoch). */
+  readonly at: number;
+}
+
 interface Rule {
   readonly behaviour: GatewayBehaviour;
   remaining: number;
@@ -96,9 +124,18 @@ export class PushGatewayDouble {
   readonly #rules = new Map<string | typeof EVERY_REQUEST, Rule>();
   readonly #rejected = new Set<string>();
   readonly #requests: RecordedRequest[] = [];
+  readonly #recording: Recording;
+  #received = 0;
+  #answers: Record<string, number> = {};
+  #devicesDelivered = 0;
+  #firstAt: number | undefined;
+  #lastAt: number | undefined;
+  /** By pushkey, in the order received: what each device got. */
+  readonly #deviceLog = new Map<string, DeviceDelivery[]>();
   readonly #waiters = new Set<() => void>();
 
-  private constructor(tls: { readonly key: string; readonly cert: string } | undefined) {
+  private constructor(tls: { readonly key: string; readonly cert: string } | undefined, recording: Recording) {
+    this.#recording = recording;
     const handler = (request: IncomingMessage, response: ServerResponse): void => {
       this.#receive(request, response);
     };
@@ -114,10 +151,13 @@ export class PushGatewayDouble {
 
   /**
    * A double listening on 127.0.0.1 on a free port: plain HTTP, or HTTPS
-   * with the given key and certificate (see throwaway-ca.ts).
+   * with the given key and certificate (see throwaway-ca.ts). Records every
+   * request whole unless `recording` is `light`.
    */
-  static async start(options: { readonly tls?: { readonly key: string; readonly cert: string } } = {}) {
-    const double = new PushGatewayDouble(options.tls);
+  static async start(
+    options: { readonly tls?: { readonly key: string; readonly cert: string }; readonly recording?: Recording } = {},
+  ) {
+    const double = new PushGatewayDouble(options.tls, options.recording ?? 'full');
     await double.#listen(0);
     return double;
   }
@@ -145,9 +185,25 @@ export class PushGatewayDouble {
     return this.#connections;
   }
 
-  /** Every request received so far, oldest first. */
+  /** Every request received so far, oldest first; always empty with the `light` recording. */
   get requests(): readonly RecordedRequest[] {
     return this.#requests;
+  }
+
+  /** Counts of the requests received so far (both recordings). */
+  get stats(): GatewayStats {
+    return {
+      requests: this.#received,
+      answers: { ...this.#answers },
+      devicesDelivered: this.#devicesDelivered,
+      firstAt: this.#firstAt,
+      lastAt: this.#lastAt,
+    };
+  }
+
+  /** What each device (by pushkey) got in requests answered 200, in the order received (both recordings). */
+  get deviceLog(): ReadonlyMap<string, readonly DeviceDelivery[]> {
+    return this.#deviceLog;
   }
 
   /** Applies a behaviour to every request, or to those with a device of one pushkey (which win), replacing the one before. */
@@ -166,25 +222,29 @@ export class PushGatewayDouble {
     this.#rejected.clear();
   }
 
-  /** Forgets the requests recorded so far. */
+  /** Forgets the requests recorded so far, their counts and the device log. */
   clearRequests(): void {
     this.#requests.length = 0;
+    this.#received = 0;
+    this.#answers = {};
+    this.#devicesDelivered = 0;
+    this.#firstAt = undefined;
+    this.#lastAt = undefined;
+    this.#deviceLog.clear();
   }
 
   /** Resolves with the record once at least `count` requests arrived; rejects after `timeoutMs`. */
   async waitForRequests(count: number, timeoutMs = 5_000): Promise<readonly RecordedRequest[]> {
-    if (this.#requests.length >= count) return this.#requests;
+    if (this.#received >= count) return this.#requests;
     return new Promise((resolve, reject) => {
       const check = (): void => {
-        if (this.#requests.length < count) return;
+        if (this.#received < count) return;
         cleanUp();
         resolve(this.#requests);
       };
       const timer = setTimeout(() => {
         cleanUp();
-        reject(
-          new Error(`the push gateway double got ${this.#requests.length} of ${count} requests in ${timeoutMs} ms`),
-        );
+        reject(new Error(`the push gateway double got ${this.#received} of ${count} requests in ${timeoutMs} ms`));
       }, timeoutMs);
       const cleanUp = (): void => {
         clearTimeout(timer);
@@ -266,7 +326,10 @@ export class PushGatewayDouble {
     const path = request.url ?? '';
     const body = parseJson(rawBody);
     const record = (answer: RecordedRequest['answer'], pushkeys: readonly string[] = []): void => {
-      this.#requests.push({ at: Date.now(), method, path, headers: request.headers, rawBody, body, pushkeys, answer });
+      const at = Date.now();
+      this.#count(at, answer, pushkeys, body);
+      if (this.#recording === 'full')
+        this.#requests.push({ at, method, path, headers: request.headers, rawBody, body, pushkeys, answer });
       for (const waiter of this.#waiters) waiter();
     };
     const refuse = (status: number, errcode: string, error: string): void => {
@@ -336,6 +399,22 @@ export class PushGatewayDouble {
           this.#resetConnection(request);
         });
         return;
+    }
+  }
+
+  #count(at: number, answer: RecordedRequest['answer'], pushkeys: readonly string[], body: unknown): void {
+    this.#received += 1;
+    const key = String(answer);
+    this.#answers[key] = (this.#answers[key] ?? 0) + 1;
+    this.#firstAt ??= at;
+    this.#lastAt = at;
+    if (answer !== 200) return;
+    this.#devicesDelivered += pushkeys.length;
+    const eventId = (body as { notification: { event_id?: string } }).notification.event_id ?? '';
+    for (const pushkey of pushkeys) {
+      const log = this.#deviceLog.get(pushkey);
+      if (log === undefined) this.#deviceLog.set(pushkey, [{ eventId, at }]);
+      else log.push({ eventId, at });
     }
   }
 
