@@ -1,0 +1,253 @@
+import { percentile } from './closed-loop.js';
+import { outageCheckPassed, type OutageCheck } from './outage-check.js';
+import type { TargetCheck } from './report.js';
+
+/** Issue 22's targets. */
+export const FANOUT_RATIO_TARGET = 0.5;
+export const SLOW_GATEWAY_TARGET_MS = 2000;
+export const BATCHED_TIME_RATIO_TARGET = 1.2;
+export const OUTAGE_RSS_TARGET_BYTES = 250 * 1024 * 1024;
+export const ISOLATION_P99_RATIO_TARGET = 2;
+
+/** One fan-out scenario (or its raw limit): several rounds of the same requests, each timed to the last device received. */
+export interface FanOutRow {
+  readonly id: string;
+  readonly devices: number;
+  /** Requests the gateways received per round (the median round's). */
+  readonly requests: number;
+  /** Per measured round: start (publish, or the first send) to the last device received by a gateway. */
+  readonly roundsMs: readonly number[];
+  /** Per measured round: start to the first device received (for the worker, the intake's share: nothing is sent before the message is stored). */
+  readonly firstMs: readonly number[];
+  /** CPU of the watched processes over the measured rounds, in % of one core. */
+  readonly cpu: Readonly<Record<string, number>>;
+}
+
+export const medianMs = (row: FanOutRow) => median(row.roundsMs);
+export const devicesPerSecond = (row: FanOutRow) => row.devices / (medianMs(row) / 1000);
+/** Devices per second from the first device received to the last: the sending alone, the intake left out. */
+export const sendingDevicesPerSecond = (row: FanOutRow) =>
+  row.devices / ((median(row.roundsMs.map((t, i) => t - (row.firstMs[i] ?? 0))) || Number.NaN) / 1000);
+
+export interface OutageResult {
+  readonly devices: number;
+  /** Devices per notification: the room each notification goes to. */
+  readonly room: number;
+  readonly ratePerSecond: number;
+  readonly healthySeconds: number;
+  readonly outageSeconds: number;
+  /** `notify` messages published, and of those not confirmed by the broker. */
+  readonly published: number;
+  readonly publishFailures: number;
+  /** From a notify's publish to its reply (stored and held by the worker): how far the intake lagged behind the load. */
+  readonly intakeLagP50Ms: number;
+  readonly intakeLagMaxMs: number;
+  /** Device notifications published while the gateway was down: what it would get without backoff or breaker. */
+  readonly deviceNotificationsDuringOutage: number;
+  /** Requests the failing gateway received (and answered 503) while it was down. */
+  readonly deadHostRequests: number;
+  /** What the breaker allows in that time (see `breakerBound`). */
+  readonly deadHostBound: number;
+  /** From the gateway coming back to its first request answered 200 (the breaker's probe). */
+  readonly firstDeliveryAfterMs: number;
+  /** Requests in the first second after that probe: the ramp, not the whole backlog at once. */
+  readonly requestsFirstSecondAfter: number;
+  /** From the gateway coming back to the last device delivered. */
+  readonly drainMs: number;
+  readonly workerRssMaxBytes: number;
+  /** The kernel's high-water mark of the worker's RSS at the end. */
+  readonly workerRssHwmBytes: number;
+  readonly check: OutageCheck;
+}
+
+export interface LatencySummary {
+  readonly samples: number;
+  readonly p50Ms: number;
+  readonly p99Ms: number;
+}
+
+export interface IsolationResult {
+  readonly idle: LatencySummary;
+  readonly during: LatencySummary;
+  readonly fanOuts: number;
+}
+
+export interface DeliveryResults {
+  readonly gateways: number;
+  readonly rounds: number;
+  readonly loadAverageAtStart: readonly number[];
+  readonly raw?: FanOutRow;
+  readonly rawSlow?: FanOutRow;
+  readonly fanout?: FanOutRow;
+  readonly slow?: FanOutRow;
+  readonly batched?: FanOutRow;
+  readonly outage?: OutageResult;
+  readonly isolation?: IsolationResult;
+  /** The intake's read of the recipients' pushers, from the bench process (`single`: 10k × 1 device; `triple`: 10k × 3). */
+  readonly storeReadMs?: { readonly single?: number; readonly triple?: number };
+  readonly notes: readonly string[];
+}
+
+/**
+ * Requests a gateway that fails everything may get over `outageMs` with the
+ * default breaker (docs/delivery.md): those in flight when it started
+ * failing (the per-host cap), the failures that open the breaker, and one
+ * probe per opening, the n-th after at least half of 2^(n-1) s (jitter).
+ */
+export function breakerBound(outageMs: number, perHostCap = 32, failureThreshold = 5): number {
+  let probes = 0;
+  for (let waited = 0; waited <= outageMs; probes += 1) waited += 500 * 2 ** probes;
+  return perHostCap + failureThreshold + probes;
+}
+
+export function summarize(latenciesMs: readonly number[]): LatencySummary {
+  const sorted = [...latenciesMs].sort((a, b) => a - b);
+  return { samples: sorted.length, p50Ms: percentile(sorted, 0.5), p99Ms: percentile(sorted, 0.99) };
+}
+
+export function checkDeliveryTargets(r: DeliveryResults): TargetCheck[] {
+  const checks: TargetCheck[] = [];
+  if (r.fanout !== undefined && r.raw !== undefined) {
+    const ratio = devicesPerSecond(r.fanout) / devicesPerSecond(r.raw);
+    checks.push({
+      target: 'delivery: 10k devices, gateways answering at once: devices/s ≥ 0.5 × the raw limit',
+      measured: `${fmt(devicesPerSecond(r.fanout))}/s ÷ ${fmt(devicesPerSecond(r.raw))}/s = ${ratio.toFixed(2)}`,
+      met: ratio >= FANOUT_RATIO_TARGET,
+    });
+  }
+  if (r.slow !== undefined) {
+    checks.push({
+      target: 'delivery: 10k devices, gateways answering after 100 ms: all delivered within 2 s',
+      measured: `${seconds(medianMs(r.slow))}${r.rawSlow === undefined ? '' : ` (raw limit ${seconds(medianMs(r.rawSlow))})`}`,
+      met: medianMs(r.slow) <= SLOW_GATEWAY_TARGET_MS,
+    });
+  }
+  if (r.batched !== undefined) {
+    const ratio = r.fanout === undefined ? Number.NaN : medianMs(r.batched) / medianMs(r.fanout);
+    checks.push({
+      target: 'delivery: 10k recipients × 3 devices on one URL: 10k requests, time ≤ 1.2 × the 10k-device fan-out',
+      measured: `${fmt(r.batched.requests)} requests; ${seconds(medianMs(r.batched))} ÷ ${r.fanout === undefined ? '–' : seconds(medianMs(r.fanout))} = ${Number.isNaN(ratio) ? '–' : ratio.toFixed(2)}`,
+      met: r.batched.requests === r.batched.devices / 3 && ratio <= BATCHED_TIME_RATIO_TARGET,
+      ...(r.fanout === undefined ? { unjudged: true } : {}),
+    });
+  }
+  if (r.outage !== undefined) {
+    const o = r.outage;
+    checks.push(
+      {
+        target: `delivery: gateway down ${o.outageSeconds} s: requests to the dead host bounded by the breaker`,
+        measured: `${fmt(o.deadHostRequests)} (bound ${o.deadHostBound}; ${fmt(o.deviceNotificationsDuringOutage)} device notifications published meanwhile)`,
+        met: o.deadHostRequests <= o.deadHostBound,
+      },
+      {
+        target: 'delivery: worker RSS ≤ 250 MB through the outage',
+        measured: `${mb(o.workerRssMaxBytes)} sampled, ${mb(o.workerRssHwmBytes)} high-water mark`,
+        met: Math.max(o.workerRssMaxBytes, o.workerRssHwmBytes) <= OUTAGE_RSS_TARGET_BYTES,
+      },
+      {
+        target: `delivery: after recovery every device's backlog delivered in order, capped at N`,
+        measured: outageCheckText(o.check),
+        met: outageCheckPassed(o.check),
+      },
+    );
+  }
+  if (r.isolation !== undefined) {
+    const ratio = r.isolation.during.p99Ms / r.isolation.idle.p99Ms;
+    checks.push({
+      target: 'delivery: get_pushrules c=1 p99 while a 10k fan-out is delivered ≤ 2 × idle',
+      measured: `${r.isolation.during.p99Ms.toFixed(2)} ms ÷ ${r.isolation.idle.p99Ms.toFixed(2)} ms = ${ratio.toFixed(2)}`,
+      met: ratio <= ISOLATION_P99_RATIO_TARGET,
+    });
+  }
+  return checks;
+}
+
+function outageCheckText(c: OutageCheck): string {
+  return [
+    `${fmt(c.devices)} devices; backlog ${fmt(c.backlogPublished)} taken in, ${fmt(c.backlogDelivered)} delivered (at most ${c.maxFromBacklog} per device, of a largest backlog of ${c.maxBacklog}${c.maxBacklog > c.maxPending ? '' : ': the cap was not reached'})`,
+    `taken in after the recovery ${fmt(c.laterPublished)}, delivered ${fmt(c.laterDelivered)}`,
+    `devices out of order ${c.outOfOrder}, duplicates ${c.duplicates}, over the cap ${c.overCap}, not the newest ${c.notNewest}, newest missing ${c.lastMissing}, later missing ${c.laterMissing}, lost before ${c.lostBefore}`,
+  ].join('; ');
+}
+
+export function deliveryMarkdown(r: DeliveryResults): string {
+  const lines = [
+    '',
+    `### Delivery (issue 22): ${r.gateways} gateway doubles on loopback, median of ${r.rounds} rounds`,
+    '',
+    '| scenario | devices | requests | first device | last device (median) | rounds | devices/s | ÷ raw | sending only: devices/s (÷ raw) | CPU ms per round |',
+    '|---|---|---|---|---|---|---|---|---|---|',
+  ];
+  const base = r.raw === undefined ? Number.NaN : devicesPerSecond(r.raw);
+  for (const row of [r.raw, r.fanout, r.batched, r.rawSlow, r.slow]) {
+    if (row === undefined) continue;
+    const baseline = row.id.includes('slow') ? r.rawSlow : r.raw;
+    const ratio =
+      baseline === undefined || baseline === row ? Number.NaN : devicesPerSecond(row) / devicesPerSecond(baseline);
+    const cpu = Object.entries(row.cpu)
+      .map(([name, value]) => `${name} ${Math.round(value)}`)
+      .join(', ');
+    const sending = sendingDevicesPerSecond(row);
+    const sendingRatio =
+      baseline === undefined || baseline === row ? Number.NaN : sending / sendingDevicesPerSecond(baseline);
+    lines.push(
+      `| ${row.id} | ${fmt(row.devices)} | ${fmt(row.requests)} | ${ms(median(row.firstMs))} | ${ms(medianMs(row))} | ${row.roundsMs.map((t) => Math.round(t)).join(', ')} ms | ${fmt(devicesPerSecond(row))} | ${Number.isNaN(ratio) ? '–' : ratio.toFixed(2)} | ${fmt(sending)}${Number.isNaN(sendingRatio) ? '' : ` (${sendingRatio.toFixed(2)})`} | ${cpu} |`,
+    );
+  }
+  if (Number.isNaN(base)) lines.push('', 'No raw limit in this run.');
+  const reads = r.storeReadMs;
+  if (reads !== undefined)
+    lines.push(
+      '',
+      `Store: the intake's read of the recipients' pushers alone, from the bench process: ${[
+        reads.single === undefined ? '' : `10k × 1 device ${ms(reads.single)}`,
+        reads.triple === undefined ? '' : `10k × 3 devices ${ms(reads.triple)}`,
+      ]
+        .filter((text) => text !== '')
+        .join('; ')}.`,
+    );
+  if (r.outage !== undefined) {
+    const o = r.outage;
+    lines.push(
+      '',
+      `#### Gateway down ${o.outageSeconds} s`,
+      '',
+      '| load | published | intake lag p50 (max) | dead-host requests (bound) | first 200 after it came back | requests in the next second | drained after | worker RSS max (HWM) |',
+      '|---|---|---|---|---|---|---|---|',
+      `| ${o.ratePerSecond} notify/s × ${o.room} devices of ${fmt(o.devices)}, ${o.healthySeconds} s healthy first | ${fmt(o.published)} (${o.publishFailures} failed) | ${seconds(o.intakeLagP50Ms)} (${seconds(o.intakeLagMaxMs)}) | ${fmt(o.deadHostRequests)} (${o.deadHostBound}) | ${seconds(o.firstDeliveryAfterMs)} | ${fmt(o.requestsFirstSecondAfter)} | ${seconds(o.drainMs)} | ${mb(o.workerRssMaxBytes)} (${mb(o.workerRssHwmBytes)}) |`,
+      '',
+      `Per device: ${outageCheckText(o.check)}.`,
+      ...(o.check.examples.length === 0
+        ? []
+        : [
+            '',
+            'Devices that broke a rule (event numbers received, in order):',
+            '',
+            ...o.check.examples.map((e) => `- ${e}`),
+          ]),
+    );
+  }
+  if (r.isolation !== undefined) {
+    const { idle, during, fanOuts } = r.isolation;
+    lines.push(
+      '',
+      '#### Other queues while delivering',
+      '',
+      '| get_pushrules c=1 | samples | p50 | p99 |',
+      '|---|---|---|---|',
+      `| idle | ${fmt(idle.samples)} | ${ms(idle.p50Ms)} | ${ms(idle.p99Ms)} |`,
+      `| during ${fanOuts} fan-outs of 10k | ${fmt(during.samples)} | ${ms(during.p50Ms)} | ${ms(during.p99Ms)} |`,
+    );
+  }
+  for (const note of r.notes) lines.push('', note);
+  return lines.join('\n');
+}
+
+function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted.length === 0 ? Number.NaN : (sorted[Math.floor((sorted.length - 1) / 2)] ?? Number.NaN);
+}
+const fmt = (n: number) => (Number.isFinite(n) ? Math.round(n).toLocaleString('en-US') : '–');
+const ms = (n: number) => (Number.isFinite(n) ? `${Math.round(n)} ms` : '–');
+const seconds = (n: number) => (Number.isFinite(n) ? `${(n / 1000).toFixed(2)} s` : '–');
+const mb = (bytes: number) => (Number.isFinite(bytes) ? `${Math.round(bytes / 1024 / 1024)} MB` : '–');

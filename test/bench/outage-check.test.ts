@@ -1,0 +1,71 @@
+import { describe, expect, it } from 'vitest';
+import { checkOutage, outageCheckPassed, type Published } from '../../bench/support/outage-check.js';
+
+const OUTAGE = 1000;
+/**
+ * Notifications 1..n published at 100 ms intervals from 0, each taken in 50 ms later: 1-10 before the
+ * outage (at 1000), up to 40 during it (recovered at 4000).
+ */
+const published = (n: number): Published[] =>
+  Array.from({ length: n }, (_, i) => ({ n: i + 1, at: i * 100, takenInAt: i * 100 + 50 }));
+const got = (...pairs: [number, number][]) => pairs.map(([n, at]) => ({ eventId: `$${n}`, at }));
+const check = (delivered: ReturnType<typeof got>, maxPending = 3, count = 20) =>
+  checkOutage({
+    published: new Map([['k', published(count)]]),
+    delivered: new Map([['k', delivered]]),
+    outageStart: OUTAGE,
+    recoveredAt: 4000,
+    maxPending,
+    eventNumber: (id) => Number(id.slice(1)),
+  });
+const before = (last: number) => Array.from({ length: last }, (_, i): [number, number] => [i + 1, i * 100 + 5]);
+
+describe('checkOutage', () => {
+  it('passes the newest N of the backlog delivered in order after the outage', () => {
+    const result = check(got(...before(9), [18, 5000], [19, 5001], [20, 5002]));
+    expect(result).toMatchObject({ backlogPublished: 11, backlogDelivered: 3, maxFromBacklog: 3, overCap: 0 });
+    expect(outageCheckPassed(result)).toBe(true);
+  });
+
+  it('counts a flood: more than N of the backlog', () => {
+    const result = check(got(...before(9), [17, 5000], [18, 5000], [19, 5001], [20, 5002]));
+    expect(result).toMatchObject({ overCap: 1, maxFromBacklog: 4, notNewest: 1 });
+    expect(outageCheckPassed(result)).toBe(false);
+  });
+
+  it('counts order broken and duplicates', () => {
+    const result = check(got(...before(9), [19, 5000], [18, 5001], [20, 5002], [20, 5003]));
+    expect(result).toMatchObject({ outOfOrder: 1, duplicates: 1 });
+  });
+
+  it('counts an older notification delivered instead of a newer one, and the newest missing', () => {
+    const result = check(got(...before(9), [12, 5000], [18, 5001], [19, 5002]));
+    expect(result).toMatchObject({ notNewest: 1, lastMissing: 1, overCap: 0 });
+  });
+
+  it('counts a notification lost before the outage, and one never published', () => {
+    const result = check(got(...before(9).filter(([n]) => n !== 4), [18, 5000], [19, 5001], [20, 5002], [99, 5003]));
+    expect(result).toMatchObject({ lostBefore: 1, strangers: 1 });
+  });
+
+  it('counts the backlog from the last delivery before the outage, not from its start', () => {
+    // 9 and 10 were published before the outage but not delivered yet: they are backlog too.
+    const result = check(got(...before(8), [19, 5000], [20, 5001]), 2);
+    expect(result).toMatchObject({ backlogPublished: 12, backlogDelivered: 2, notNewest: 0 });
+  });
+
+  it('leaves what was taken in after the recovery out of the backlog: it must all be delivered', () => {
+    const after = Array.from({ length: 5 }, (_, i): [number, number] => [41 + i, 6000 + i]);
+    const result = check(got(...before(9), [38, 5000], [39, 5001], [40, 5002], ...after), 3, 45);
+    expect(result).toMatchObject({ backlogPublished: 31, laterPublished: 5, laterDelivered: 5, notNewest: 0 });
+    expect(outageCheckPassed(result)).toBe(true);
+    const lost = check(got(...before(9), [38, 5000], [39, 5001], [40, 5002], ...after.slice(1)), 3, 45);
+    expect(lost).toMatchObject({ laterDelivered: 4, laterMissing: 1 });
+    expect(outageCheckPassed(lost)).toBe(false);
+  });
+
+  it('wants the whole backlog when it is under N', () => {
+    expect(outageCheckPassed(check(got(...before(9), [10, 5000], [11, 5001]), 3, 11))).toBe(true);
+    expect(check(got(...before(9), [11, 5001]), 3, 11)).toMatchObject({ notNewest: 1 });
+  });
+});
