@@ -24,6 +24,13 @@
  * `--only import` runs only the import row (issue 25): a generated Synapse
  * SQLite file of `--import-users` users (100,000), imported by the store's
  * own bulk writes and by the whole importer.
+ *
+ * `--only delivery` runs only the delivery part (issue 22), whose parts are
+ * delivery/raw, delivery/fanout, delivery/slow, delivery/batched,
+ * delivery/outage and delivery/isolation:
+ *   --delivery-outage-seconds N   how long the gateway fails in delivery/outage (60)
+ *   --delivery-outage-room N      devices each notification of delivery/outage goes to (all 2,000)
+ *   --delivery-rounds N           measured fan-outs per scenario, after one unmeasured (3)
  */
 import { randomUUID } from 'node:crypto';
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
@@ -52,6 +59,8 @@ import { checkEvaluateTargets, evaluateMarkdown, type EvaluateResults } from './
 import { runEvaluateScenarios } from './evaluate-scenarios.js';
 import { checkFailoverTargets, failoverMarkdown, runFailover, type FailoverResult } from './failover.js';
 import { checkImportTargets, importMarkdown, runImportBench, type ImportBenchResult } from './support/import-load.js';
+import { runDeliveryScenarios } from './delivery.js';
+import { checkDeliveryTargets, deliveryMarkdown, type DeliveryResults } from './support/delivery-report.js';
 import {
   echoCall,
   mixedCall,
@@ -79,6 +88,9 @@ const { values: flags } = parseArgs({
     'cold-samples': { type: 'string' },
     'heap-profile': { type: 'boolean', default: false },
     'import-users': { type: 'string' },
+    'delivery-outage-seconds': { type: 'string' },
+    'delivery-outage-room': { type: 'string' },
+    'delivery-rounds': { type: 'string' },
   },
 });
 const MEASURE_MS = Number(flags.seconds ?? (flags.long ? 10 : 3)) * 1000;
@@ -121,6 +133,15 @@ const runsClassic = ONLY === undefined || CLASSIC_IDS.some((scenario) => ONLY.te
 const runsEvaluate = (part: string) => ONLY === undefined || ONLY.test(part);
 const runsFailover = ONLY === undefined || ONLY.test('failover');
 const runsImport = ONLY === undefined || ONLY.test('import');
+const DELIVERY_PARTS = [
+  'delivery/raw',
+  'delivery/fanout',
+  'delivery/slow',
+  'delivery/batched',
+  'delivery/outage',
+  'delivery/isolation',
+];
+const runsDelivery = (part: string) => ONLY === undefined || ONLY.test(part);
 
 const AMQP_URL = process.env['AMQP_URL'] ?? 'amqp://guest:guest@127.0.0.1:5672';
 const MONGODB_URL = process.env['MONGODB_URL'] ?? 'mongodb://127.0.0.1:27017';
@@ -303,16 +324,37 @@ async function main(): Promise<void> {
       });
     }
 
+    let delivery: DeliveryResults | undefined;
+    if (DELIVERY_PARTS.some(runsDelivery)) {
+      delivery = await runDeliveryScenarios({
+        amqpUrl: AMQP_URL,
+        mongo,
+        id,
+        childEnv,
+        deleteQueues,
+        workerArgs: PROFILE_ARGS,
+        others,
+        warmupMs: WARMUP_MS,
+        measureMs: MEASURE_MS,
+        rounds: Number(flags['delivery-rounds'] ?? 3),
+        outageSeconds: Number(flags['delivery-outage-seconds'] ?? 60),
+        outageRoom: Number(flags['delivery-outage-room'] ?? 2000),
+        selected: runsDelivery,
+      });
+    }
+
     const checks = [
       ...(runsClassic ? checkTargets(results, peaks) : []),
       ...(evaluate === undefined ? [] : checkEvaluateTargets(evaluate)),
       ...(failover === undefined ? [] : checkFailoverTargets(failover)),
       ...(imported === undefined ? [] : checkImportTargets(imported)),
+      ...(delivery === undefined ? [] : checkDeliveryTargets(delivery)),
     ];
     const evaluateSection = [
       evaluate === undefined ? '' : evaluateMarkdown(evaluate),
       failover === undefined ? '' : failoverMarkdown(failover),
       imported === undefined ? '' : importMarkdown(imported),
+      delivery === undefined ? '' : deliveryMarkdown(delivery),
     ].join('\n');
     const table = runsClassic
       ? markdown(results, checks, peaks, evaluateSection)
@@ -339,12 +381,16 @@ async function main(): Promise<void> {
             only: flags.only ?? null,
             reps: flags.reps ?? null,
             coldSamples: flags['cold-samples'] ?? null,
+            deliveryOutageSeconds: flags['delivery-outage-seconds'] ?? null,
+            deliveryOutageRoom: flags['delivery-outage-room'] ?? null,
+            deliveryRounds: flags['delivery-rounds'] ?? null,
           },
           workerPeakRss: peaks,
           results,
           evaluate: evaluate ?? null,
           failover: failover ?? null,
           import: imported ?? null,
+          delivery: delivery ?? null,
           targets: checks,
         },
         null,

@@ -1,0 +1,595 @@
+/**
+ * The delivery part of `npm run bench` (issue 22): `notify` fan-outs from a
+ * worker to push gateway doubles on loopback, next to the raw limit of the
+ * same HTTP client sending the same requests with no broker and no store;
+ * a gateway outage under load; and the read queue's latency while a
+ * fan-out is delivered. See bench/README.md ("Delivery").
+ */
+import * as os from 'node:os';
+import { setTimeout as sleep } from 'node:timers/promises';
+import amqp from 'amqplib';
+import type { Db, MongoClient } from 'mongodb';
+import { PushRulesClient, type NotifyRecipient } from '../src/client/push-rules-client.js';
+import { loadConfig } from '../src/config/load-config.js';
+import { parseAddressAllowlist } from '../src/delivery/address-allowlist.js';
+import { planIntake, type PlannedDelivery } from '../src/delivery/intake-plan.js';
+import { GatewayClient } from '../src/delivery-http/gateway-client.js';
+import { MongoPushStore } from '../src/store/mongo-push-store.js';
+import {
+  benchNotification,
+  benchRecipients,
+  deliveryAudience,
+  deliveryPushersOf,
+  pushkeyOf,
+  seedPushers,
+  type DeliveryAudience,
+} from './support/delivery-seed.js';
+import {
+  breakerBound,
+  summarize,
+  type DeliveryResults,
+  type FanOutRow,
+  type IsolationResult,
+  type OutageResult,
+} from './support/delivery-report.js';
+import { GatewayFleet } from './support/gateway-fleet.js';
+import { checkOutage, type Published } from './support/outage-check.js';
+import { startWorker, type Child } from './support/processes.js';
+import { cpuSeconds, peakRssBytes, rssBytes } from './support/proc-stats.js';
+
+export interface DeliveryContext {
+  readonly amqpUrl: string;
+  readonly mongo: MongoClient;
+  /** The run's id, for queue and database names. */
+  readonly id: string;
+  /** A worker's environment: the default configuration on this queue (and the queues named after it) and database. */
+  readonly childEnv: (queue: string, database: string) => NodeJS.ProcessEnv;
+  /** Deletes the queues and exchanges `childEnv` names after `queue`. */
+  readonly deleteQueues: (queue: string) => Promise<void>;
+  /** Extra node arguments of the workers (`--profile`). */
+  readonly workerArgs: readonly string[];
+  /** Other processes whose CPU is shown (the broker, the store). */
+  readonly others: Readonly<Record<string, number | undefined>>;
+  readonly warmupMs: number;
+  readonly measureMs: number;
+  /** Measured rounds per fan-out scenario, after one unmeasured. */
+  readonly rounds: number;
+  /** How long the gateway is down in the outage scenario. */
+  readonly outageSeconds: number;
+  /** Devices each notification of the outage scenario goes to. */
+  readonly outageRoom: number;
+  /** Whether a part (`delivery/raw`, `/fanout`, `/slow`, `/batched`, `/outage`, `/isolation`) runs. */
+  readonly selected: (part: string) => boolean;
+}
+
+/** Several ports, several gateways: the per-host cap (32 in flight) applies to each. */
+const GATEWAYS = 4;
+const FANOUT_USERS = 10_000;
+const SLOW_GATEWAY_MS = 100;
+const OUTAGE_DEVICES = 2000;
+const OUTAGE_RATE = 50;
+const OUTAGE_HEALTHY_MS = 10_000;
+const ISOLATION_FANOUTS = 3;
+const ROUND_TIMEOUT_MS = 300_000;
+/** The bench workers' MongoDB timeouts (the driver's socket and pool wait, and each store operation's). */
+const STAND_IN_TIMEOUT_MS = 120_000;
+const DEFAULTS = loadConfig();
+const PENDING_COLLECTION = DEFAULTS.delivery.pendingCollection;
+
+const log = (line: string) => {
+  console.error(line);
+};
+
+export async function runDeliveryScenarios(ctx: DeliveryContext): Promise<DeliveryResults> {
+  const loadAverageAtStart = os.loadavg();
+  log(`delivery: load average ${loadAverageAtStart.map((l) => l.toFixed(2)).join(' ')} at the start`);
+  const results: { -readonly [K in keyof DeliveryResults]: DeliveryResults[K] } = {
+    gateways: GATEWAYS,
+    rounds: ctx.rounds,
+    loadAverageAtStart,
+    notes: [],
+  };
+  const queue = `bench.push.rpc.${ctx.id}.d`;
+  const deliverQueue = `${queue}.deliver`;
+  const publisher = brokerUser(ctx.amqpUrl);
+  const env = (database: string): NodeJS.ProcessEnv => ({
+    ...ctx.childEnv(queue, database),
+    DELIVERY_QUEUE: deliverQueue,
+    PUSH_GATEWAY_IP_ALLOWLIST: '127.0.0.1/32',
+    ALLOW_INSECURE_PUSH_GATEWAYS: 'true',
+    TRUSTED_PUBLISHERS: publisher,
+    // The stand-in reads a 10k-recipient intake's pushers in 15-20 s (it scans the collection for each
+    // `$in` list, see `storeRead`): with the default 2 s pool wait and 5 s socket timeout some of those
+    // reads fail, and the intake starts the whole message again, for ever. See bench/README.md.
+    MONGODB_SOCKET_TIMEOUT_MS: String(STAND_IN_TIMEOUT_MS),
+    MONGODB_WAIT_QUEUE_TIMEOUT_MS: String(STAND_IN_TIMEOUT_MS),
+    MONGODB_OPERATION_TIMEOUT_MS: String(STAND_IN_TIMEOUT_MS),
+  });
+  const databases: string[] = [];
+  const database = async (part: string, audience: DeliveryAudience): Promise<{ name: string; db: Db }> => {
+    const name = `bench_push_${ctx.id}_delivery_${part}`;
+    databases.push(name);
+    const db = ctx.mongo.db(name);
+    await seedPushers(db, audience);
+    return { name, db };
+  };
+  const workers: Child[] = [];
+  const start = async (name: string) => {
+    const worker = await startWorker(env(name), ctx.workerArgs);
+    workers.push(worker);
+    return worker;
+  };
+  const stop = async (worker: Child) => {
+    await worker.stop();
+    workers.splice(workers.indexOf(worker), 1);
+  };
+
+  const fleet = await GatewayFleet.start(GATEWAYS);
+  const client = new PushRulesClient({
+    url: ctx.amqpUrl,
+    queue,
+    readQueue: `${queue}.read`,
+    deliverQueue,
+    publisherUserId: publisher,
+    timeoutMs: 60_000,
+  });
+  const pids = (worker?: Child) => ({
+    ...(worker === undefined ? {} : { worker: worker.pid }),
+    gateways: fleet.pid,
+    ...ctx.others,
+  });
+  try {
+    const single = deliveryAudience('d1', FANOUT_USERS, 1, fleet.notifyUrls);
+    const raw = ctx.selected('delivery/raw') || ctx.selected('delivery/fanout');
+    const slow = ctx.selected('delivery/slow');
+    if (raw || slow) {
+      const planned = plan(single, '$raw');
+      if (raw) {
+        log('delivery/raw: the gateway client alone, the same 10k requests, gateways answering at once');
+        results.raw = await rawRow('delivery/raw', planned, single.devices, fleet, ctx.rounds, pids());
+      }
+      if (slow) {
+        log(`delivery/raw-slow: the same, gateways answering after ${SLOW_GATEWAY_MS} ms`);
+        await fleet.behave({ kind: 'answer', delayMs: SLOW_GATEWAY_MS });
+        results.rawSlow = await rawRow('delivery/raw-slow', planned, single.devices, fleet, ctx.rounds, pids());
+        await fleet.restore();
+      }
+    }
+    if (ctx.selected('delivery/fanout') || slow || ctx.selected('delivery/isolation')) {
+      const { name, db } = await database('single', single);
+      if (ctx.selected('delivery/fanout'))
+        results.storeReadMs = { ...results.storeReadMs, single: await storeRead(db, single) };
+      const worker = await start(name);
+      try {
+        if (ctx.selected('delivery/fanout')) {
+          log('delivery/fanout: one notify to 10k recipients, one device each');
+          results.fanout = await workerRow('delivery/fanout', client, single, fleet, db, ctx.rounds, pids(worker));
+        }
+        if (slow) {
+          log(`delivery/slow: the same, gateways answering after ${SLOW_GATEWAY_MS} ms`);
+          await fleet.behave({ kind: 'answer', delayMs: SLOW_GATEWAY_MS });
+          results.slow = await workerRow('delivery/slow', client, single, fleet, db, ctx.rounds, pids(worker));
+          await fleet.restore();
+        }
+        if (ctx.selected('delivery/isolation')) {
+          log('delivery/isolation: get_pushrules c=1, idle, then while 10k fan-outs are delivered');
+          results.isolation = await isolation(client, single, fleet, db, ctx);
+        }
+      } finally {
+        await stop(worker);
+      }
+    }
+    if (ctx.selected('delivery/batched')) {
+      log('delivery/batched: one notify to 10k recipients with 3 devices each on one URL');
+      const triple = deliveryAudience('d3', FANOUT_USERS, 3, fleet.notifyUrls);
+      const { name, db } = await database('triple', triple);
+      results.storeReadMs = { ...results.storeReadMs, triple: await storeRead(db, triple) };
+      const worker = await start(name);
+      try {
+        results.batched = await workerRow('delivery/batched', client, triple, fleet, db, ctx.rounds, pids(worker));
+      } finally {
+        await stop(worker);
+      }
+    }
+    if (ctx.selected('delivery/outage')) {
+      log(
+        `delivery/outage: ${OUTAGE_RATE} notify/s to ${ctx.outageRoom} of ${OUTAGE_DEVICES} devices, the gateway failing for ${ctx.outageSeconds} s`,
+      );
+      const audience = deliveryAudience('o', OUTAGE_DEVICES, 1, fleet.notifyUrls.slice(0, 1));
+      const { name, db } = await database('outage', audience);
+      const worker = await start(name);
+      try {
+        // Replies may come long after the publish when the intake lags: a deadline that never cuts one short.
+        const patient = new PushRulesClient({
+          url: ctx.amqpUrl,
+          queue,
+          deliverQueue,
+          publisherUserId: publisher,
+          timeoutMs: 2 * ctx.outageSeconds * 1000 + 600_000,
+        });
+        try {
+          results.outage = await outage(patient, audience, fleet, db, worker, ctx);
+        } finally {
+          await patient.close();
+        }
+      } finally {
+        await stop(worker);
+      }
+    }
+  } finally {
+    await Promise.all(workers.map(async (w) => w.stop()));
+    await client.close();
+    await fleet.stop();
+    await ctx.deleteQueues(queue).catch(() => undefined);
+    await deleteQueue(ctx.amqpUrl, deliverQueue).catch(() => undefined);
+    for (const name of databases)
+      await ctx.mongo
+        .db(name)
+        .dropDatabase()
+        .catch(() => undefined);
+  }
+  return results;
+}
+
+/**
+ * The store's share of an intake: the recipients' pushers read as the
+ * intake reads them (`listPushers` for each, at once, batched by the
+ * store), from this process, with no broker and no worker.
+ */
+async function storeRead(db: Db, audience: DeliveryAudience): Promise<number> {
+  const store = new MongoPushStore(db, { accountDataCollection: 'account_data', pushersCollection: 'pushers' });
+  await store.ensureIndexes();
+  const startedAt = Date.now();
+  const lists = await Promise.all(audience.userIds.map(async (userId) => store.listPushers(userId)));
+  const ms = Date.now() - startedAt;
+  const found = lists.reduce((sum, list) => sum + list.length, 0);
+  if (found !== audience.devices) throw new Error(`the store read ${found} pushers, not ${audience.devices}`);
+  log(`  store: the pushers of ${audience.userIds.length} recipients (${found} devices) read in ${ms} ms`);
+  return ms;
+}
+
+/** The requests the worker plans for one notify to the audience: the raw limit sends exactly these. */
+function plan(audience: DeliveryAudience, eventId: string): readonly PlannedDelivery[] {
+  const pushers = deliveryPushersOf(audience);
+  return planIntake(
+    { op: 'notify', notification: benchNotification(eventId), recipients: benchRecipients(audience.userIds) },
+    (userId) => pushers.get(userId) ?? [],
+    { notifyId: 'raw', seq: 1, acceptedAt: Date.now() },
+  ).deliveries;
+}
+
+interface Round {
+  readonly ms: number;
+  readonly firstMs: number;
+  readonly requests: number;
+}
+
+/**
+ * One unmeasured round (connections, JIT), then `rounds` measured ones,
+ * with the CPU time each watched process spent over the measured rounds.
+ */
+async function rows(
+  id: string,
+  devices: number,
+  rounds: number,
+  pids: Readonly<Record<string, number | undefined>>,
+  round: (n: number) => Promise<Round>,
+): Promise<FanOutRow> {
+  await round(0);
+  const before = cpuOf(pids);
+  const measured: Round[] = [];
+  for (let n = 1; n <= rounds; n += 1) {
+    const r = await round(n);
+    log(
+      `  ${id} round ${n}: first device ${Math.round(r.firstMs)} ms, last ${Math.round(r.ms)} ms, ${r.requests} requests`,
+    );
+    measured.push(r);
+  }
+  const after = cpuOf(pids);
+  const cpu = Object.fromEntries(
+    Object.keys(after).map((name) => [name, (((after[name] ?? 0) - (before[name] ?? 0)) * 1000) / rounds]),
+  );
+  const sorted = [...measured].sort((a, b) => a.ms - b.ms);
+  const middle = sorted[Math.floor((sorted.length - 1) / 2)];
+  return {
+    id,
+    devices,
+    requests: middle?.requests ?? 0,
+    roundsMs: measured.map((r) => r.ms),
+    firstMs: measured.map((r) => r.firstMs),
+    cpu,
+  };
+}
+
+/** CPU seconds so far of each watched process, this one as `load`. */
+function cpuOf(pids: Readonly<Record<string, number | undefined>>): Record<string, number> {
+  const load = process.cpuUsage();
+  const cpu: Record<string, number> = { load: (load.user + load.system) / 1e6 };
+  for (const [name, pid] of Object.entries(pids)) if (pid !== undefined) cpu[name] = cpuSeconds(pid);
+  return cpu;
+}
+
+/** The raw limit: the worker's HTTP client, configured as the worker configures it, sending the planned requests at once. */
+async function rawRow(
+  id: string,
+  planned: readonly PlannedDelivery[],
+  devices: number,
+  fleet: GatewayFleet,
+  rounds: number,
+  pids: Readonly<Record<string, number | undefined>>,
+): Promise<FanOutRow> {
+  const sender = new GatewayClient({
+    allowlist: parseAddressAllowlist(['127.0.0.1/32']),
+    maxInFlight: DEFAULTS.delivery.maxInFlight,
+    maxInFlightPerOrigin: DEFAULTS.delivery.maxInFlightPerHost,
+    connectTimeoutMs: DEFAULTS.delivery.connectTimeoutMs,
+    headersTimeoutMs: DEFAULTS.delivery.headersTimeoutMs,
+    bodyTimeoutMs: DEFAULTS.delivery.bodyTimeoutMs,
+    maxBodyBytes: DEFAULTS.delivery.maxResponseBytes,
+  });
+  try {
+    return await rows(id, devices, rounds, pids, async () => {
+      await fleet.clear();
+      const startedAt = Date.now();
+      const exchanges = await Promise.all(planned.map(async (d) => sender.send(d.url, d.bodyJson)));
+      const failed = exchanges.filter((e) => e.kind !== 'response' || e.status !== 200);
+      if (failed.length > 0) throw new Error(`${failed.length} raw requests failed: ${JSON.stringify(failed[0])}`);
+      const stats = await fleet.waitForDevices(devices, ROUND_TIMEOUT_MS);
+      return {
+        ms: (stats.lastAt ?? Number.NaN) - startedAt,
+        firstMs: (stats.firstAt ?? Number.NaN) - startedAt,
+        requests: stats.requests,
+      };
+    });
+  } finally {
+    await sender.close();
+  }
+}
+
+let events = 0;
+
+/** One notify to the whole audience per round (reply: false, resolved on the broker's confirm), timed to the last device a gateway received. */
+async function workerRow(
+  id: string,
+  client: PushRulesClient,
+  audience: DeliveryAudience,
+  fleet: GatewayFleet,
+  db: Db,
+  rounds: number,
+  pids: Readonly<Record<string, number | undefined>>,
+): Promise<FanOutRow> {
+  const recipients = benchRecipients(audience.userIds);
+  return rows(id, audience.devices, rounds, pids, async () => fanOut(client, recipients, audience.devices, fleet, db));
+}
+
+async function fanOut(
+  client: PushRulesClient,
+  recipients: readonly NotifyRecipient[],
+  devices: number,
+  fleet: GatewayFleet,
+  db: Db,
+): Promise<Round & { readonly startedAt: number; readonly lastAt: number }> {
+  await fleet.clear();
+  events += 1;
+  const notification = benchNotification(`$fanout${events}`);
+  const startedAt = Date.now();
+  await client.notify(notification, recipients);
+  const stats = await fleet.waitForDevices(devices, ROUND_TIMEOUT_MS);
+  const lastAt = stats.lastAt ?? Number.NaN;
+  // Idle before the next round: every request done with and deleted from the store.
+  await pendingDrained(db, ROUND_TIMEOUT_MS);
+  return {
+    ms: lastAt - startedAt,
+    firstMs: (stats.firstAt ?? Number.NaN) - startedAt,
+    requests: stats.requests,
+    startedAt,
+    lastAt,
+  };
+}
+
+async function pendingDrained(db: Db, timeoutMs: number): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const pending = await db.collection(PENDING_COLLECTION).countDocuments();
+    if (pending === 0) return;
+    if (Date.now() > end) throw new Error(`${pending} deliveries still pending after ${timeoutMs} ms`);
+    await sleep(100);
+  }
+}
+
+/**
+ * `get_pushrules` at c = 1 on the read queue: alone, then while 10k
+ * fan-outs are delivered one after the other. Only requests that started
+ * after a notify was published and ended before its last device was
+ * received count as "during".
+ */
+async function isolation(
+  client: PushRulesClient,
+  audience: DeliveryAudience,
+  fleet: GatewayFleet,
+  db: Db,
+  ctx: DeliveryContext,
+): Promise<IsolationResult> {
+  const recipients = benchRecipients(audience.userIds);
+  const timed = (untilMs: number) => {
+    const samples: { start: number; end: number }[] = [];
+    const state = { stop: false };
+    const loop = (async () => {
+      for (let i = 0; !state.stop && Date.now() < untilMs; i += 1) {
+        const user = audience.userIds[i % audience.userIds.length] ?? '';
+        const start = performance.timeOrigin + performance.now();
+        await client.getPushRules(user);
+        samples.push({ start, end: performance.timeOrigin + performance.now() });
+      }
+    })();
+    return { samples, stop: async () => ((state.stop = true), loop) };
+  };
+  // Warm: connections, the worker's read path, the JIT.
+  await timed(Date.now() + ctx.warmupMs).stop();
+  const idleLoop = timed(Date.now() + ctx.measureMs);
+  await sleep(ctx.measureMs);
+  await idleLoop.stop();
+  const idle = idleLoop.samples.map((s) => s.end - s.start);
+
+  const during = timed(Infinity);
+  const windows: { from: number; to: number }[] = [];
+  try {
+    for (let n = 0; n < ISOLATION_FANOUTS; n += 1) {
+      const r = await fanOut(client, recipients, audience.devices, fleet, db);
+      windows.push({ from: r.startedAt, to: r.lastAt });
+    }
+  } finally {
+    await during.stop();
+  }
+  const inWindows = during.samples
+    .filter((s) => windows.some((w) => s.start >= w.from && s.end <= w.to))
+    .map((s) => s.end - s.start);
+  return { idle: summarize(idle), during: summarize(inWindows), fanOuts: ISOLATION_FANOUTS };
+}
+
+/**
+ * A gateway failing (503 to everything) for `outageSeconds` under a steady
+ * load, then answering again. See bench/README.md for why each
+ * notification goes to a room of `outageRoom` devices, not to all 2,000.
+ */
+async function outage(
+  client: PushRulesClient,
+  audience: DeliveryAudience,
+  fleet: GatewayFleet,
+  db: Db,
+  worker: Child,
+  ctx: DeliveryContext,
+): Promise<OutageResult> {
+  const room = Math.min(ctx.outageRoom, OUTAGE_DEVICES);
+  const rooms = Math.ceil(OUTAGE_DEVICES / room);
+  const outageMs = ctx.outageSeconds * 1000;
+  const members = (r: number) => audience.userIds.slice(r * room, (r + 1) * room);
+  const roomRecipients = Array.from({ length: rooms }, (_, r) => benchRecipients(members(r)));
+  const sent: { n: number; at: number; room: number; takenInAt: number }[] = [];
+  await fleet.restore();
+  await fleet.clear();
+  const rss = { max: 0 };
+  const sampler = setInterval(() => {
+    rss.max = Math.max(rss.max, rssBytes(worker.pid) || 0);
+  }, 250);
+  const sends: Promise<void>[] = [];
+  const failures = { count: 0, first: '' };
+  const startedAt = Date.now();
+  const loadEnd = startedAt + OUTAGE_HEALTHY_MS + outageMs;
+  const times = { outageStart: Number.NaN, restoredAt: Number.NaN };
+  const switches = (async () => {
+    await sleep(OUTAGE_HEALTHY_MS);
+    await fleet.behave({ kind: 'status', status: 503 }, 0);
+    // Taken once the double fails everything: every 200 before this instant was before the outage.
+    times.outageStart = Date.now();
+    log(`  the gateway fails everything (503) for ${ctx.outageSeconds} s`);
+    await sleep(loadEnd - Date.now());
+    // Taken before the double answers again: every 200 after the outage is after this instant.
+    times.restoredAt = Date.now();
+    await fleet.restore();
+    log('  the gateway answers again; the load stops');
+  })();
+  const progress = setInterval(() => {
+    const taken = sent.filter((p) => Number.isFinite(p.takenInAt)).length;
+    log(`  ${Math.round((Date.now() - startedAt) / 1000)} s: ${sent.length} published, ${taken} taken in`);
+  }, 5000);
+  // An open loop: each notify at its time, whatever the worker does. With a reply: when it comes, the
+  // worker has stored and holds the deliveries, which is when they join their devices' backlogs.
+  // At most one second of load unanswered: when the intake is slower than the load, the load
+  // follows it (the broker then queues a second of messages, not minutes of them).
+  const outstanding = { count: 0 };
+  for (let k = 0; ; k += 1) {
+    const due = startedAt + (k * 1000) / OUTAGE_RATE;
+    if (due >= loadEnd) break;
+    if (due > Date.now()) await sleep(due - Date.now());
+    while (outstanding.count >= OUTAGE_RATE && Date.now() < loadEnd) await sleep(5);
+    if (Date.now() >= loadEnd) break;
+    const entry = { n: k, at: Date.now(), room: k % rooms, takenInAt: Number.NaN };
+    sent.push(entry);
+    outstanding.count += 1;
+    sends.push(
+      client.notify(benchNotification(`$o${k}`), roomRecipients[entry.room] ?? [], { reply: true }).then(
+        () => {
+          entry.takenInAt = Date.now();
+          outstanding.count -= 1;
+        },
+        (error: unknown) => {
+          outstanding.count -= 1;
+          failures.count += 1;
+          failures.first ||= error instanceof Error ? error.message : String(error);
+        },
+      ),
+    );
+  }
+  await switches;
+  const deadHost = (await fleet.stats()).answers['503'] ?? 0;
+  log(`  ${sent.length} notify messages published; ${deadHost} requests reached the failing gateway`);
+  await Promise.all(sends);
+  clearInterval(progress);
+  if (failures.count > 0) log(`  ${failures.count} notify messages failed: ${failures.first}`);
+  const lags = sent.map((p) => p.takenInAt - p.at).filter(Number.isFinite);
+  log(
+    `  every notify taken in (intake lag p50 ${Math.round(summarize(lags).p50Ms)} ms, max ${Math.round(Math.max(...lags))} ms); waiting for the backlog`,
+  );
+  await pendingDrained(db, 2 * outageMs + 180_000);
+  clearInterval(sampler);
+  const hwm = peakRssBytes(worker.pid);
+  const delivered = await fleet.deviceLog(0);
+  const afterRestore = [...delivered.values()]
+    .flat()
+    .map((d) => d.at)
+    .filter((at) => at >= times.restoredAt)
+    .sort((a, b) => a - b);
+  const firstAfter = afterRestore[0] ?? Number.NaN;
+  const published = new Map<string, Published[]>(audience.userIds.map((_, i) => [pushkeyOf('o', i), []]));
+  for (const p of sent) {
+    for (let i = p.room * room; i < Math.min((p.room + 1) * room, OUTAGE_DEVICES); i += 1)
+      published.get(pushkeyOf('o', i))?.push({ n: p.n, at: p.at, takenInAt: p.takenInAt });
+  }
+  const check = checkOutage({
+    published,
+    delivered,
+    outageStart: times.outageStart,
+    recoveredAt: firstAfter,
+    maxPending: DEFAULTS.delivery.maxPendingPerDevice,
+    eventNumber: (eventId) => Number(eventId.slice(2)),
+  });
+  return {
+    devices: OUTAGE_DEVICES,
+    room,
+    ratePerSecond: OUTAGE_RATE,
+    healthySeconds: OUTAGE_HEALTHY_MS / 1000,
+    outageSeconds: ctx.outageSeconds,
+    published: sent.length,
+    publishFailures: failures.count,
+    intakeLagP50Ms: summarize(lags).p50Ms,
+    intakeLagMaxMs: Math.max(...lags),
+    deviceNotificationsDuringOutage: sent
+      .filter((p) => p.at >= times.outageStart && p.at < times.restoredAt)
+      .reduce((sum, p) => sum + members(p.room).length, 0),
+    deadHostRequests: deadHost,
+    deadHostBound: breakerBound(outageMs, DEFAULTS.delivery.maxInFlightPerHost),
+    firstDeliveryAfterMs: firstAfter - times.restoredAt,
+    requestsFirstSecondAfter: afterRestore.filter((at) => at < firstAfter + 1000).length,
+    drainMs: (afterRestore.at(-1) ?? Number.NaN) - times.restoredAt,
+    workerRssMaxBytes: rss.max,
+    workerRssHwmBytes: hwm,
+    check,
+  };
+}
+
+/** The broker user the bench publishes as (the AMQP URL's): the one `TRUSTED_PUBLISHERS` must name. */
+function brokerUser(amqpUrl: string): string {
+  const user = new URL(amqpUrl.split(',')[0] ?? amqpUrl).username;
+  return user === '' ? 'guest' : decodeURIComponent(user);
+}
+
+async function deleteQueue(amqpUrl: string, queue: string): Promise<void> {
+  const connection = await amqp.connect(amqpUrl);
+  try {
+    const channel = await connection.createChannel();
+    await channel.deleteQueue(queue);
+  } finally {
+    await connection.close();
+  }
+}
