@@ -412,14 +412,22 @@ async function isolation(
 ): Promise<IsolationResult> {
   const recipients = benchRecipients(audience.userIds);
   const timed = (untilMs: number) => {
-    const samples: { start: number; end: number }[] = [];
+    const samples: { start: number; end: number; error?: string }[] = [];
     const state = { stop: false };
     const loop = (async () => {
       for (let i = 0; !state.stop && Date.now() < untilMs; i += 1) {
         const user = audience.userIds[i % audience.userIds.length] ?? '';
         const start = performance.timeOrigin + performance.now();
-        await client.getPushRules(user);
-        samples.push({ start, end: performance.timeOrigin + performance.now() });
+        // A failed read counts, as slow as it took: a read that fails while delivery runs is the isolation failing.
+        const error = await client.getPushRules(user).then(
+          () => undefined,
+          (failure: unknown) => (failure instanceof Error ? failure.message : String(failure)),
+        );
+        samples.push({
+          start,
+          end: performance.timeOrigin + performance.now(),
+          ...(error === undefined ? {} : { error }),
+        });
       }
     })();
     return { samples, stop: async () => ((state.stop = true), loop) };
@@ -441,10 +449,14 @@ async function isolation(
   } finally {
     await during.stop();
   }
-  const inWindows = during.samples
-    .filter((s) => windows.some((w) => s.start >= w.from && s.end <= w.to))
-    .map((s) => s.end - s.start);
-  return { idle: summarize(idle), during: summarize(inWindows), fanOuts: ISOLATION_FANOUTS };
+  const inWindows = during.samples.filter((s) => windows.some((w) => s.start >= w.from && s.end <= w.to));
+  const errors = inWindows.filter((s) => s.error !== undefined);
+  if (errors.length > 0) log(`  ${errors.length} get_pushrules failed while delivering: ${errors[0]?.error ?? ''}`);
+  return {
+    idle: { ...summarize(idle), errors: idleLoop.samples.filter((s) => s.error !== undefined).length },
+    during: { ...summarize(inWindows.map((s) => s.end - s.start)), errors: errors.length },
+    fanOuts: ISOLATION_FANOUTS,
+  };
 }
 
 /**

@@ -1,0 +1,69 @@
+import { describe, expect, it } from 'vitest';
+import {
+  breakerBound,
+  checkDeliveryTargets,
+  deliveryMarkdown,
+  devicesPerSecond,
+  sendingDevicesPerSecond,
+  type FanOutRow,
+} from '../../bench/support/delivery-report.js';
+
+const row = (id: string, roundsMs: number[], firstMs: number[], devices = 10_000, requests = 10_000): FanOutRow => ({
+  id,
+  devices,
+  requests,
+  roundsMs,
+  firstMs,
+  cpu: { worker: 1000 },
+});
+
+describe('breakerBound', () => {
+  it('allows the requests in flight, the failures that open the breaker, and a probe per doubling step', () => {
+    // Probes at least 0.5, 1, 2, 4, 8, 16, 32 s apart: 7 fit in 60 s (63.5 s would be the 8th).
+    expect(breakerBound(60_000)).toBe(32 + 5 + 7);
+    expect(breakerBound(15_000)).toBe(32 + 5 + 5);
+  });
+});
+
+describe('delivery figures', () => {
+  it('takes the median round, and the sending alone from the first device to the last', () => {
+    const r = row('delivery/fanout', [4000, 2000, 3000], [1000, 500, 1000]);
+    expect(devicesPerSecond(r)).toBe(10_000 / 3);
+    expect(sendingDevicesPerSecond(r)).toBe(10_000 / 2);
+  });
+
+  it('judges the fan-out on the raw limit, the batched scenario on requests and time, isolation on p99', () => {
+    const checks = checkDeliveryTargets({
+      gateways: 4,
+      rounds: 3,
+      loadAverageAtStart: [],
+      raw: row('delivery/raw', [2000], [100]),
+      fanout: row('delivery/fanout', [3000], [1000]),
+      batched: row('delivery/batched', [3900], [1000], 30_000, 10_000),
+      slow: row('delivery/slow', [2500], [1000]),
+      isolation: {
+        idle: { samples: 100, p50Ms: 1, p99Ms: 2, errors: 0 },
+        during: { samples: 100, p50Ms: 1, p99Ms: 5, errors: 0 },
+        fanOuts: 3,
+      },
+      notes: [],
+    });
+    expect(checks.map((c) => c.met)).toEqual([true, false, false, false]);
+    expect(checks[0]?.measured).toContain('= 0.67');
+    expect(checks[2]?.measured).toContain('10,000 requests');
+    expect(checks[3]?.measured).toContain('= 2.50');
+  });
+
+  it('prints every row with its ratio to the raw limit of the same gateways', () => {
+    const text = deliveryMarkdown({
+      gateways: 4,
+      rounds: 1,
+      loadAverageAtStart: [],
+      raw: row('delivery/raw', [2000], [100]),
+      fanout: row('delivery/fanout', [4000], [1000]),
+      notes: ['a note'],
+    });
+    expect(text).toContain('| delivery/fanout | 10,000 | 10,000 | 1000 ms | 4000 ms | 4000 ms | 2,500 | 0.50 |');
+    expect(text).toContain('a note');
+  });
+});
