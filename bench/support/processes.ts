@@ -11,8 +11,12 @@ export interface Child {
   readonly name: string;
   readonly process: ChildProcess;
   readonly pid: number;
+  /** Its last lines of output (stdout and stderr), to explain a scenario that failed. */
+  recentOutput(): readonly string[];
   stop(): Promise<void>;
 }
+
+const RECENT_LINES = 20;
 
 /**
  * Starts a Node process and resolves once a stdout line satisfies `ready`.
@@ -26,7 +30,15 @@ export async function startChild(
 ): Promise<Child> {
   const child = spawn(process.execPath, args, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
   const output: string[] = [];
-  child.stderr.on('data', (chunk: Buffer) => output.push(chunk.toString()));
+  const recent: string[] = [];
+  const remember = (line: string) => {
+    recent.push(line);
+    if (recent.length > RECENT_LINES) recent.shift();
+  };
+  child.stderr.on('data', (chunk: Buffer) => {
+    output.push(chunk.toString());
+    remember(chunk.toString());
+  });
   // BENCH_CHILD_LOG=<file>: every child's output appended there too, to find out why one died.
   const logFile = process.env['BENCH_CHILD_LOG'];
   if (logFile !== undefined && logFile !== '') {
@@ -40,6 +52,7 @@ export async function startChild(
     const reader = createInterface({ input: child.stdout });
     reader.on('line', (line) => {
       if (output.length < 200) output.push(line);
+      remember(line);
       if (ready(line)) resolve();
     });
     child.once('exit', (code, signal) => {
@@ -52,6 +65,7 @@ export async function startChild(
     name,
     process: child,
     pid,
+    recentOutput: () => [...recent],
     stop: async () => {
       if (child.exitCode !== null || child.signalCode !== null) return;
       const exited = once(child, 'exit');
