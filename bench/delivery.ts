@@ -7,7 +7,6 @@
  */
 import * as os from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
-import amqp from 'amqplib';
 import type { Db, MongoClient } from 'mongodb';
 import { PushRulesClient, type NotifyRecipient } from '../src/client/push-rules-client.js';
 import { loadConfig } from '../src/config/load-config.js';
@@ -95,6 +94,7 @@ export async function runDeliveryScenarios(ctx: DeliveryContext): Promise<Delive
   const publisher = brokerUser(ctx.amqpUrl);
   const env = (database: string): NodeJS.ProcessEnv => ({
     ...ctx.childEnv(queue, database),
+    // As `childEnv` names it (and `deleteQueues` deletes it): the client below publishes there.
     DELIVERY_QUEUE: deliverQueue,
     PUSH_GATEWAY_IP_ALLOWLIST: '127.0.0.1/32',
     ALLOW_INSECURE_PUSH_GATEWAYS: 'true',
@@ -272,7 +272,6 @@ export async function runDeliveryScenarios(ctx: DeliveryContext): Promise<Delive
     await client.close();
     await fleet.stop();
     await ctx.deleteQueues(queue).catch(() => undefined);
-    await deleteQueue(ctx.amqpUrl, deliverQueue).catch(() => undefined);
     for (const name of databases)
       await ctx.mongo
         .db(name)
@@ -645,14 +644,4 @@ async function outage(
 function brokerUser(amqpUrl: string): string {
   const user = new URL(amqpUrl.split(',')[0] ?? amqpUrl).username;
   return user === '' ? 'guest' : decodeURIComponent(user);
-}
-
-async function deleteQueue(amqpUrl: string, queue: string): Promise<void> {
-  const connection = await amqp.connect(amqpUrl);
-  try {
-    const channel = await connection.createChannel();
-    await channel.deleteQueue(queue);
-  } finally {
-    await connection.close();
-  }
 }
