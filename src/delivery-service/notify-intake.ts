@@ -61,6 +61,7 @@ export class NotifyIntake {
   readonly #now: () => number;
   #lastSeq = 0;
   #tail: Promise<unknown> = Promise.resolve();
+  #readTail: Promise<void> = Promise.resolve();
 
   constructor(options: NotifyIntakeOptions) {
     this.#options = options;
@@ -74,14 +75,23 @@ export class NotifyIntake {
     const seq = Math.max(this.#lastSeq + 1, acceptedAt * 1000);
     this.#lastSeq = seq;
     const previous = this.#tail;
+    // One message reads its pushers at a time (the next while this one is stored): a
+    // prefetch of large fan-outs must not hit the store with all their reads at once.
+    const previousRead = this.#readTail;
+    let readDone: () => void = () => undefined;
+    this.#readTail = new Promise<void>((resolve) => {
+      readDone = resolve;
+    });
     // Once, outside the retries: a retry after a write that half went through stores the same IDs.
     const notifyId = messageId ?? randomUUID();
     const work = this.#retrying(async () => {
+      await previousRead;
       if (messageId !== undefined) {
         const found = await this.#options.store.findAccepted(messageId);
         if (found !== undefined) return { recipients: found.recipients, devices: found.devices, replayed: true };
       }
       const pushers = await this.#options.pushers.listPushersOfUsers(pushedUserIds(request));
+      readDone();
       const plan = planIntake(request, (userId) => (pushers.get(userId) ?? []).map(toDeliveryPusher), {
         notifyId,
         seq,
@@ -101,6 +111,7 @@ export class NotifyIntake {
       return { recipients: plan.recipients, devices: plan.devices, replayed: false };
     });
     this.#tail = work.catch(() => undefined);
+    void work.catch(() => undefined).finally(readDone);
     return work;
   }
 
