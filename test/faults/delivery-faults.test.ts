@@ -73,16 +73,19 @@ describe.skipIf(noCa !== undefined)('push delivery under faults', () => {
     console.log(
       `[delivery-faults] SIGKILL after ${String(atKill)} of 10,000 requests: every device delivered, ${String(duplicates)} duplicate(s) (sent, the answer lost with the worker)`,
     );
-    // At most what was in flight at the kill (the per-host cap) plus the answers not yet deleted.
-    expect(duplicates).toBeLessThan(1_000);
+    // At least once: what was sent before the kill and not yet deleted (deletions go in batches, and the
+    // stand-in is slow at them) is sent again, each at most once more.
+    expect(duplicates).toBeLessThanOrEqual(atKill + 128);
+    expect([...deliveredByDevice(world.gateway.requests).values()].every((list) => list.length <= 2)).toBe(true);
   }, 300_000);
 
   it('a broker restart during delivery neither stops the deliveries under way nor loses the next notify', async () => {
-    const world = await openDeliveryWorld(2);
+    // 8 in flight to a gateway answering in 50 ms: 2,000 devices take 12 s, and the outage falls in the middle.
+    const world = await openDeliveryWorld(2, { PUSH_GATEWAY_MAX_IN_FLIGHT_PER_HOST: '8' });
     d = world;
     const all = users(2_000, 'restart');
     await world.seedPushers(all);
-    world.gateway.behave({ kind: 'answer', delayMs: 10 });
+    world.gateway.behave({ kind: 'answer', delayMs: 50 });
     await world.client.notify(aMessage(1), recipients(all), { reply: true, timeoutMs: 120_000 });
     await until(() => world.gateway.requests.length >= 200, 60_000, '200 requests');
     await services('stop-rabbitmq');
@@ -116,11 +119,12 @@ describe.skipIf(noCa !== undefined)('push delivery under faults', () => {
   }, 300_000);
 
   it('a store stall during delivery loses nothing: sends go on, a notify published meanwhile is taken in once it is back', async () => {
-    const world = await openDeliveryWorld(1);
+    // 8 in flight to a gateway answering in 50 ms: 1,000 devices take 6 s, and the stall falls in the middle.
+    const world = await openDeliveryWorld(1, { PUSH_GATEWAY_MAX_IN_FLIGHT_PER_HOST: '8' });
     d = world;
     const all = users(1_000, 'stall');
     await world.seedPushers(all);
-    world.gateway.behave({ kind: 'answer', delayMs: 10 });
+    world.gateway.behave({ kind: 'answer', delayMs: 50 });
     await world.client.notify(aMessage(1), recipients(all), { reply: true, timeoutMs: 120_000 });
     await until(() => world.gateway.requests.length >= 100, 60_000, '100 requests');
     await services('stop-mongo');
