@@ -3,9 +3,9 @@ import type { EvaluateRequestBody } from '../contract/ops.js';
 import { EvaluateRequestSchema } from '../contract/request-schemas.js';
 import { LIMIT_MESSAGES, matrixError } from '../errors/error-catalogue.js';
 import { isJsonObject, type JsonObject } from '../matrix/json.js';
-import { nestsDeeperThan } from '../matrix/json-depth.js';
 import { userIdValidator } from '../matrix/user-id.js';
 import { fail, ok, type Result } from '../result/result.js';
+import { parseSingleOpBody } from './single-op-body.js';
 import type { EvaluateCommand } from '../service/command.js';
 import { describeSchemaError } from './schema-error.js';
 
@@ -27,24 +27,9 @@ export interface EvaluateLimits {
  * properties and never merges the event into anything.
  */
 export function parseEvaluateRequest(body: Uint8Array, limits: EvaluateLimits): Result<EvaluateCommand> {
-  if (body.byteLength > limits.maxRequestBytes) {
-    return fail(matrixError('TooLarge', LIMIT_MESSAGES.requestTooLarge(limits.maxRequestBytes)));
-  }
-  const text = Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString('utf8');
-  if (nestsDeeperThan(text, limits.maxJsonDepth))
-    return fail(matrixError('BadJson', LIMIT_MESSAGES.jsonTooDeep(limits.maxJsonDepth)));
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    return fail(matrixError('BadJson', 'Request body is not valid JSON.'));
-  }
-  if (!isJsonObject(json)) return fail(matrixError('BadJson', 'Request body must be a JSON object.'));
-  if (json['op'] !== 'evaluate') {
-    return fail(
-      matrixError('Unrecognized', `Only evaluate is served on this queue, not ${JSON.stringify(json['op'] ?? null)}.`),
-    );
-  }
+  const parsed = parseSingleOpBody(body, limits, 'evaluate');
+  if (!parsed.ok) return parsed;
+  const json = parsed.value;
   return toEvaluateCommand(json, limits);
 }
 

@@ -2,10 +2,9 @@ import { Ajv } from 'ajv';
 import type { NotifyRequestBody } from '../contract/ops.js';
 import { NotifyRequestSchema } from '../contract/request-schemas.js';
 import { LIMIT_MESSAGES, matrixError } from '../errors/error-catalogue.js';
-import { isJsonObject } from '../matrix/json.js';
-import { nestsDeeperThan } from '../matrix/json-depth.js';
 import { isValidUserId } from '../matrix/user-id.js';
 import { fail, ok, type Result } from '../result/result.js';
+import { parseSingleOpBody } from './single-op-body.js';
 import { describeSchemaError } from './schema-error.js';
 
 export interface NotifyLimits {
@@ -29,24 +28,9 @@ const validate = new Ajv({ strict: true, allErrors: false, coerceTypes: false, u
  * for another op. Nothing is sent for a message refused here.
  */
 export function parseNotifyRequest(body: Uint8Array, limits: NotifyLimits): Result<NotifyRequestBody> {
-  if (body.byteLength > limits.maxRequestBytes) {
-    return fail(matrixError('TooLarge', LIMIT_MESSAGES.requestTooLarge(limits.maxRequestBytes)));
-  }
-  const text = Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString('utf8');
-  if (nestsDeeperThan(text, limits.maxJsonDepth))
-    return fail(matrixError('BadJson', LIMIT_MESSAGES.jsonTooDeep(limits.maxJsonDepth)));
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    return fail(matrixError('BadJson', 'Request body is not valid JSON.'));
-  }
-  if (!isJsonObject(json)) return fail(matrixError('BadJson', 'Request body must be a JSON object.'));
-  if (json['op'] !== 'notify') {
-    return fail(
-      matrixError('Unrecognized', `Only notify is served on this queue, not ${JSON.stringify(json['op'] ?? null)}.`),
-    );
-  }
+  const parsed = parseSingleOpBody(body, limits, 'notify');
+  if (!parsed.ok) return parsed;
+  const json = parsed.value;
   if (!validate(json)) return fail(matrixError('BadJson', describeSchemaError(validate.errors?.[0])));
   const request = json as NotifyRequestBody;
   if (request.recipients.length > limits.maxRecipients) {
