@@ -120,15 +120,16 @@ describe.skipIf(noCa !== undefined)('push delivery under faults', () => {
 
   it('a store stall during delivery loses nothing: sends go on, a notify published meanwhile is taken in once it is back', async () => {
     // 8 in flight to a gateway answering in 50 ms: 1,000 devices take 6 s, and the stall falls in the middle.
-    const world = await openDeliveryWorld(1, { PUSH_GATEWAY_MAX_IN_FLIGHT_PER_HOST: '8' });
+    // A lease of 15 s: sends stop only once it is in doubt (10 s without a renewal), after this test's stall.
+    const world = await openDeliveryWorld(1, { PUSH_GATEWAY_MAX_IN_FLIGHT_PER_HOST: '8', DELIVERY_LEASE_MS: '15000' });
     d = world;
     const all = users(1_000, 'stall');
     await world.seedPushers(all);
     world.gateway.behave({ kind: 'answer', delayMs: 50 });
     await world.client.notify(aMessage(1), recipients(all), { reply: true, timeoutMs: 120_000 });
     await until(() => world.gateway.requests.length >= 100, 60_000, '100 requests');
-    await services('stop-mongo');
     const atStall = world.gateway.requests.length;
+    await services('stop-mongo');
     // Published while the store is away: confirmed by the broker, taken in once the store answers.
     const second = world.client.notify(aMessage(2), recipients(all), { timeoutMs: 120_000 });
     await sleep(3_000);
