@@ -401,6 +401,84 @@ describe('the delivery scheduler', () => {
     expect(eventsTo(world, `${ALICE}-phone`)).toEqual(['$1']);
   });
 
+  it('starts no send while its lease renewals fail, and carries on once one succeeds', async () => {
+    const inner = new InMemoryDeliveryStore();
+    let storeDown = false;
+    const store: DeliveryStore = {
+      ensureIndexes: async () => inner.ensureIndexes(),
+      findAccepted: async (id) => inner.findAccepted(id),
+      accept: async (notify, deliveries, lease, now) => inner.accept(notify, deliveries, lease, now),
+      renew: async (lease) => (storeDown ? Promise.reject(new Error('store down')) : inner.renew(lease)),
+      claimExpired: async (lease, now) => inner.claimExpired(lease, now),
+      listHeld: async (owner) => inner.listHeld(owner),
+      remove: async (ids) => inner.remove(ids),
+      saveRetry: async (id, retry) => inner.saveRetry(id, retry),
+      release: async (owner) => inner.release(owner),
+    };
+    const world = aWorld({ store });
+    storeDown = true;
+    // Renewals fail from now on: past two thirds of the 30 s lease, another worker may take it any time.
+    await vi.advanceTimersByTimeAsync(25_000);
+    const held = await inner.accept(
+      { id: 'late', recipients: 1, devices: 1, acceptedAt: Date.now() },
+      [aDelivery(1)],
+      world.scheduler.lease(),
+      Date.now(),
+    );
+    world.scheduler.hold(held);
+    await vi.advanceTimersByTimeAsync(100);
+    expect(world.gateway.sent).toEqual([]);
+    storeDown = false;
+    await vi.advanceTimersByTimeAsync(10_000);
+    expect(eventsTo(world, `${ALICE}-phone`)).toEqual(['$1']);
+  });
+
+  it('sends again after the longest backoff when a gateway asks for a day (Retry-After), not giving it up', async () => {
+    const world = aWorld({ retry: { baseMs: 1000, maxMs: 60_000, giveUpAfterMs: 3_600_000 } });
+    let first = true;
+    world.gateway.answerWith(() => {
+      if (!first) return OK;
+      first = false;
+      return { kind: 'response', status: 503, retryAfter: '86400' };
+    });
+    await world.take([aDelivery(1)]);
+    await vi.advanceTimersByTimeAsync(10);
+    expect(world.gateway.sent).toHaveLength(1);
+    // The breaker's first probe comes within its own cap; the device's retry at the longest backoff.
+    await vi.advanceTimersByTimeAsync(61_000);
+    expect(world.observed.count('given_up')).toBe(0);
+    expect(world.observed.count('delivered')).toBe(1);
+  });
+
+  it('aborts sends still in flight after the grace on close, and hands them over', async () => {
+    let aborted = false;
+    let answer: (exchange: GatewayExchange) => void = () => undefined;
+    const world = aWorld({
+      closeGraceMs: 1000,
+      abortSends: async () => {
+        aborted = true;
+        answer({ kind: 'connection-error', reason: 'aborted' });
+        return Promise.resolve();
+      },
+    });
+    world.gateway.answerWith(
+      async () =>
+        new Promise<GatewayExchange>((resolve) => {
+          answer = resolve;
+        }),
+    );
+    await world.take([aDelivery(1)]);
+    await vi.advanceTimersByTimeAsync(10);
+    const closing = world.scheduler.close();
+    await vi.advanceTimersByTimeAsync(1_500);
+    await closing;
+    expect(aborted).toBe(true);
+    const claimed = await world.store.claimExpired({ owner: 'worker-2', until: Date.now() + 30_000 }, Date.now());
+    expect(claimed.map((d) => d.id)).toEqual([`notify-1/${ALICE}/${GATEWAY}`]);
+    // A send cut short by the shutdown says nothing about the gateway: no backoff recorded.
+    expect(claimed[0]?.retry).toBeUndefined();
+  });
+
   it('gives up its lease on close, so that another worker carries on at once', async () => {
     const world = aWorld();
     world.gateway.answerWith(() => DOWN);
