@@ -26,6 +26,7 @@ const LAYERS = {
   service: ['store', 'contract', 'retry', 'push-rules', 'pushers', 'evaluation', 'errors', 'result', 'matrix'],
   consumer: [
     'delivery-service',
+    'delivery',
     'service',
     'contract',
     'amqp',

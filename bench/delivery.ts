@@ -304,7 +304,7 @@ function plan(audience: DeliveryAudience, eventId: string): readonly PlannedDeli
   return planIntake(
     { op: 'notify', notification: benchNotification(eventId), recipients: benchRecipients(audience.userIds) },
     (userId) => pushers.get(userId) ?? [],
-    { notifyId: 'raw', seq: 1, acceptedAt: Date.now() },
+    { notifyId: 'raw', partition: 0, seq: 1, acceptedAt: Date.now() },
   ).deliveries;
 }
 

@@ -12,7 +12,14 @@ import { HealthServer } from './observability/health-server.js';
 import { WorkerMetrics } from './observability/metrics.js';
 import { QueueDepthMetrics } from './observability/queue-depth-metrics.js';
 import type { Command } from './service/command.js';
-import { notifyQueue } from './consumer/notify-queue.js';
+import { notifyLimits, notifyQueue, partitionQueue } from './consumer/notify-queue.js';
+import { notifyPartHandler } from './consumer/notify-part-handler.js';
+import { NotifyRouter } from './consumer/notify-router.js';
+import { PartitionQueues } from './consumer/partition-queues.js';
+import { RpcClient } from './client/rpc-client.js';
+import { parseBrokerAddresses } from './config/broker-urls.js';
+import { PartitionCoordinator } from './delivery-service/partition-coordinator.js';
+import { MongoPartitionLeaseStore } from './store/mongo-partition-lease-store.js';
 import { parseAddressAllowlist } from './delivery/address-allowlist.js';
 import { DEFAULT_BREAKER_POLICY } from './delivery/circuit-breaker.js';
 import { GatewayClient } from './delivery-http/gateway-client.js';
@@ -54,7 +61,13 @@ export function createWorkerProcess(
   // A function, not the property: signals flip it between awaits.
   const stopped = () => stop.signal.aborted;
   // Created once the database answers; signals and probes may come sooner.
-  const running: { worker?: RpcWorker; scheduler?: DeliveryScheduler } = {};
+  const running: {
+    worker?: RpcWorker;
+    scheduler?: DeliveryScheduler;
+    coordinator?: PartitionCoordinator;
+    partitions?: PartitionQueues;
+    routerClient?: RpcClient;
+  } = {};
 
   // Compiled rulesets for `evaluate`, kept current by the change events:
   // in the evaluation threads, or here with `evaluate.threads` 0.
@@ -181,9 +194,15 @@ export function createWorkerProcess(
     });
     if (stopped()) return;
     const rejected = new RejectedPushers(store, async (change) => running.worker?.announce(change) ?? false, log);
+    const me = `${hostname()}/${process.pid}/${randomUUID().slice(0, 8)}`;
+    // Bound late: the coordinator decides what the scheduler and the intake may do, and drives them.
+    const gate = {
+      sendable: (partition: number, now: number) => running.coordinator?.sendable(partition, now) ?? false,
+      takesIn: (partition: number, now: number) => running.coordinator?.takesIn(partition, now) ?? false,
+    };
     const scheduler = new DeliveryScheduler({
-      owner: `${hostname()}/${process.pid}/${randomUUID().slice(0, 8)}`,
       store: deliveryStore,
+      gate,
       sender: gateways,
       pushers: store,
       remover: rejected,
@@ -194,8 +213,6 @@ export function createWorkerProcess(
       },
       backlog: { maxPending: config.delivery.maxPendingPerDevice },
       breaker: { ...DEFAULT_BREAKER_POLICY, maxInFlight: config.delivery.maxInFlightPerHost },
-      leaseMs: config.delivery.leaseMs,
-      recoveryIntervalMs: config.delivery.recoveryIntervalMs,
       logger: log,
       observer: deliveryMetrics,
       // A third of the shutdown's time: what is left deletes finished requests and hands the rest over.
@@ -203,14 +220,69 @@ export function createWorkerProcess(
       abortSends: async () => gateways.destroy(),
     });
     running.scheduler = scheduler;
+    const backoff = { baseMs: config.amqp.reconnectBaseMs, maxMs: config.amqp.reconnectMaxMs };
     const intake = new NotifyIntake({
       store: deliveryStore,
       pushers: store,
       holder: scheduler,
-      backoff: { baseMs: config.amqp.reconnectBaseMs, maxMs: config.amqp.reconnectMaxMs },
+      gate,
+      backoff,
       signal: stop.signal,
       logger: log,
       observer: deliveryMetrics,
+    });
+    // Parts are published as this pool's own broker user: the partition queues take them from it and from trusted publishers.
+    const ownUser = brokerUser(config.amqp.url);
+    const partitions = new PartitionQueues({
+      amqp: config.amqp,
+      delivery: config.delivery,
+      logger: log,
+      queueOf: (partition) => partitionQueue(config.delivery, partition),
+      handle: notifyPartHandler({
+        intake,
+        limits: notifyLimits(config.delivery, config.limits.maxJsonDepth),
+        publishers: new Set([...config.amqp.trustedPublishers, ownUser]),
+        logger: log,
+      }),
+    });
+    running.partitions = partitions;
+    const leases = new MongoPartitionLeaseStore(db, {
+      collectionPrefix: config.delivery.pendingCollection,
+      operationTimeoutMs: config.mongodb.operationTimeoutMs,
+    });
+    running.coordinator = new PartitionCoordinator({
+      me,
+      partitions: config.delivery.partitions,
+      leaseMs: config.delivery.leaseMs,
+      leases,
+      deliveries: deliveryStore,
+      intake,
+      scheduler,
+      consumer: partitions,
+      graceMs: Math.floor(config.shutdown.timeoutMs / 3),
+      logger: log,
+    });
+    const routerClient = new RpcClient({
+      url: config.amqp.url,
+      queue: config.delivery.queue,
+      publisherUserId: ownUser,
+      heartbeatSeconds: config.amqp.heartbeatSeconds,
+      connectTimeoutMs: config.amqp.connectTimeoutMs,
+      reconnect: backoff,
+      timeoutMs: 30_000,
+      logger: log,
+    });
+    running.routerClient = routerClient;
+    const router = new NotifyRouter({
+      partitions: config.delivery.partitions,
+      queueOf: (partition) => partitionQueue(config.delivery, partition),
+      sink: {
+        publish: async (queue, body, messageId) => routerClient.publish(body, { queue, messageId, noExpiration: true }),
+      },
+      records: deliveryStore,
+      backoff,
+      signal: stop.signal,
+      logger: log,
     });
     const worker = new RpcWorker(service, {
       amqp: config.amqp,
@@ -221,7 +293,7 @@ export function createWorkerProcess(
           run: evaluate,
           observer: metrics,
         }),
-        notifyQueue({ amqp: config.amqp, delivery: config.delivery, maxJsonDepth: config.limits.maxJsonDepth, intake }),
+        notifyQueue({ amqp: config.amqp, delivery: config.delivery, maxJsonDepth: config.limits.maxJsonDepth, router }),
       ],
       changes: {
         pushRulesChanged: (userId) => {
@@ -243,7 +315,8 @@ export function createWorkerProcess(
       ...hooks,
     });
     running.worker = worker;
-    scheduler.start();
+    partitions.start();
+    running.coordinator.start();
     await worker.start();
     if (!stopped()) log.info({ database: config.mongodb.database }, 'worker started');
   };
@@ -253,9 +326,13 @@ export function createWorkerProcess(
     healthHost: config.health.host,
     inFlight: () => running.worker?.inFlight ?? 0,
     close: async () => {
-      // Intake first (no new notify taken), then the sends in flight, then the client's connections.
+      // Routing first (no new notify taken), then the partitions (intake, sends in flight, leases handed over),
+      // then the connections.
       await running.worker?.close();
+      await running.coordinator?.close();
       await running.scheduler?.close();
+      await running.partitions?.close();
+      await running.routerClient?.close();
       await gateways.close();
       await threads.pool?.close();
       await depth.close();
@@ -305,6 +382,13 @@ function evaluateRunner(
     },
   });
   return evaluateInProcess(service, evaluateLimits(evaluate, limits.maxJsonDepth));
+}
+
+/** The broker user of the first URL (amqplib's default when none is given): whom parts are published as. */
+function brokerUser(urls: Readonly<Config['amqp']['url']>): string {
+  const [first] = parseBrokerAddresses(urls);
+  const user = first === undefined ? '' : decodeURIComponent(new URL(first.url).username);
+  return user === '' ? 'guest' : user;
 }
 
 async function ping(db: ReturnType<MongoClient['db']>): Promise<boolean> {

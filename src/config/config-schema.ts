@@ -357,10 +357,17 @@ export const ConfigSchema = Type.Object(
         /**
          * Quorum by default: once the broker confirmed a `notify`, nothing may
          * be lost with a node. Always single-active-consumer: one worker at a
-         * time takes the messages, in publish order, which is what keeps one
-         * device's notifications in order.
+         * time takes the messages, in publish order, and routes them to the
+         * partition queues (`<queue>.p000`, …, of the same type), which is
+         * what keeps one device's notifications in order.
          */
-        queueType: queueType('Type of the notify queue.'),
+        queueType: queueType('Type of the notify queue and of its partition queues.'),
+        partitions: Type.Integer({
+          minimum: 1,
+          maximum: 1000,
+          description:
+            'Partitions delivery is shared out by among the workers (a user always in the same one): at most this many workers deliver. The same on every worker; changed only with the delivery queues empty.',
+        }),
         prefetch: Type.Integer({ minimum: 1, maximum: 1000, description: '`notify` messages taken in at once.' }),
         maxRequestBytes: Type.Integer({
           minimum: 1024,
@@ -404,12 +411,7 @@ export const ConfigSchema = Type.Object(
           minimum: 1000,
           maximum: 3600000,
           description:
-            "A worker's hold on its pending requests: a dead worker's are taken over this long after it stopped renewing.",
-        }),
-        recoveryIntervalMs: Type.Integer({
-          minimum: 100,
-          maximum: 3600000,
-          description: 'How often a worker looks for pending requests whose holder died.',
+            "A worker's hold on a delivery partition, renewed every third of it: a dead worker's partitions are taken over this long after it stopped renewing.",
         }),
         maxInFlight: Type.Integer({
           minimum: 1,
@@ -559,7 +561,7 @@ export const ENVIRONMENT: readonly {
   { name: 'DELIVERY_RETRY_MAX_MS', path: ['delivery', 'retryMaxMs'], kind: 'integer' },
   { name: 'DELIVERY_GIVE_UP_AFTER_MS', path: ['delivery', 'giveUpAfterMs'], kind: 'integer' },
   { name: 'DELIVERY_LEASE_MS', path: ['delivery', 'leaseMs'], kind: 'integer' },
-  { name: 'DELIVERY_RECOVERY_INTERVAL_MS', path: ['delivery', 'recoveryIntervalMs'], kind: 'integer' },
+  { name: 'DELIVERY_PARTITIONS', path: ['delivery', 'partitions'], kind: 'integer' },
   { name: 'PUSH_GATEWAY_MAX_IN_FLIGHT', path: ['delivery', 'maxInFlight'], kind: 'integer' },
   { name: 'PUSH_GATEWAY_MAX_IN_FLIGHT_PER_HOST', path: ['delivery', 'maxInFlightPerHost'], kind: 'integer' },
   { name: 'PUSH_GATEWAY_CONNECT_TIMEOUT_MS', path: ['delivery', 'connectTimeoutMs'], kind: 'integer' },

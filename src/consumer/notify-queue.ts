@@ -1,42 +1,50 @@
+import { createHash } from 'node:crypto';
 import type { Channel } from 'amqplib';
 import type { Config } from '../config/config-schema.js';
-import { IntakeStoppedError, type IntakeResult } from '../delivery-service/notify-intake.js';
-import type { NotifyRequestBody } from '../contract/ops.js';
 import { matrixError, MESSAGES } from '../errors/error-catalogue.js';
 import { failureOutcome } from '../service/failure-reply.js';
 import { failure, success } from '../contract/reply.js';
 import type { ConsumedQueue } from './consumed-queue.js';
 import { parseNotifyRequest, type NotifyLimits } from './notify-request.js';
-
-/** The intake, as the queue uses it (delivery-service/notify-intake.ts). */
-export interface NotifyAcceptor {
-  accept(request: NotifyRequestBody, messageId: string | undefined): Promise<IntakeResult>;
-}
+import { RouterStoppedError, type NotifyRouter } from './notify-router.js';
+import { declarePartitionQueue } from './partition-queues.js';
+import { partitionName } from '../delivery/partitions.js';
 
 export interface NotifyQueueOptions {
   readonly amqp: Config['amqp'];
   readonly delivery: Config['delivery'];
   readonly maxJsonDepth: number;
-  readonly intake: NotifyAcceptor;
+  readonly router: Pick<NotifyRouter, 'route'>;
+}
+
+/** The delivery queue's limits on a `notify` (also applied to each part on a partition queue). */
+export function notifyLimits(delivery: Config['delivery'], maxJsonDepth: number): NotifyLimits {
+  return {
+    maxRequestBytes: delivery.maxRequestBytes,
+    maxJsonDepth,
+    maxRecipients: delivery.maxRecipients,
+  };
+}
+
+/** The queue a partition's parts wait in: `<delivery queue>.p007`. */
+export function partitionQueue(delivery: Pick<Config['delivery'], 'queue'>, partition: number): string {
+  return `${delivery.queue}.${partitionName(partition)}`;
 }
 
 /**
  * The delivery queue: `notify` messages (docs/delivery.md), on a channel
- * of its own so that slow deliveries never take capacity from requests,
- * reads or evaluations. Declared with a single active consumer: one worker
- * at a time takes the messages, in publish order, which keeps each
- * device's notifications in order; another takes over when it goes. No
- * delivery limit: a `notify` the broker confirmed must not be dropped
- * because workers restarted while holding it, and nothing in it can crash
- * a worker past the checks (a refused one is dead-lettered at once).
+ * of its own so that deliveries never take capacity from requests, reads
+ * or evaluations. Declared with a single active consumer: one worker at a
+ * time takes the messages, in publish order, checks each and routes it to
+ * the partition queues of its recipients (notify-router.ts), which every
+ * worker of the pool shares. No delivery limit: a `notify` the broker
+ * confirmed must not be dropped because workers restarted while holding
+ * it, and nothing in it can crash a worker past the checks (a refused one
+ * is dead-lettered at once).
  */
 export function notifyQueue(options: NotifyQueueOptions): ConsumedQueue {
-  const { amqp, delivery, intake } = options;
-  const limits: NotifyLimits = {
-    maxRequestBytes: delivery.maxRequestBytes,
-    maxJsonDepth: options.maxJsonDepth,
-    maxRecipients: delivery.maxRecipients,
-  };
+  const { amqp, delivery, router } = options;
+  const limits = notifyLimits(delivery, options.maxJsonDepth);
   return {
     role: 'deliver',
     queue: delivery.queue,
@@ -55,6 +63,9 @@ export function notifyQueue(options: NotifyQueueOptions): ConsumedQueue {
           'x-dead-letter-exchange': amqp.deadLetterExchange,
         },
       });
+      // Every partition queue exists before the first part is published to it (a part no queue takes is refused).
+      for (let partition = 0; partition < delivery.partitions; partition += 1)
+        await declarePartitionQueue(channel, partitionQueue(delivery, partition), delivery, amqp);
     },
     serve: async (body, context) => {
       try {
@@ -67,17 +78,18 @@ export function notifyQueue(options: NotifyQueueOptions): ConsumedQueue {
             conflicts: 0,
             op: 'notify',
           };
-        const result = await intake.accept(parsed.value, context.messageId);
+        // Without one, the body names the message: the same message redelivered routes the same parts.
+        const messageId = context.messageId ?? `sha256:${createHash('sha256').update(body).digest('base64url')}`;
+        const counts = await router.route(parsed.value, messageId, context.answered === true);
         return {
-          reply: success({ recipients: result.recipients, devices: result.devices }),
+          reply: success({ recipients: counts?.recipients ?? 0, devices: counts?.devices ?? 0 }),
           conflicts: 0,
           op: 'notify',
-          ...(result.replayed ? { replayed: true as const } : {}),
         };
       } catch (error) {
-        if (error instanceof IntakeStoppedError)
+        if (error instanceof RouterStoppedError)
           return { reply: failureOutcome(error).reply, conflicts: 0, op: 'notify', requeue: true };
-        // Parsing and the intake answer every refusal; this is a bug, and the caller still gets an answer.
+        // Parsing and the router answer every refusal; this is a bug, and the caller still gets an answer.
         return { ...failureOutcome(error), conflicts: 0, op: 'notify' };
       }
     },

@@ -138,6 +138,7 @@ export class RequestEnvelope {
     const { trustedPublishers, replyMarginMs } = this.#options.amqp;
     const context: ServeContext = {
       messageId: typeof messageId === 'string' && messageId !== '' ? messageId : undefined,
+      answered: answerable,
       deadline: timed
         ? stopWorkBy(properties.timestamp as unknown, properties.expiration as unknown, replyMarginMs)
         : undefined,

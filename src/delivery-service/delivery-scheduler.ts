@@ -70,18 +70,20 @@ export interface DeliveryObserver {
   heldByBreaker(url: string): void;
 }
 
+/** Whether this worker may send for a partition now: it holds the partition's lease, and the lease is not in doubt. */
+export interface PartitionGate {
+  sendable(partition: number, now: number): boolean;
+}
+
 export interface DeliverySchedulerOptions {
-  /** This worker's name on the leases it holds: unique per process. */
-  readonly owner: string;
-  readonly store: DeliveryStore;
+  readonly store: Pick<DeliveryStore, 'remove' | 'saveRetry'>;
+  readonly gate: PartitionGate;
   readonly sender: GatewaySender;
   readonly pushers: PusherLookup;
   readonly remover: RejectedPusherRemover;
   readonly retry: RetryPolicy;
   readonly backlog: BacklogPolicy;
   readonly breaker: BreakerPolicy;
-  readonly leaseMs: number;
-  readonly recoveryIntervalMs: number;
   readonly logger: Logger;
   readonly observer?: DeliveryObserver | undefined;
   /** Users whose pusher changes are remembered (pusher-changes.ts). */
@@ -98,12 +100,10 @@ export interface DeliverySchedulerOptions {
   readonly random?: () => number;
 }
 
-/** Every this many renewals the held requests are compared with the store's, counts equal or not. */
-const RECONCILE_EVERY = 10;
-
 /** One device queue: its backlog and the timer that brings its next retry. */
 interface DeviceQueue {
   readonly key: string;
+  readonly partition: number;
   readonly origin: string;
   backlog: DeviceBacklog<PendingDelivery>;
   timer?: NodeJS.Timeout | undefined;
@@ -132,10 +132,10 @@ const REFUSED_LOGGED_MAX = 100_000;
  * each gateway origin behind its breaker. The pure decisions are
  * delivery/: this class keeps their state, its timers, and the I/O.
  *
- * Everything it holds is in the store under its lease, renewed while it
- * lives; a request leaves the store only once it is done with. A worker
- * that dies loses nothing: another takes its requests over once the lease
- * has expired, and a gateway may see a request twice (at least once).
+ * It sends only for partitions whose lease this worker holds (`gate`);
+ * a request leaves the store only once it is done with. A worker that dies
+ * loses nothing: another takes its partitions over once their leases have
+ * expired, and a gateway may see a request twice (at least once).
  */
 export class DeliveryScheduler {
   readonly #options: DeliverySchedulerOptions;
@@ -144,31 +144,24 @@ export class DeliveryScheduler {
   readonly #random: () => number;
   readonly #queues = new Map<string, DeviceQueue>();
   readonly #origins = new Map<string, Origin>();
-  /** Requests held in memory (waiting or in flight). */
-  /** With when each was taken into memory. */
-  readonly #held = new Map<string, number>();
-  /** Done with, not yet deleted from the store (still under this worker's lease there). */
-  readonly #removing = new Set<string>();
   /**
-   * Deleted lately, with when: a read of the store that started before a
-   * deletion may still return the request (a renewal's catch-up), and it
-   * must not be taken for a new one and sent again.
+   * Requests held in memory (waiting or in flight), with when they were
+   * planned on this worker's clock: `-Infinity` for requests taken over
+   * from the store, planned on another worker's clock before changes this
+   * worker may not have heard of (checked against the pushers before
+   * they go).
    */
-  readonly #removed = new Map<string, number>();
-  readonly #inFlight = new Set<Promise<void>>();
+  readonly #held = new Map<string, number>();
+  /** Done with, not yet deleted from the store (still in this worker's partition there). */
+  readonly #removing = new Set<string>();
+  /** Sends in flight, with their partition. */
+  readonly #inFlight = new Map<Promise<void>, number>();
   readonly #changes: PusherChanges;
   /** Pushers whose refused address was logged: once per pusher. */
   readonly #refusedLogged = new Set<string>();
   #removeTimer: NodeJS.Timeout | undefined;
   #flushing: Promise<void> | undefined;
-  #renewTimer: NodeJS.Timeout | undefined;
-  #recoveryTimer: NodeJS.Timeout | undefined;
-  #reconciling: Promise<void> | undefined;
-  #renewing = false;
-  #renewals = 0;
-  /** Until when this worker knows its lease holds: past it (renewals failing), it starts no send. */
-  #leaseValidUntil = Number.POSITIVE_INFINITY;
-  /** Device queues that had a request due while the lease was in doubt: moved on at the next renewal. */
+  /** Device queues that had a request due while their partition's lease was in doubt: moved on by `resume`. */
   readonly #parked = new Set<string>();
   #closed = false;
 
@@ -178,11 +171,6 @@ export class DeliveryScheduler {
     this.#now = options.now ?? Date.now;
     this.#random = options.random ?? Math.random;
     this.#changes = new PusherChanges(options.pusherChangesKept ?? 100_000);
-  }
-
-  /** The lease this worker's requests are held under, from now. */
-  lease(): { readonly owner: string; readonly until: number } {
-    return { owner: this.#options.owner, until: this.#now() + this.#options.leaseMs };
   }
 
   /** Requests this worker holds and has not finished. */
@@ -200,29 +188,6 @@ export class DeliveryScheduler {
     return oldest;
   }
 
-  /** Starts renewing this worker's leases and taking over those of dead workers. */
-  start(): void {
-    this.#leaseValidUntil = this.#now() + this.#options.leaseMs;
-    const renewEvery = Math.max(100, Math.floor(this.#options.leaseMs / 3));
-    this.#renewTimer = setInterval(() => {
-      void this.#renew();
-    }, renewEvery);
-    this.#renewTimer.unref();
-    const recover = () => {
-      this.#recoveryTimer = setTimeout(
-        () => {
-          void this.#recover().finally(() => {
-            if (!this.#closed) recover();
-          });
-        },
-        // Jittered, so that workers started together do not all look at once.
-        this.#options.recoveryIntervalMs * (0.5 + this.#random()),
-      );
-      this.#recoveryTimer.unref();
-    };
-    recover();
-  }
-
   /** The pushers of `userId` changed (a change event): requests planned before are checked again before they go. */
   pushersChanged(userId: string): void {
     this.#changes.changed(userId, this.#now());
@@ -234,15 +199,17 @@ export class DeliveryScheduler {
   }
 
   /**
-   * Takes requests into the device queues: the intake's new ones, or ones
-   * taken over from a dead worker. Those already held are ignored.
+   * Takes requests into the device queues: the intake's new ones
+   * (`plannedAt` when they were planned, on this worker's clock), or those
+   * of a partition taken over (`plannedAt` undefined: checked against the
+   * pushers before they go). Those already held are ignored.
    */
-  hold(deliveries: readonly PendingDelivery[]): void {
+  hold(deliveries: readonly PendingDelivery[], plannedAt?: number): void {
     if (this.#closed) return;
     const byKey = new Map<string, PendingDelivery[]>();
     for (const delivery of deliveries) {
-      if (this.#held.has(delivery.id) || this.#removing.has(delivery.id) || this.#removed.has(delivery.id)) continue;
-      this.#held.set(delivery.id, this.#now());
+      if (this.#held.has(delivery.id) || this.#removing.has(delivery.id)) continue;
+      this.#held.set(delivery.id, plannedAt ?? Number.NEGATIVE_INFINITY);
       const list = byKey.get(delivery.key);
       if (list === undefined) byKey.set(delivery.key, [delivery]);
       else list.push(delivery);
@@ -257,7 +224,13 @@ export class DeliveryScheduler {
     let queue = this.#queues.get(key);
     const first = list[0] as PendingDelivery;
     if (queue === undefined) {
-      queue = { key, origin: gatewayOrigin(first.url) ?? NOT_A_URL_ORIGIN, backlog: emptyBacklog(), checking: false };
+      queue = {
+        key,
+        partition: first.partition,
+        origin: gatewayOrigin(first.url) ?? NOT_A_URL_ORIGIN,
+        backlog: emptyBacklog(),
+        checking: false,
+      };
       this.#queues.set(key, queue);
     }
     const policy = this.#options.backlog;
@@ -323,14 +296,15 @@ export class DeliveryScheduler {
         break;
     }
     const item = next.item;
-    const checkedAt = queue.checked?.id === item.id ? queue.checked.at : item.acceptedAt;
-    if (this.#changes.changedSince(item.userId, checkedAt)) {
+    const checkedAt =
+      queue.checked?.id === item.id ? queue.checked.at : (this.#held.get(item.id) ?? Number.NEGATIVE_INFINITY);
+    if (checkedAt === Number.NEGATIVE_INFINITY || this.#changes.changedSince(item.userId, checkedAt)) {
       queue.checking = true;
       void this.#recheck(queue, item);
       return;
     }
-    // Renewals have been failing (a store stall): another worker may take these requests over any time now.
-    if (now >= this.#leaseValidUntil - this.#options.leaseMs / 3) {
+    // The partition's lease is in doubt (renewals failing) or being handed over: another worker may send these soon.
+    if (!this.#options.gate.sendable(queue.partition, now)) {
       this.#parked.add(key);
       return;
     }
@@ -347,7 +321,7 @@ export class DeliveryScheduler {
     origin.breaker = admission.breaker;
     origin.waiters.delete(key);
     queue.backlog = markSent(queue.backlog);
-    this.#track(this.#send(queue, item, admission.ticket));
+    this.#track(this.#send(queue, item, admission.ticket), queue.partition);
   }
 
   /** The front was planned before its user's pushers changed: look at them again before sending. */
@@ -356,18 +330,22 @@ export class DeliveryScheduler {
     try {
       const pushers = await this.#options.pushers.listPushers(item.userId);
       const verdict = recheckDevices(item, pushers);
-      if (queue.backlog.queue[0]?.id !== item.id || queue.backlog.inFlight) return;
-      if (verdict.kind === 'none') {
-        queue.backlog = settleDone(markSent(queue.backlog));
-        this.#finish([item], 'pusher_removed');
-      } else if (verdict.kind === 'narrowed') {
-        const removed = item.devices.length - verdict.devices.length;
-        this.#options.observer?.settled(item.url, 'pusher_removed', removed);
-        const narrowed: PendingDelivery = { ...item, bodyJson: verdict.bodyJson, devices: verdict.devices };
-        queue.backlog = { ...queue.backlog, queue: [narrowed, ...queue.backlog.queue.slice(1)] };
+      // The front changed during the read (dropped by the cap, say): the new front is checked when the
+      // queue moves on below, which it must (returning here left the queue waiting for its next notify).
+      if (queue.backlog.queue[0]?.id === item.id && !queue.backlog.inFlight) {
+        if (verdict.kind === 'none') {
+          queue.backlog = settleDone(markSent(queue.backlog));
+          this.#finish([item], 'pusher_removed');
+        } else if (verdict.kind === 'narrowed') {
+          const removed = item.devices.length - verdict.devices.length;
+          this.#options.observer?.settled(item.url, 'pusher_removed', removed);
+          const narrowed: PendingDelivery = { ...item, bodyJson: verdict.bodyJson, devices: verdict.devices };
+          queue.backlog = { ...queue.backlog, queue: [narrowed, ...queue.backlog.queue.slice(1)] };
+        }
+        // A change after the read is caught next time; one in the same millisecond as the read is taken as seen.
+        // A front with no device left says nothing of the next one's devices: that one is checked on its own.
+        if (verdict.kind !== 'none') queue.checked = { id: narrowedId(queue, item), at: at + 1 };
       }
-      // A change after the read is caught next time; one in the same millisecond as the read is taken as seen.
-      queue.checked = { id: narrowedId(queue, item), at: at + 1 };
     } catch (error) {
       // The pushers cannot be read now: try again at the retry pace, without counting it against the gateway.
       this.#log.warn(
@@ -407,6 +385,11 @@ export class DeliveryScheduler {
       case 'retry':
         this.#retry(queue, item, outcome, now);
         break;
+    }
+    // Its partition was handed over meanwhile: what it still holds is the next holder's now.
+    if (this.#queues.get(queue.key) !== queue) {
+      for (const waiting of queue.backlog.queue) this.#held.delete(waiting.id);
+      return;
     }
     this.#pump(queue.key);
   }
@@ -609,12 +592,7 @@ export class DeliveryScheduler {
         const ids = [...this.#removing].slice(0, REMOVE_CHUNK);
         try {
           await this.#options.store.remove(ids);
-          const now = this.#now();
-          for (const id of ids) {
-            this.#removing.delete(id);
-            this.#removed.set(id, now);
-          }
-          this.#forgetRemoved(now);
+          for (const id of ids) this.#removing.delete(id);
         } catch (error) {
           this.#log.warn(
             { err: loggable(error), requests: ids.length },
@@ -631,89 +609,40 @@ export class DeliveryScheduler {
     return this.#flushing;
   }
 
-  /** Deletions older than a lease are forgotten: no read of the store started before them is still under way. */
-  #forgetRemoved(now: number): void {
-    for (const [id, at] of this.#removed) {
-      if (now - at < 2 * this.#options.leaseMs) break;
-      this.#removed.delete(id);
-    }
-  }
-
-  /** Renews the lease; when the store holds other requests under it than this worker knows of, catches up. */
-  async #renew(): Promise<void> {
-    // One at a time: a stalled store must not pile renewals up.
-    if (this.#renewing) return;
-    this.#renewing = true;
-    try {
-      const lease = this.lease();
-      const held = await this.#options.store.renew(lease);
-      this.#leaseValidUntil = lease.until;
-      this.#renewals += 1;
-      // Equal counts can hide one request gained and one lost: every few renewals, look anyway.
-      if (held !== this.#held.size + this.#removing.size || this.#renewals % RECONCILE_EVERY === 0)
-        await this.#reconcile();
-      const parked = [...this.#parked];
-      this.#parked.clear();
-      for (const key of parked) this.#pump(key);
-    } catch (error) {
-      this.#log.warn({ err: loggable(error) }, 'cannot renew the lease on pending notifications');
-    } finally {
-      this.#renewing = false;
-    }
+  /**
+   * The partition's lease is in doubt no more (a renewal went through):
+   * the device queues that waited for it move on.
+   */
+  resume(): void {
+    const parked = [...this.#parked];
+    this.#parked.clear();
+    for (const key of parked) this.#pump(key);
   }
 
   /**
-   * What the store says this worker holds, against what it holds in memory:
-   * requests given to it by another worker's intake (newer notifications of
-   * a device queue it holds) are taken in; requests it lost (its lease
-   * expired during a stall and another worker took them) are let go, unless
-   * in flight.
+   * Hands a partition over: its device queues are let go (what waits
+   * stays in the store for the next holder), the sends in flight are
+   * awaited for up to `graceMs`, and what is done is deleted. A send still
+   * in flight after the grace may reach its gateway twice (the next holder
+   * sends it again).
    */
-  async #reconcile(): Promise<void> {
-    if (this.#reconciling !== undefined) return this.#reconciling;
-    const run = async () => {
-      const startedAt = this.#now();
-      const stored = await this.#options.store.listHeld(this.#options.owner);
-      const storedIds = new Set(stored.map((item) => item.id));
-      // Taken in while the read ran (an intake finishing): the read may not have seen them.
-      const lost = (item: PendingDelivery) => !storedIds.has(item.id) && (this.#held.get(item.id) ?? 0) < startedAt;
-      for (const queue of this.#queues.values()) {
-        const inFlight = queue.backlog.inFlight ? queue.backlog.queue.slice(0, 1) : [];
-        const waiting = queue.backlog.queue.slice(inFlight.length);
-        const kept = waiting.filter((item) => !lost(item));
-        if (kept.length === waiting.length) continue;
-        for (const item of waiting) if (lost(item)) this.#held.delete(item.id);
-        queue.backlog = withWaiting(queue.backlog, kept, this.#options.backlog).backlog;
-        if (queue.backlog.queue.length === 0) {
-          clearTimeout(queue.timer);
-          this.#queues.delete(queue.key);
-        }
-      }
-      this.hold(stored);
-    };
-    this.#reconciling = run().finally(() => {
-      this.#reconciling = undefined;
-    });
-    return this.#reconciling;
-  }
-
-  async #recover(): Promise<void> {
-    if (this.#closed) return;
-    try {
-      const claimed = await this.#options.store.claimExpired(this.lease(), this.#now());
-      const fresh = claimed.filter(
-        (item) => !this.#held.has(item.id) && !this.#removing.has(item.id) && !this.#removed.has(item.id),
-      );
-      if (fresh.length > 0) {
-        this.#log.info({ requests: fresh.length }, 'took over pending notifications of a worker that stopped');
-        this.hold(fresh);
-      }
-    } catch (error) {
-      this.#log.warn({ err: loggable(error) }, 'cannot look for pending notifications of stopped workers');
+  async releasePartition(partition: number, graceMs: number): Promise<void> {
+    for (const [key, queue] of this.#queues) {
+      if (queue.partition !== partition) continue;
+      clearTimeout(queue.timer);
+      this.#queues.delete(key);
+      this.#parked.delete(key);
+      const inFlight = queue.backlog.inFlight ? queue.backlog.queue[0]?.id : undefined;
+      for (const item of queue.backlog.queue) if (item.id !== inFlight) this.#held.delete(item.id);
+      for (const origin of this.#origins.values()) origin.waiters.delete(key);
     }
+    const sends: Promise<void>[] = [];
+    for (const [send, of] of this.#inFlight) if (of === partition) sends.push(send);
+    await settledWithin(sends, graceMs);
+    await this.#flushRemovals();
   }
 
-  #track(work: Promise<void>): void {
+  #track(work: Promise<void>, partition: number): void {
     const tracked = work
       .catch((error: unknown) => {
         this.#log.error({ err: error }, 'delivery failed unexpectedly');
@@ -721,34 +650,26 @@ export class DeliveryScheduler {
       .finally(() => {
         this.#inFlight.delete(tracked);
       });
-    this.#inFlight.add(tracked);
+    this.#inFlight.set(tracked, partition);
   }
 
   /**
    * Stops sending: timers cleared, requests in flight awaited (each ends
    * within the client's timeouts, or at once when the client closes),
-   * finished ones deleted, and the lease on the rest given up so that
-   * another worker carries on at once rather than after the lease.
+   * and finished ones deleted. The caller then gives the partitions'
+   * leases up, so that another worker carries on at once.
    */
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    clearTimeout(this.#recoveryTimer);
     clearTimeout(this.#removeTimer);
     this.#removeTimer = undefined;
     for (const queue of this.#queues.values()) clearTimeout(queue.timer);
     for (const origin of this.#origins.values()) clearTimeout(origin.timer);
-    // The lease is still renewed while the sends in flight finish: they are still this worker's.
-    const inFlight = Promise.allSettled([...this.#inFlight]);
+    // The leases are still renewed while the sends in flight finish: they are still this worker's.
+    const inFlight = Promise.allSettled([...this.#inFlight.keys()]);
     const graceMs = this.#options.closeGraceMs ?? 5_000;
-    const finished = await Promise.race([
-      inFlight.then(() => true),
-      new Promise<false>((resolve) =>
-        setTimeout(() => {
-          resolve(false);
-        }, graceMs).unref(),
-      ),
-    ]);
+    const finished = await settledWithin([...this.#inFlight.keys()], graceMs);
     if (!finished) {
       this.#log.warn(
         { inFlight: this.#inFlight.size, graceMs },
@@ -758,14 +679,23 @@ export class DeliveryScheduler {
       await inFlight;
     }
     await this.#flushRemovals();
-    clearInterval(this.#renewTimer);
-    await this.#options.store.release(this.#options.owner).catch((error: unknown) => {
-      this.#log.warn(
-        { err: loggable(error) },
-        'could not release pending notifications: another worker takes them once the lease expires',
-      );
-    });
   }
+}
+
+/** Whether every promise settled within `ms`. */
+async function settledWithin(promises: readonly Promise<unknown>[], ms: number): Promise<boolean> {
+  if (promises.length === 0) return true;
+  let timer: NodeJS.Timeout | undefined;
+  const finished = await Promise.race([
+    Promise.allSettled(promises).then(() => true),
+    new Promise<false>((resolve) => {
+      timer = setTimeout(() => {
+        resolve(false);
+      }, ms);
+    }),
+  ]);
+  clearTimeout(timer);
+  return finished;
 }
 
 /** The front's ID after a check (a narrowed front keeps its ID). */

@@ -6,20 +6,25 @@ import type { Logger } from '../logging/logger.js';
 import type { StoredPusher } from '../pushers/pusher.js';
 import type { BackoffPolicy } from '../retry/backoff.js';
 import { retryUntilDone } from '../retry/retry-until-done.js';
-import type { DeliveryStore, Lease, PendingDelivery } from '../store/delivery-store.js';
+import type { DeliveryStore, PendingDelivery } from '../store/delivery-store.js';
 import { StoreUnavailableError } from '../store/push-store.js';
 import { loggable, type PusherLookup } from './delivery-scheduler.js';
 
 /** Where the intake hands what it stored: the scheduler (delivery-scheduler.ts). */
 export interface DeliveryHolder {
-  lease(): Lease;
-  hold(deliveries: readonly PendingDelivery[]): void;
+  hold(deliveries: readonly PendingDelivery[], plannedAt: number): void;
+}
+
+/** Whether this worker may still take a partition's messages in: it holds the lease, and the lease is not in doubt. */
+export interface IntakeGate {
+  takesIn(partition: number, now: number): boolean;
 }
 
 export interface NotifyIntakeOptions {
-  readonly store: DeliveryStore;
+  readonly store: Pick<DeliveryStore, 'findAccepted' | 'accept'>;
   readonly pushers: PusherLookup;
   readonly holder: DeliveryHolder;
+  readonly gate: IntakeGate;
   /** The pace of retries while the store does not answer. */
   readonly backoff: BackoffPolicy;
   /** Aborted at shutdown: an intake still waiting for the store gives up, and its message goes back to the queue. */
@@ -37,7 +42,10 @@ export interface IntakeResult {
   readonly replayed: boolean;
 }
 
-/** The intake stopped (shutdown) before the store took the message: it must go back to the queue. */
+/**
+ * The intake stopped (shutdown, or the partition handed over) before the
+ * store took the message: it must go back to the queue.
+ */
 export class IntakeStoppedError extends Error {
   constructor() {
     super('delivery intake stopped before the notification was stored');
@@ -45,95 +53,140 @@ export class IntakeStoppedError extends Error {
   }
 }
 
+/** One partition's intake order. */
+interface PartitionLine {
+  lastSeq: number;
+  /** The previous message's work: the next is stored strictly after it. */
+  tail: Promise<unknown>;
+  /** Being drained: what waits for the store gives up and goes back to the queue. */
+  closed: boolean;
+  /** Aborted with `closed`: ends a wait between two attempts at once. */
+  readonly stop: AbortController;
+}
+
 /**
- * Takes a `notify` message in: reads the recipients' pushers, plans the
- * gateway requests (delivery/intake-plan.ts), stores them, and hands the
- * scheduler its share. Once `accept` resolved, every request is in the
- * store: the message may be acknowledged.
+ * Takes the `notify` parts of the partitions this worker holds in: reads
+ * the recipients' pushers, plans the gateway requests
+ * (delivery/intake-plan.ts), stores them, and hands them to the scheduler.
+ * Once `accept` resolved, every request is in the store: the message may
+ * be acknowledged.
  *
- * Messages are stored in the order `accept` was called (the order the
- * single active consumer receives them in), each with a higher `seq`: a
- * message that waits for the store holds back the ones after it, so that
- * one device's notifications never overtake each other.
+ * A partition's messages are stored in the order `accept` was called for
+ * them (the order its queue's single active consumer receives them in),
+ * each with a higher `seq` than every request of the partition stored
+ * before, whoever stored it (`open` is given the highest): a message that
+ * waits for the store holds back the partition's next ones, so that one
+ * device's notifications never overtake each other. When one gives up
+ * (shutdown, handover), every later one of its partition gives up too, and
+ * they all go back to the queue in order.
  */
 export class NotifyIntake {
   readonly #options: NotifyIntakeOptions;
   readonly #now: () => number;
-  #lastSeq = 0;
-  #tail: Promise<unknown> = Promise.resolve();
-  #readTail: Promise<void> = Promise.resolve();
+  readonly #lines = new Map<number, PartitionLine>();
 
   constructor(options: NotifyIntakeOptions) {
     this.#options = options;
     this.#now = options.now ?? Date.now;
   }
 
-  /** Rejects only with `IntakeStoppedError`; the store's failures are retried until it answers. */
-  async accept(request: NotifyRequestBody, messageId: string | undefined): Promise<IntakeResult> {
+  /** The partition is taken over: its next requests are ordered after `highestSeq`, the highest stored. */
+  open(partition: number, highestSeq: number): void {
+    this.#lines.set(partition, {
+      lastSeq: highestSeq,
+      tail: Promise.resolve(),
+      closed: false,
+      stop: new AbortController(),
+    });
+  }
+
+  /** Waits for the partition's messages being taken in to settle (stored, or given up). */
+  async drain(partition: number): Promise<void> {
+    const line = this.#lines.get(partition);
+    if (line === undefined) return;
+    line.closed = true;
+    line.stop.abort();
+    await line.tail.catch(() => undefined);
+    if (this.#lines.get(partition) === line) this.#lines.delete(partition);
+  }
+
+  /** Rejects with `IntakeStoppedError` (the message goes back to the queue), or with a failure the store gives for good. */
+  async accept(request: NotifyRequestBody, messageId: string | undefined, partition: number): Promise<IntakeResult> {
+    const line = this.#lines.get(partition);
+    if (line === undefined || line.closed) throw new IntakeStoppedError();
     // Taken now, before any wait: the message's place in intake order.
     const acceptedAt = this.#now();
-    const seq = Math.max(this.#lastSeq + 1, acceptedAt * 1000);
-    this.#lastSeq = seq;
-    const previous = this.#tail;
-    // One message reads its pushers at a time (the next while this one is stored): a
-    // prefetch of large fan-outs must not hit the store with all their reads at once.
-    const previousRead = this.#readTail;
-    let readDone: () => void = () => undefined;
-    this.#readTail = new Promise<void>((resolve) => {
-      readDone = resolve;
-    });
+    const seq = Math.max(line.lastSeq + 1, acceptedAt * 1000);
+    line.lastSeq = seq;
+    const previous = line.tail;
     // Once, outside the retries: a retry after a write that half went through stores the same IDs.
     const notifyId = messageId ?? randomUUID();
-    const work = this.#retrying(async () => {
-      await previousRead;
-      if (messageId !== undefined) {
-        const found = await this.#options.store.findAccepted(messageId);
-        if (found !== undefined) return { recipients: found.recipients, devices: found.devices, replayed: true };
-      }
-      const pushers = await this.#options.pushers.listPushersOfUsers(pushedUserIds(request));
-      readDone();
-      const plan = planIntake(request, (userId) => (pushers.get(userId) ?? []).map(toDeliveryPusher), {
-        notifyId,
-        seq,
-        acceptedAt,
+    const work = (async () => {
+      // The message before gave up: this one must not be stored before it is.
+      await previous.catch((error: unknown) => {
+        if (error instanceof IntakeStoppedError) throw error;
       });
-      if (plan.emailPushers > 0) this.#options.observer?.emailPushersSkipped(plan.emailPushers);
-      // Stored strictly after the message before it.
-      await previous;
-      const { holder, store } = this.#options;
-      const held = await store.accept(
-        { id: notifyId, recipients: plan.recipients, devices: plan.devices, acceptedAt },
-        plan.deliveries,
-        holder.lease(),
-        this.#now(),
-      );
-      holder.hold(held);
-      return { recipients: plan.recipients, devices: plan.devices, replayed: false };
-    });
-    this.#tail = work.catch(() => undefined);
-    void work.catch(() => undefined).finally(readDone);
+      return this.#retrying(line, async () => {
+        if (messageId !== undefined) {
+          const found = await this.#options.store.findAccepted(messageId);
+          if (found !== undefined) return { recipients: found.recipients, devices: found.devices, replayed: true };
+        }
+        const pushers = await this.#options.pushers.listPushersOfUsers(pushedUserIds(request));
+        const plan = planIntake(request, (userId) => (pushers.get(userId) ?? []).map(toDeliveryPusher), {
+          notifyId,
+          partition,
+          seq,
+          acceptedAt,
+        });
+        if (plan.emailPushers > 0) this.#options.observer?.emailPushersSkipped(plan.emailPushers);
+        // Checked last, right before the write: a worker whose lease is in doubt must not add to a partition another
+        // worker may have taken over (and read) already.
+        if (!this.#options.gate.takesIn(partition, this.#now())) throw new IntakeStoppedError();
+        await this.#options.store.accept(
+          { id: notifyId, recipients: plan.recipients, devices: plan.devices, acceptedAt },
+          plan.deliveries,
+        );
+        this.#options.holder.hold(plan.deliveries, acceptedAt);
+        return { recipients: plan.recipients, devices: plan.devices, replayed: false };
+      });
+    })();
+    line.tail = work;
+    // Observed here as well: a tail nobody waits for must not be an unhandled rejection.
+    work.catch(() => undefined);
     return work;
   }
 
   /**
-   * Retries while the store is unavailable (it comes back); any other
-   * failure (the store refusing the write, a bug) would fail the same way
-   * every time and hold back every message after it, so it is thrown.
+   * Retries while the store is unavailable (it comes back) and the
+   * partition is still this worker's; any other failure (the store
+   * refusing the write, a bug) would fail the same way every time and hold
+   * back every message after it, so it is thrown.
    */
-  async #retrying(operation: () => Promise<IntakeResult>): Promise<IntakeResult> {
+  async #retrying(line: PartitionLine, operation: () => Promise<IntakeResult>): Promise<IntakeResult> {
     let fatal: { readonly error: unknown } | undefined;
+    const state = { stopped: false };
     const guarded = async (): Promise<IntakeResult | undefined> => {
       try {
         return await operation();
       } catch (error) {
-        if (error instanceof StoreUnavailableError) throw error;
+        if (error instanceof IntakeStoppedError) {
+          state.stopped = true;
+          return undefined;
+        }
+        if (error instanceof StoreUnavailableError) {
+          if (line.closed) {
+            state.stopped = true;
+            return undefined;
+          }
+          throw error;
+        }
         fatal = { error };
         return undefined;
       }
     };
     const result = await retryUntilDone(guarded, {
       policy: this.#options.backoff,
-      signal: this.#options.signal,
+      signal: AbortSignal.any([this.#options.signal, line.stop.signal]),
       onFailure: (error, attempt, retryInMs) => {
         this.#options.logger.warn(
           { err: loggable(error), attempt, retryInMs },
@@ -142,7 +195,7 @@ export class NotifyIntake {
       },
     });
     if (fatal !== undefined) throw fatal.error;
-    if (result === undefined) throw new IntakeStoppedError();
+    if (result === undefined || state.stopped) throw new IntakeStoppedError();
     return result;
   }
 }

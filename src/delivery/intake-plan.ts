@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { NotifyRequestBody } from '../contract/ops.js';
 import { deviceQueueKey } from './delivery-key.js';
 import type { DeliveryPusher } from './device-batches.js';
@@ -7,6 +8,7 @@ import { planRecipientRequests } from './recipient-requests.js';
 /** One gateway request of a `notify` message, ready to be stored and sent (the store's `PendingDelivery`). */
 export interface PlannedDelivery {
   readonly id: string;
+  readonly partition: number;
   readonly key: string;
   readonly seq: number;
   readonly userId: string;
@@ -30,6 +32,8 @@ export interface IntakePlan {
 export interface IntakeStamp {
   /** The `notify` message's ID (its `messageId`, or one made up): request IDs derive from it. */
   readonly notifyId: string;
+  /** The partition the message's recipients belong to (the router split the `notify` by partition). */
+  readonly partition: number;
   /** Intake order of the message; every request of one message has it (no two share a device queue). */
   readonly seq: number;
   readonly acceptedAt: number;
@@ -44,9 +48,11 @@ export function pushedUserIds(request: NotifyRequestBody): readonly string[] {
 
 /**
  * Every gateway request of one `notify` message, from its recipients and
- * their pushers. Request IDs are `<notifyId>/<recipient index>.<request
- * index>`: the same message planned again (redelivered after a crash)
- * gives the same IDs, which the store takes only once.
+ * their pushers. Request IDs are `<notifyId>/<device queue tag>`: a
+ * message has one request per device queue, so the same message planned
+ * again (redelivered after a crash, its pushers changed meanwhile or not)
+ * gives the same ID for the same device queue, which the store takes only
+ * once, and a new ID for a device queue it did not plan before.
  */
 export function planIntake(
   request: NotifyRequestBody,
@@ -57,16 +63,18 @@ export function planIntake(
   let recipients = 0;
   let devices = 0;
   let emailPushers = 0;
-  for (const [index, recipient] of request.recipients.entries()) {
+  for (const recipient of request.recipients) {
     const planned = planRecipientRequests(request.notification, recipient, pushersOf(recipient.user_id));
     emailPushers += planned.emailPushers.length;
     if (planned.requests.length === 0) continue;
     recipients += 1;
-    for (const [n, { batch, body }] of planned.requests.entries()) {
+    for (const { batch, body } of planned.requests) {
       devices += batch.pushers.length;
+      const key = deviceQueueKey(recipient.user_id, batch.url, batch.format);
       deliveries.push({
-        id: `${stamp.notifyId}/${index}.${n}`,
-        key: deviceQueueKey(recipient.user_id, batch.url, batch.format),
+        id: `${stamp.notifyId}/${deviceQueueTag(key)}`,
+        partition: stamp.partition,
+        key,
         seq: stamp.seq,
         userId: recipient.user_id,
         url: batch.url,
@@ -77,4 +85,9 @@ export function planIntake(
     }
   }
   return { deliveries, recipients, devices, emailPushers };
+}
+
+/** A short, stable name of a device queue for request IDs (the key itself holds a URL and a user ID). */
+function deviceQueueTag(key: string): string {
+  return createHash('sha256').update(key).digest('base64url').slice(0, 22);
 }

@@ -1,20 +1,23 @@
 /**
  * The durable side of push delivery (docs/delivery.md): every gateway request
  * a `notify` message planned, kept until it is delivered, failed for good,
- * given up or dropped, so that a worker crash loses none of them.
+ * given up, dropped or expired, so that a worker crash loses none of them.
  *
- * A pending request belongs to one device queue (`key`: one user's pushers
- * on one gateway URL with one format, the unit a request is sent for) and is
- * sent only after every earlier one of its queue (`seq` order). At any time a
- * request is held by one worker (`owner`) under a lease it renews; a worker
- * that dies stops renewing, and once the lease has expired another worker
- * claims the request and carries on where the dead one stopped.
+ * A pending request belongs to one partition (its user's,
+ * delivery/partitions.ts) and to one device queue (`key`: one user's
+ * pushers on one gateway URL with one format, the unit a request is sent
+ * for), and is sent only after every earlier one of its queue (`seq`
+ * order). Requests carry no lease of their own: the worker that holds the
+ * partition's lease (partition-lease-store.ts) is the only one that writes
+ * or sends them, so a renewal costs the same whatever is pending.
  */
 
 /** One gateway request waiting to be delivered. */
 export interface PendingDelivery {
-  /** `<notify id>/<n>`: the same `notify` message always plans the same IDs, which makes its intake idempotent. */
+  /** `<notify id>/<device queue tag>`: the same `notify` message always plans the same IDs, which makes its intake idempotent. */
   readonly id: string;
+  /** The partition of `userId`: whoever holds its lease sends it. */
+  readonly partition: number;
   /** The device queue: one user's pushers with one URL and one format. */
   readonly key: string;
   /** Intake order: within a key, lower first. */
@@ -55,59 +58,36 @@ export interface AcceptedNotify {
   readonly acceptedAt: number;
 }
 
-/** A worker's hold on requests: until `until` (ms), nobody else takes them. */
-export interface Lease {
-  readonly owner: string;
-  readonly until: number;
-}
-
 export interface DeliveryStore {
   /** Creates the indexes the queries below rely on. Idempotent. */
   ensureIndexes(): Promise<void>;
 
+  /**
+   * Requests stored before partitions existed get the partition of their
+   * user; returns how many. Idempotent, and a no-op once none is left.
+   */
+  assignPartitions(partitionOfUser: (userId: string) => number): Promise<number>;
+
   /** The intake recorded under this ID, if any (`messageId` idempotency). */
   findAccepted(id: string): Promise<AcceptedNotify | undefined>;
 
-  /**
-   * Stores the requests of one `notify` message, then its record, so that a
-   * record means every request is stored. Idempotent: requests and record
-   * already stored (a redelivered message after a crash) are left as they
-   * are. Each request goes to the lease holder of its key when the key
-   * already has requests held under a live lease (they must go first, and
-   * in one worker's hands); otherwise to `lease`, which then also takes any
-   * request of that key whose lease expired (a dead worker's), so that the
-   * key is not split. Returns, oldest first per key, at least the new
-   * requests held under `lease` and the ones taken over; it may also return
-   * older requests of those keys that `lease.owner` held already (the
-   * worker ignores what it holds).
-   */
-  accept(
-    notify: AcceptedNotify,
-    deliveries: readonly PendingDelivery[],
-    lease: Lease,
-    now: number,
-  ): Promise<readonly PendingDelivery[]>;
-
-  /** Extends the lease of every request `lease.owner` holds; returns how many that is. */
-  renew(lease: Lease): Promise<number>;
+  /** The intakes recorded under these IDs, those there are (a router waiting for its parts to be taken in). */
+  findAcceptedMany(ids: readonly string[]): Promise<readonly AcceptedNotify[]>;
 
   /**
-   * Takes over every request whose lease expired before `now` (their
-   * holder died or stalled), unless another worker is taking them over at
-   * the same moment; returns the requests it took, oldest first per key
-   * (none when it took none: the worker already has the rest).
+   * Stores the requests of one `notify` message part, then its record, so
+   * that a record means every request is stored. Idempotent: requests and
+   * record already stored (a redelivered message after a crash) are left as
+   * they are.
    */
-  claimExpired(lease: Lease, now: number): Promise<readonly PendingDelivery[]>;
+  accept(notify: AcceptedNotify, deliveries: readonly PendingDelivery[]): Promise<void>;
 
-  /** Every request `owner` holds, oldest first per key. */
-  listHeld(owner: string): Promise<readonly PendingDelivery[]>;
+  /** Every pending request of a partition, oldest first per key: what a worker that takes the partition over holds. */
+  listPartition(partition: number): Promise<readonly PendingDelivery[]>;
 
-  /** The requests are done with (delivered, failed for good, given up, dropped): deleted. */
+  /** The requests are done with (delivered, failed for good, given up, dropped, expired): deleted. */
   remove(ids: readonly string[]): Promise<void>;
 
   /** Records a request's retry state. */
   saveRetry(id: string, retry: RetryState): Promise<void>;
-
-  /** Lets go of everything `owner` holds, for another worker to take at once (a clean shutdown). */
-  release(owner: string): Promise<void>;
 }

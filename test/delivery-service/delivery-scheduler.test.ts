@@ -10,7 +10,7 @@ import {
 } from '../../src/delivery-service/delivery-scheduler.js';
 import { createLogger } from '../../src/logging/logger.js';
 import type { PusherKey, StoredPusher } from '../../src/pushers/pusher.js';
-import type { DeliveryStore, PendingDelivery } from '../../src/store/delivery-store.js';
+import type { PendingDelivery } from '../../src/store/delivery-store.js';
 import { InMemoryDeliveryStore } from '../../src/store/in-memory-delivery-store.js';
 
 const ALICE = '@alice:example.org';
@@ -31,6 +31,7 @@ function aDelivery(n: number, overrides: Partial<PendingDelivery> = {}): Pending
   const devices = overrides.devices ?? [{ appId: APP, pushkey: `${userId}-phone` }];
   return {
     id: `notify-${n}/${userId}/${url}`,
+    partition: 0,
     key: deviceQueueKey(userId, url, undefined),
     seq,
     userId,
@@ -113,8 +114,12 @@ interface World {
   readonly removed: PusherKey[];
   readonly pushers: Map<string, StoredPusher[]>;
   readonly scheduler: DeliveryScheduler;
-  /** Stores the requests under the scheduler's lease and hands them to it, as the intake does. */
+  /** Whether the partitions' leases hold (the coordinator's gate). */
+  leaseHolds: boolean;
+  /** Stores the requests and hands them to the scheduler, as the intake does. */
   take(deliveries: readonly PendingDelivery[]): Promise<void>;
+  /** What is pending in partition 0. */
+  pending(): Promise<readonly PendingDelivery[]>;
 }
 
 const worlds: World[] = [];
@@ -126,9 +131,10 @@ function aWorld(overrides: Partial<DeliverySchedulerOptions> = {}): World {
   const observed = aCountingObserver();
   const removed: PusherKey[] = [];
   const pushers = new Map<string, StoredPusher[]>();
+  const gate = { leaseHolds: true };
   const scheduler = new DeliveryScheduler({
-    owner: 'worker-1',
     store: schedulerStore,
+    gate: { sendable: () => gate.leaseHolds },
     sender: gateway.sender,
     pushers: {
       listPushers: async (userId) => Promise.resolve(pushers.get(userId) ?? []),
@@ -143,15 +149,12 @@ function aWorld(overrides: Partial<DeliverySchedulerOptions> = {}): World {
     retry: { baseMs: 1000, maxMs: 3_600_000, giveUpAfterMs: 86_400_000 },
     backlog: { maxPending: 20 },
     breaker: DEFAULT_BREAKER_POLICY,
-    leaseMs: 30_000,
-    recoveryIntervalMs: 5_000,
     logger: createLogger('silent'),
     observer: observed.observer,
     // The middle of every jitter range: the schedule is the policy's.
     random: () => 0.5,
     ...overrides,
   });
-  scheduler.start();
   const world: World = {
     store,
     gateway,
@@ -159,15 +162,21 @@ function aWorld(overrides: Partial<DeliverySchedulerOptions> = {}): World {
     removed,
     pushers,
     scheduler,
-    take: async (deliveries) => {
-      const held = await store.accept(
-        { id: `intake-${String(seq)}`, recipients: 1, devices: deliveries.length, acceptedAt: Date.now() },
-        deliveries,
-        scheduler.lease(),
-        Date.now(),
-      );
-      scheduler.hold(held);
+    get leaseHolds() {
+      return gate.leaseHolds;
     },
+    set leaseHolds(holds: boolean) {
+      gate.leaseHolds = holds;
+    },
+    take: async (deliveries) => {
+      const plannedAt = Date.now();
+      await store.accept(
+        { id: `intake-${String(seq)}`, recipients: 1, devices: deliveries.length, acceptedAt: plannedAt },
+        deliveries,
+      );
+      scheduler.hold(deliveries, plannedAt);
+    },
+    pending: async () => store.listPartition(0),
   };
   worlds.push(world);
   return world;
@@ -192,7 +201,7 @@ describe('the delivery scheduler', () => {
     await world.take([aDelivery(1), aDelivery(2, { userId: BOB })]);
     await vi.advanceTimersByTimeAsync(100);
     expect(world.gateway.sent.map((s) => s.event).sort()).toEqual(['$1', '$2']);
-    expect(await world.store.listHeld('worker-1')).toEqual([]);
+    expect(await world.pending()).toEqual([]);
     expect(world.observed.count('delivered')).toBe(2);
     expect(world.scheduler.pending).toBe(0);
   });
@@ -233,7 +242,7 @@ describe('the delivery scheduler', () => {
     // The oldest waiting ones went as newer ones came, the failing first one too: it was not in flight.
     expect(eventsTo(world, `${ALICE}-phone`)).toEqual(Array.from({ length: 20 }, (_, i) => `$${String(i + 6)}`));
     expect(world.observed.count('dropped')).toBe(6);
-    expect(await world.store.listHeld('worker-1')).toEqual([]);
+    expect(await world.pending()).toEqual([]);
   });
 
   it('gives a notification up at the end of its window and moves the device on', async () => {
@@ -243,7 +252,7 @@ describe('the delivery scheduler', () => {
     await vi.advanceTimersByTimeAsync(60_000);
     expect(world.observed.count('given_up')).toBe(1);
     expect(eventsTo(world, `${ALICE}-phone`).at(-1)).toBe('$2');
-    expect(await world.store.listHeld('worker-1')).toEqual([]);
+    expect(await world.pending()).toEqual([]);
   });
 
   it.each<[string, GatewayExchange, DeliveryOutcome]>([
@@ -314,21 +323,54 @@ describe('the delivery scheduler', () => {
     world.gateway.answerWith(() => OK);
     await vi.advanceTimersByTimeAsync(120_000);
     expect(new Set(world.gateway.sent.flatMap((s) => s.pushkeys)).size).toBe(200);
-    expect(await world.store.listHeld('worker-1')).toEqual([]);
+    expect(await world.pending()).toEqual([]);
   });
 
-  it("takes over a dead worker's requests once their lease expired, and delivers them in order", async () => {
-    const world = aWorld();
-    await world.store.accept(
-      { id: 'dead-intake', recipients: 1, devices: 2, acceptedAt: START },
-      [aDelivery(1), aDelivery(2)],
-      { owner: 'dead-worker', until: START + 10_000 },
-      START,
-    );
-    await vi.advanceTimersByTimeAsync(9_000);
-    expect(world.gateway.sent).toEqual([]);
-    await vi.advanceTimersByTimeAsync(20_000);
-    expect(eventsTo(world, `${ALICE}-phone`)).toEqual(['$1', '$2']);
+  it.each<[string, StoredPusher[], string[]]>([
+    ['its pusher is still there: sent in order', [aPusher(ALICE, `${ALICE}-phone`)], ['$1', '$2']],
+    ['its pusher is gone meanwhile: nothing sent', [], []],
+  ])(
+    'checks requests of a partition taken over against the pushers before they go (planned on another clock): %s',
+    async (_case, pushers, sent) => {
+      const world = aWorld();
+      world.pushers.set(ALICE, pushers);
+      // What another worker planned and stored: no change event of it reached this worker.
+      world.scheduler.hold([aDelivery(1), aDelivery(2)]);
+      await vi.advanceTimersByTimeAsync(100);
+      expect(eventsTo(world, `${ALICE}-phone`)).toEqual(sent);
+      expect(world.scheduler.pending).toBe(0);
+    },
+  );
+
+  it('moves a device on when its front changed while its pushers were read (the cap dropped it): nothing sticks', async () => {
+    let answerRead: () => void = () => undefined;
+    const pushers = new Map<string, StoredPusher[]>([[ALICE, [aPusher(ALICE, `${ALICE}-phone`)]]]);
+    let slow = true;
+    const world = aWorld({
+      backlog: { maxPending: 3 },
+      pushers: {
+        listPushers: async (userId) => {
+          if (slow) {
+            slow = false;
+            await new Promise<void>((resolve) => {
+              answerRead = resolve;
+            });
+          }
+          return pushers.get(userId) ?? [];
+        },
+        listPushersOfUsers: async () => Promise.resolve(new Map()),
+      },
+    });
+    // Alice's pushers changed after these were planned: the front is checked before it goes (a slow read).
+    world.scheduler.pushersChanged(ALICE);
+    world.scheduler.hold([aDelivery(1), aDelivery(2), aDelivery(3)], Date.now() - 1);
+    await vi.advanceTimersByTimeAsync(1);
+    // A fourth arrives during the read: the cap of 3 drops the front being checked.
+    world.scheduler.hold([aDelivery(4)], Date.now() - 1);
+    answerRead();
+    await vi.advanceTimersByTimeAsync(100);
+    expect(eventsTo(world, `${ALICE}-phone`)).toEqual(['$2', '$3', '$4']);
+    expect(world.scheduler.pending).toBe(0);
   });
 
   it('lets the next waiting device send when the one woken first sends nothing (its pushers are gone)', async () => {
@@ -354,83 +396,42 @@ describe('the delivery scheduler', () => {
     expect(world.scheduler.pending).toBe(0);
   });
 
-  it('does not send again a request delivered while a catch-up read of the store was under way', async () => {
-    const inner = new InMemoryDeliveryStore();
-    let releaseRead: () => void = () => undefined;
-    const readHeld = new Promise<void>((resolve) => {
-      releaseRead = resolve;
-    });
-    // The store says it holds one more than the scheduler knows (another intake's), and its answer comes late.
-    const store: DeliveryStore = {
-      ensureIndexes: async () => inner.ensureIndexes(),
-      findAccepted: async (id) => inner.findAccepted(id),
-      accept: async (notify, deliveries, lease, now) => inner.accept(notify, deliveries, lease, now),
-      renew: async (lease) => (await inner.renew(lease)) + 1,
-      claimExpired: async (lease, now) => inner.claimExpired(lease, now),
-      listHeld: async (owner) => {
-        const snapshot = await inner.listHeld(owner);
-        await readHeld;
-        return snapshot;
-      },
-      remove: async (ids) => inner.remove(ids),
-      saveRetry: async (id, retry) => inner.saveRetry(id, retry),
-      release: async (owner) => inner.release(owner),
-    };
-    const world = aWorld({ store });
-    let answer: (exchange: GatewayExchange) => void = () => undefined;
-    world.gateway.answerWith(
-      async () =>
-        new Promise<GatewayExchange>((resolve) => {
-          answer = resolve;
-        }),
-    );
-    const held = await inner.accept(
-      { id: 'intake', recipients: 1, devices: 1, acceptedAt: START },
-      [aDelivery(1)],
-      world.scheduler.lease(),
-      START,
-    );
-    world.scheduler.hold(held);
-    // The renewal finds a mismatch and reads what the store holds: the request, not yet delivered.
-    await vi.advanceTimersByTimeAsync(10_000);
-    answer(OK);
+  it('starts no send while its partition’s lease is in doubt, and carries on once it holds again', async () => {
+    const world = aWorld();
+    world.leaseHolds = false;
+    await world.take([aDelivery(1)]);
     await vi.advanceTimersByTimeAsync(100);
-    expect(await inner.listHeld('worker-1')).toEqual([]);
-    releaseRead();
-    await vi.advanceTimersByTimeAsync(10_000);
+    expect(world.gateway.sent).toEqual([]);
+    world.leaseHolds = true;
+    world.scheduler.resume();
+    await vi.advanceTimersByTimeAsync(100);
     expect(eventsTo(world, `${ALICE}-phone`)).toEqual(['$1']);
   });
 
-  it('starts no send while its lease renewals fail, and carries on once one succeeds', async () => {
-    const inner = new InMemoryDeliveryStore();
-    let storeDown = false;
-    const store: DeliveryStore = {
-      ensureIndexes: async () => inner.ensureIndexes(),
-      findAccepted: async (id) => inner.findAccepted(id),
-      accept: async (notify, deliveries, lease, now) => inner.accept(notify, deliveries, lease, now),
-      renew: async (lease) => (storeDown ? Promise.reject(new Error('store down')) : inner.renew(lease)),
-      claimExpired: async (lease, now) => inner.claimExpired(lease, now),
-      listHeld: async (owner) => inner.listHeld(owner),
-      remove: async (ids) => inner.remove(ids),
-      saveRetry: async (id, retry) => inner.saveRetry(id, retry),
-      release: async (owner) => inner.release(owner),
-    };
-    const world = aWorld({ store });
-    storeDown = true;
-    // Renewals fail from now on: past two thirds of the 30 s lease, another worker may take it any time.
-    await vi.advanceTimersByTimeAsync(25_000);
-    const held = await inner.accept(
-      { id: 'late', recipients: 1, devices: 1, acceptedAt: Date.now() },
-      [aDelivery(1)],
-      world.scheduler.lease(),
-      Date.now(),
+  it('hands a partition over: its queues let go, its sends in flight awaited, what is done deleted; others carry on', async () => {
+    const world = aWorld();
+    let answer: (exchange: GatewayExchange) => void = () => undefined;
+    world.gateway.answerWith(async (request) =>
+      request.event === '$1'
+        ? new Promise<GatewayExchange>((resolve) => {
+            answer = resolve;
+          })
+        : OK,
     );
-    world.scheduler.hold(held);
+    await world.take([aDelivery(1), aDelivery(2)]);
+    const other = aDelivery(3, { userId: BOB, partition: 1 });
+    await world.take([other]);
+    await vi.advanceTimersByTimeAsync(10);
+    const releasing = world.scheduler.releasePartition(0, 5_000);
+    await vi.advanceTimersByTimeAsync(10);
+    answer(OK);
     await vi.advanceTimersByTimeAsync(100);
-    expect(world.gateway.sent).toEqual([]);
-    storeDown = false;
-    await vi.advanceTimersByTimeAsync(10_000);
+    await releasing;
+    // $1 was in flight and delivered: deleted; $2 waits in the store for the next holder, unsent.
     expect(eventsTo(world, `${ALICE}-phone`)).toEqual(['$1']);
+    expect((await world.pending()).map((d) => d.id)).toEqual([`notify-2/${ALICE}/${GATEWAY}`]);
+    expect(eventsTo(world, `${BOB}-phone`)).toEqual(['$3']);
+    expect(world.scheduler.pending).toBe(0);
   });
 
   it('sends again after the longest backoff when a gateway asks for a day (Retry-After), not giving it up', async () => {
@@ -473,19 +474,19 @@ describe('the delivery scheduler', () => {
     await vi.advanceTimersByTimeAsync(1_500);
     await closing;
     expect(aborted).toBe(true);
-    const claimed = await world.store.claimExpired({ owner: 'worker-2', until: Date.now() + 30_000 }, Date.now());
+    const claimed = await world.pending();
     expect(claimed.map((d) => d.id)).toEqual([`notify-1/${ALICE}/${GATEWAY}`]);
     // A send cut short by the shutdown says nothing about the gateway: no backoff recorded.
     expect(claimed[0]?.retry).toBeUndefined();
   });
 
-  it('gives up its lease on close, so that another worker carries on at once', async () => {
+  it('leaves on close what is not done in the store, its backoff with it, for the partition’s next holder', async () => {
     const world = aWorld();
     world.gateway.answerWith(() => DOWN);
     await world.take([aDelivery(1)]);
     await vi.advanceTimersByTimeAsync(10);
     await world.scheduler.close();
-    const claimed = await world.store.claimExpired({ owner: 'worker-2', until: Date.now() + 30_000 }, Date.now());
+    const claimed = await world.pending();
     expect(claimed.map((d) => d.id)).toEqual([`notify-1/${ALICE}/${GATEWAY}`]);
     // Its backoff carries on where this worker left it.
     expect(claimed[0]?.retry?.failures).toBe(1);

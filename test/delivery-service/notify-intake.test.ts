@@ -34,29 +34,27 @@ const aNotify = (event: string, users: readonly string[]): NotifyRequestBody => 
 });
 
 /** A store that forwards to `inner` except for the given methods: how a test makes one fail. */
-function wrapped(inner: InMemoryDeliveryStore, overrides: Partial<DeliveryStore>): DeliveryStore {
+function wrapped(inner: InMemoryDeliveryStore, overrides: Partial<IntakeStore>): IntakeStore {
   return {
-    ensureIndexes: async () => inner.ensureIndexes(),
     findAccepted: async (id) => inner.findAccepted(id),
-    accept: async (notify, deliveries, lease, now) => inner.accept(notify, deliveries, lease, now),
-    renew: async (lease) => inner.renew(lease),
-    claimExpired: async (lease, now) => inner.claimExpired(lease, now),
-    listHeld: async (owner) => inner.listHeld(owner),
-    remove: async (ids) => inner.remove(ids),
-    saveRetry: async (id, retry) => inner.saveRetry(id, retry),
-    release: async (owner) => inner.release(owner),
+    accept: async (notify, deliveries) => inner.accept(notify, deliveries),
     ...overrides,
   };
 }
 
+type IntakeStore = Pick<DeliveryStore, 'findAccepted' | 'accept'>;
+const P = 5;
+
 /** An intake on an in-memory store; `pushersDelay` delays each user's pushers (to let a later message overtake). */
 function anIntake(
   options: {
-    readonly store?: DeliveryStore;
+    readonly store?: IntakeStore;
     readonly pushersDelayMs?: (users: readonly string[]) => number;
+    /** Whether the partition's lease holds: the coordinator's gate. */
+    readonly takesIn?: () => boolean;
   } = {},
 ) {
-  const store: DeliveryStore = options.store ?? new InMemoryDeliveryStore();
+  const store: IntakeStore = options.store ?? new InMemoryDeliveryStore();
   const held: PendingDelivery[] = [];
   const stop = new AbortController();
   const intake = new NotifyIntake({
@@ -69,27 +67,33 @@ function anIntake(
       },
     },
     holder: {
-      lease: () => ({ owner: 'w1', until: Date.now() + 30_000 }),
       hold: (deliveries) => {
         held.push(...deliveries);
       },
     },
+    gate: { takesIn: options.takesIn ?? (() => true) },
     backoff: { baseMs: 1, maxMs: 2 },
     signal: stop.signal,
     logger: SILENT,
   });
+  intake.open(P, 0);
   return { store, intake, held, stop };
 }
 
 describe('the intake of notify messages', () => {
   it('stores and hands over one request per device, and answers the counts', async () => {
     const { intake, held } = anIntake();
-    expect(await intake.accept(aNotify('$1', ['@a:x.org', '@b:x.org']), 'm1')).toEqual({
+    expect(await intake.accept(aNotify('$1', ['@a:x.org', '@b:x.org']), 'm1', P)).toEqual({
       recipients: 2,
       devices: 2,
       replayed: false,
     });
-    expect(held.map((d) => d.id)).toEqual(['m1/0.0', 'm1/1.0']);
+    expect(held.map((d) => d.id)).toEqual([
+      expect.stringMatching(/^m1\//) as string,
+      expect.stringMatching(/^m1\//) as string,
+    ]);
+    expect(new Set(held.map((d) => d.id)).size).toBe(2);
+    expect(held.every((d) => d.partition === P)).toBe(true);
     const body = JSON.parse(held[0]?.bodyJson ?? '{}') as { notification: { devices: { pushkey_ts: number }[] } };
     // The pusher's time, in seconds.
     expect(body.notification.devices[0]?.pushkey_ts).toBe(1_700_000_000);
@@ -97,8 +101,8 @@ describe('the intake of notify messages', () => {
 
   it('answers a messageId taken in before from its record and stores nothing again', async () => {
     const { intake, held } = anIntake();
-    await intake.accept(aNotify('$1', ['@a:x.org']), 'm1');
-    expect(await intake.accept(aNotify('$1', ['@a:x.org']), 'm1')).toEqual({
+    await intake.accept(aNotify('$1', ['@a:x.org']), 'm1', P);
+    expect(await intake.accept(aNotify('$1', ['@a:x.org']), 'm1', P)).toEqual({
       recipients: 1,
       devices: 1,
       replayed: true,
@@ -110,12 +114,11 @@ describe('the intake of notify messages', () => {
     // The first message's pushers take longer to read.
     const { intake, held } = anIntake({ pushersDelayMs: (users) => (users.includes('@slow:x.org') ? 30 : 0) });
     await Promise.all([
-      intake.accept(aNotify('$1', ['@a:x.org', '@slow:x.org']), 'm1'),
-      intake.accept(aNotify('$2', ['@a:x.org']), 'm2'),
+      intake.accept(aNotify('$1', ['@a:x.org', '@slow:x.org']), 'm1', P),
+      intake.accept(aNotify('$2', ['@a:x.org']), 'm2', P),
     ]);
-    // The store hands back what the worker holds for the keys involved: the first one again, with the second.
-    const forA = [...new Map(held.filter((d) => d.userId === '@a:x.org').map((d) => [d.id, d])).values()];
-    expect(forA.map((d) => d.id)).toEqual(['m1/0.0', 'm2/0.0']);
+    const forA = held.filter((d) => d.userId === '@a:x.org');
+    expect(forA.map((d) => d.id.split('/')[0])).toEqual(['m1', 'm2']);
     expect((forA[0]?.seq ?? 0) < (forA[1]?.seq ?? 0)).toBe(true);
   });
 
@@ -123,37 +126,37 @@ describe('the intake of notify messages', () => {
     const store = new InMemoryDeliveryStore();
     let failures = 2;
     const flaky = wrapped(store, {
-      accept: async (notify, deliveries, lease, now) => {
+      accept: async (notify, deliveries) => {
         if (failures > 0) {
           failures -= 1;
           // Half of it went through before the store stopped answering.
-          await store.accept(notify, deliveries.slice(0, 1), lease, now);
+          await store.accept(notify, deliveries.slice(0, 1));
           throw new StoreUnavailableError('stalled');
         }
-        return store.accept(notify, deliveries, lease, now);
+        return store.accept(notify, deliveries);
       },
     });
     const { intake, held } = anIntake({ store: flaky });
-    expect(await intake.accept(aNotify('$1', ['@a:x.org', '@b:x.org']), undefined)).toMatchObject({ devices: 2 });
+    expect(await intake.accept(aNotify('$1', ['@a:x.org', '@b:x.org']), undefined, P)).toMatchObject({ devices: 2 });
     expect(new Set(held.map((d) => d.id)).size).toBe(2);
-    expect(await store.listHeld('w1')).toHaveLength(2);
+    expect(await store.listPartition(P)).toHaveLength(2);
   });
 
   it('gives up at once on a failure that retrying would not change, and the next message is still taken', async () => {
     const store = new InMemoryDeliveryStore();
     let fail = true;
     const broken = wrapped(store, {
-      accept: async (notify, deliveries, lease, now) => {
+      accept: async (notify, deliveries) => {
         if (fail) {
           fail = false;
           throw new StoreFailedError('document too large');
         }
-        return store.accept(notify, deliveries, lease, now);
+        return store.accept(notify, deliveries);
       },
     });
     const { intake } = anIntake({ store: broken });
-    const first = intake.accept(aNotify('$1', ['@a:x.org']), 'm1');
-    const second = intake.accept(aNotify('$2', ['@a:x.org']), 'm2');
+    const first = intake.accept(aNotify('$1', ['@a:x.org']), 'm1', P);
+    const second = intake.accept(aNotify('$2', ['@a:x.org']), 'm2', P);
     await expect(first).rejects.toBeInstanceOf(StoreFailedError);
     await expect(second).resolves.toMatchObject({ devices: 1 });
   });
@@ -163,11 +166,52 @@ describe('the intake of notify messages', () => {
       accept: async () => Promise.reject(new StoreUnavailableError('down')),
     });
     const { intake, stop } = anIntake({ store: down });
-    const accepted = intake.accept(aNotify('$1', ['@a:x.org']), 'm1');
+    const accepted = intake.accept(aNotify('$1', ['@a:x.org']), 'm1', P);
     setTimeout(() => {
       stop.abort();
     }, 20);
     await expect(accepted).rejects.toBeInstanceOf(IntakeStoppedError);
+  });
+
+  it('gives every later message of the partition back too when one gives up, so they return to the queue in order', async () => {
+    // The store takes every message but the first: the first waits, retried, until the shutdown.
+    const store = wrapped(new InMemoryDeliveryStore(), {
+      accept: async (notify) =>
+        notify.id === 'm1' ? Promise.reject(new StoreUnavailableError('down')) : Promise.resolve(),
+    });
+    const { intake, stop, held } = anIntake({ store });
+    const first = intake.accept(aNotify('$1', ['@a:x.org']), 'm1', P);
+    const second = intake.accept(aNotify('$2', ['@a:x.org']), 'm2', P);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    stop.abort();
+    await expect(first).rejects.toBeInstanceOf(IntakeStoppedError);
+    await expect(second).rejects.toBeInstanceOf(IntakeStoppedError);
+    expect(held).toEqual([]);
+  });
+
+  it.each<[string, () => boolean, boolean]>([
+    ['the lease holds: stored', () => true, true],
+    ['the lease is in doubt or handed over: back to the queue, nothing stored', () => false, false],
+  ])('checks the partition’s lease right before the write: %s', async (_case, takesIn, stored) => {
+    const store = new InMemoryDeliveryStore();
+    const { intake } = anIntake({ store, takesIn });
+    const accepted = intake.accept(aNotify('$1', ['@a:x.org']), 'm1', P);
+    if (stored) await expect(accepted).resolves.toMatchObject({ devices: 1 });
+    else await expect(accepted).rejects.toBeInstanceOf(IntakeStoppedError);
+    expect(await store.listPartition(P)).toHaveLength(stored ? 1 : 0);
+  });
+
+  it('refuses a partition it does not hold, and one being drained; orders a new holder after what is stored', async () => {
+    const { intake, held } = anIntake();
+    await expect(intake.accept(aNotify('$1', ['@a:x.org']), 'm1', P + 1)).rejects.toBeInstanceOf(IntakeStoppedError);
+    // Another worker stored requests of this partition on a clock ahead of this one's.
+    const highest = Date.now() * 1000 + 5_000_000;
+    intake.open(P + 1, highest);
+    await intake.accept(aNotify('$1', ['@a:x.org']), 'm1', P + 1);
+    expect(held[0]?.seq).toBeGreaterThan(highest);
+    const draining = intake.drain(P + 1);
+    await expect(intake.accept(aNotify('$2', ['@a:x.org']), 'm2', P + 1)).rejects.toBeInstanceOf(IntakeStoppedError);
+    await draining;
   });
 });
 

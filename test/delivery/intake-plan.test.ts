@@ -14,7 +14,7 @@ import {
 
 const BOB = '@bob:example.org';
 const CAROL = '@carol:example.org';
-const STAMP = { notifyId: 'n1', seq: 42, acceptedAt: 1_000 };
+const STAMP = { notifyId: 'n1', partition: 7, seq: 42, acceptedAt: 1_000 };
 
 function aRequest(overrides: Partial<NotifyRequestBody> = {}): NotifyRequestBody {
   return {
@@ -56,7 +56,7 @@ describe('the intake of one notify message', () => {
       })),
     ).toEqual([
       {
-        id: 'n1/0.0',
+        id: expect.stringMatching(/^n1\/[\w-]{22}$/) as string,
         key: deviceQueueKey(ALICE, GATEWAY_URL, undefined),
         seq: 42,
         userId: ALICE,
@@ -68,7 +68,7 @@ describe('the intake of one notify message', () => {
         acceptedAt: 1_000,
       },
       {
-        id: 'n1/0.1',
+        id: expect.stringMatching(/^n1\/[\w-]{22}$/) as string,
         key: deviceQueueKey(ALICE, OTHER_GATEWAY_URL, undefined),
         seq: 42,
         userId: ALICE,
@@ -112,6 +112,18 @@ describe('the intake of one notify message', () => {
   it('plans the same IDs for the same message again (a redelivery stores nothing twice)', () => {
     const ids = () => planIntake(aRequest(), pushersOf, STAMP).deliveries.map((d) => d.id);
     expect(ids()).toEqual(ids());
+  });
+
+  it('names a request by its device queue: a replan after a pusher change never gives one queue another queue’s ID', () => {
+    const before = planIntake(aRequest(), pushersOf, STAMP).deliveries;
+    // Alice's phone and tablet are gone: her laptop's request is now her first, Carol is pushed as before.
+    const changed = (userId: string) =>
+      userId === ALICE ? (PUSHERS[ALICE] ?? []).filter((pusher) => pusher.pushkey === 'laptop') : pushersOf(userId);
+    const after = planIntake(aRequest(), changed, STAMP).deliveries;
+    const idOf = (plan: typeof before) => new Map(plan.map((delivery) => [delivery.key, delivery.id]));
+    for (const [key, id] of idOf(after)) expect(idOf(before).get(key)).toBe(id);
+    expect(new Set(after.map((delivery) => delivery.id)).size).toBe(after.length);
+    expect(after.every((delivery) => delivery.partition === 7)).toBe(true);
   });
 });
 

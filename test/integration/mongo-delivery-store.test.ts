@@ -3,6 +3,10 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { MongoDeliveryStore } from '../../src/store/mongo-delivery-store.js';
 import { StoreUnavailableError } from '../../src/store/push-store.js';
 import { aDelivery, aNotify, deliveryStoreContract } from '../store/delivery-store-contract.js';
+import { partitionLeaseStoreContract } from '../store/partition-lease-store-contract.js';
+import { MongoPartitionLeaseStore } from '../../src/store/mongo-partition-lease-store.js';
+import { PartitionCoordinator } from '../../src/delivery-service/partition-coordinator.js';
+import { createLogger } from '../../src/logging/logger.js';
 
 const client = new MongoClient(inject('mongoUrl'), { serverSelectionTimeoutMS: 5000, monitorCommands: true });
 const db = client.db(`delivery_${process.pid}_${Date.now()}`);
@@ -30,7 +34,28 @@ async function aStore(): Promise<MongoDeliveryStore> {
   return store;
 }
 
-deliveryStoreContract('MongoDB', aStore);
+deliveryStoreContract('MongoDB', aStore, async (_store, delivery) => {
+  const { id, key, seq, userId, url, bodyJson, acceptedAt } = delivery;
+  // As the service stored it before partitions: a per-request lease, no partition.
+  await db.collection(`pending_${collections}`).insertOne({
+    _id: id as unknown as never,
+    key,
+    seq,
+    user_id: userId,
+    url,
+    body_json: bodyJson,
+    devices: [],
+    accepted_at: acceptedAt,
+    owner: 'an old worker',
+    lease_until: 0,
+  });
+});
+
+partitionLeaseStoreContract('MongoDB', async () => {
+  await Promise.resolve();
+  collections += 1;
+  return new MongoPartitionLeaseStore(db, { collectionPrefix: `leases_${collections}`, operationTimeoutMs: 30_000 });
+});
 
 describe('MongoDeliveryStore', () => {
   it('takes a notify of 30,000 requests in a handful of commands, not one per request', async () => {
@@ -42,63 +67,89 @@ describe('MongoDeliveryStore', () => {
     const listener = (event: { commandName: string }) => commands.push(event.commandName);
     client.on('commandStarted', listener);
     try {
-      await store.accept(aNotify({ id: 'big' }), deliveries, { owner: 'w1', until: 2_000_000 }, 1_000_000);
+      await store.accept(aNotify({ id: 'big' }), deliveries);
     } finally {
       client.off('commandStarted', listener);
     }
     const counts = Object.fromEntries(
       [...new Set(commands)].map((name) => [name, commands.filter((c) => c === name).length]),
     );
-    // One find for the holders; one insertMany, which the driver splits at the
-    // server's maxWriteBatchSize (MongoDB: 100,000; the test stand-in: 1,000,
-    // so about 30 commands); the record. No query to read them back.
-    expect(counts).toEqual({ find: 1, insert: expect.any(Number) as number });
+    // One insertMany, which the driver splits at the server's maxWriteBatchSize
+    // (MongoDB: 100,000; the test stand-in: 1,000, so about 30 commands); the
+    // record. No query at all.
+    expect(counts).toEqual({ insert: expect.any(Number) as number });
     expect(counts['insert']).toBeLessThan(40);
   }, 60_000);
 
-  it('creates its indexes, the record’s TTL among them, idempotently', async () => {
+  it('creates its indexes, the record’s TTL among them, idempotently, and drops the per-request lease ones', async () => {
     const store = await aStore();
+    await db.collection(`pending_${collections}`).createIndex({ lease_until: 1 }, { name: 'pending_lease_until' });
+    await store.ensureIndexes();
     await store.ensureIndexes();
     const pending = await db.collection(`pending_${collections}`).listIndexes().toArray();
-    expect(pending.map((index: { key?: unknown }) => index.key)).toEqual(
-      expect.arrayContaining([{ owner: 1, key: 1, seq: 1 }, { key: 1, seq: 1 }, { lease_until: 1 }]),
-    );
+    expect(pending.map((index: { key?: unknown }) => index.key)).toEqual([
+      { _id: 1 },
+      { partition: 1, key: 1, seq: 1 },
+    ]);
     const accepted = await db.collection(`accepted_${collections}`).listIndexes().toArray();
     expect(accepted).toEqual(
       expect.arrayContaining([expect.objectContaining({ key: { accepted_at: 1 }, expireAfterSeconds: 3_600 })]),
     );
   });
 
-  describe('the recovery lock', () => {
-    const T = 1_000_000;
-    const lockedUntil = async (until: number) =>
-      db
-        .collection<{ _id: string; token: string; until: number }>(`pending_${collections}_locks`)
-        .insertOne({ _id: 'recovery', token: 'a worker that died', until });
-
-    it('keeps a claim from taking anything while another worker holds it, and frees itself when its time runs out', async () => {
-      const store = await aStore();
-      await store.accept(aNotify({ id: 'd' }), [aDelivery({ id: 'd/0' })], { owner: 'dead', until: T }, T);
-      await lockedUntil(T + 10_000);
-      expect(await store.claimExpired({ owner: 'w1', until: T + 60_000 }, T + 1)).toEqual([]);
-      expect(await store.claimExpired({ owner: 'w1', until: T + 60_000 }, T + 10_001)).toHaveLength(1);
-    });
-
-    it('makes an intake that takes over a dead worker’s key wait for it, then take the whole key', async () => {
-      const store = await aStore();
-      await store.accept(aNotify({ id: 'd' }), [aDelivery({ id: 'd/0', seq: 1 })], { owner: 'dead', until: T }, T);
-      await lockedUntil(T + 200);
-      const started = Date.now();
-      const held = await store.accept(
-        aNotify({ id: 'n' }),
-        [aDelivery({ id: 'n/0', seq: 2 })],
-        { owner: 'w1', until: T + 60_000 },
-        T + 1,
-      );
-      expect(Date.now() - started).toBeGreaterThanOrEqual(150);
-      expect(held.map((d) => d.id)).toEqual(['d/0', 'n/0']);
-    });
-  });
+  it('coordinates partitions with the same commands whether 0 or 20,000 requests are pending (none on the requests)', async () => {
+    const store = await aStore();
+    const pendingName = `pending_${collections}`;
+    const roundCommands = async (pending: number): Promise<string[]> => {
+      collections += 1;
+      const leases = new MongoPartitionLeaseStore(db, { collectionPrefix: `round_${collections}` });
+      if (pending > 0)
+        await store.accept(
+          aNotify({ id: `p${pending}` }),
+          Array.from({ length: pending }, (_, n) => aDelivery({ id: `p${pending}/${n}`, key: `k${n}`, partition: 40 })),
+        );
+      const coordinator = new PartitionCoordinator({
+        me: 'w1',
+        partitions: 4,
+        leaseMs: 15_000,
+        leases,
+        deliveries: {
+          assignPartitions: async () => Promise.resolve(0),
+          listPartition: async () => Promise.resolve([]),
+        },
+        intake: { open: () => undefined, drain: async () => Promise.resolve() },
+        scheduler: {
+          hold: () => undefined,
+          resume: () => undefined,
+          releasePartition: async () => Promise.resolve(),
+          close: async () => Promise.resolve(),
+        },
+        consumer: { subscribe: async () => Promise.resolve(), unsubscribe: async () => Promise.resolve() },
+        graceMs: 0,
+        logger: createLogger('silent'),
+      });
+      // The first round claims; the second is the steady state: heartbeat, renewal, reads of workers and leases.
+      await coordinator.round();
+      const commands: string[] = [];
+      const listener = (event: { commandName: string; command: Record<string, unknown> }) => {
+        const collection = event.command[event.commandName];
+        commands.push(`${event.commandName} ${typeof collection === 'string' ? collection.replace(/_\d+/, '_N') : ''}`);
+      };
+      client.on('commandStarted', listener);
+      try {
+        await coordinator.round();
+      } finally {
+        client.off('commandStarted', listener);
+      }
+      await coordinator.close();
+      return commands.sort();
+    };
+    const idle = await roundCommands(0);
+    const busy = await roundCommands(20_000);
+    expect(busy).toEqual(idle);
+    expect(idle.length).toBeLessThanOrEqual(6);
+    expect(idle.some((command) => command.includes(pendingName.replace(/_\d+/, '_N')))).toBe(false);
+  }, 120_000);
 
   it('reports a server it cannot reach as unavailable (retry later), not as a failure', async () => {
     const unreachable = new MongoClient('mongodb://127.0.0.1:1', { serverSelectionTimeoutMS: 200 });
@@ -108,10 +159,10 @@ describe('MongoDeliveryStore', () => {
         acceptedCollection: 'accepted',
         acceptedRetentionSeconds: 60,
       });
-      await expect(store.listHeld('w1')).rejects.toBeInstanceOf(StoreUnavailableError);
-      await expect(
-        store.accept(aNotify(), [aDelivery()], { owner: 'w1', until: 2_000_000 }, 1_000_000),
-      ).rejects.toBeInstanceOf(StoreUnavailableError);
+      await expect(store.listPartition(1)).rejects.toBeInstanceOf(StoreUnavailableError);
+      await expect(store.accept(aNotify(), [aDelivery()])).rejects.toBeInstanceOf(StoreUnavailableError);
+      const leases = new MongoPartitionLeaseStore(unreachable.db('nowhere'), { collectionPrefix: 'pending' });
+      await expect(leases.renew('w1', [1], 2)).rejects.toBeInstanceOf(StoreUnavailableError);
     } finally {
       await unreachable.close();
     }

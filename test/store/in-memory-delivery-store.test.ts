@@ -1,7 +1,24 @@
 import { InMemoryDeliveryStore } from '../../src/store/in-memory-delivery-store.js';
+import { InMemoryPartitionLeaseStore } from '../../src/store/in-memory-partition-lease-store.js';
 import { deliveryStoreContract } from './delivery-store-contract.js';
+import { partitionLeaseStoreContract } from './partition-lease-store-contract.js';
 
-deliveryStoreContract('in memory', async () => {
+// The contract hands back the store it made: the one instance whose old-layout request is stored.
+let current = new InMemoryDeliveryStore();
+deliveryStoreContract(
+  'in memory',
+  async () => {
+    await Promise.resolve();
+    current = new InMemoryDeliveryStore();
+    return current;
+  },
+  async (_store, delivery) => {
+    await Promise.resolve();
+    current.storeUnpartitioned(delivery);
+  },
+);
+
+partitionLeaseStoreContract('in memory', async () => {
   await Promise.resolve();
-  return new InMemoryDeliveryStore();
+  return new InMemoryPartitionLeaseStore();
 });

@@ -31,7 +31,7 @@ export async function openDeliveryWorld(workers: number, env: Record<string, str
     PUSH_GATEWAY_IP_ALLOWLIST: '127.0.0.1/32',
     NODE_EXTRA_CA_CERTS: ca.caCertFile,
     DELIVERY_LEASE_MS: '3000',
-    DELIVERY_RECOVERY_INTERVAL_MS: '500',
+    DELIVERY_PARTITIONS: '8',
     DELIVERY_RETRY_BASE_MS: '200',
     DELIVERY_RETRY_MAX_MS: '2000',
     ...env,

@@ -8,6 +8,7 @@ import type { Config } from '../../../src/config/config-schema.js';
 import { createLogger } from '../../../src/logging/logger.js';
 import type { ServiceProcess } from '../../../src/lifecycle/run-process.js';
 import { createWorkerProcess } from '../../../src/worker-process.js';
+import { partitionQueue } from '../../../src/consumer/notify-queue.js';
 import { DEFAULT_CONFIG } from '../../support/default-config.js';
 import { deleteTopology, uniqueNames, type Names } from './worker-harness.js';
 
@@ -73,7 +74,7 @@ export async function startDeliveringWorker(options: DeliveringWorkerOptions = {
       queue: `${names.queue}.deliver`,
       gatewayIpAllowlist: ['127.0.0.1/32'],
       leaseMs: 3000,
-      recoveryIntervalMs: 500,
+      partitions: 4,
       retryBaseMs: 200,
       retryMaxMs: 1000,
       ...options.delivery,
@@ -125,7 +126,11 @@ export async function startDeliveringWorker(options: DeliveringWorkerOptions = {
       await mongo.db(names.database).dropDatabase();
       await mongo.close();
       await deleteTopology(names).catch(() => undefined);
-      await deleteQueues(names.amqp.url, [config.evaluate.queue, config.delivery.queue]);
+      await deleteQueues(names.amqp.url, [
+        config.evaluate.queue,
+        config.delivery.queue,
+        ...Array.from({ length: config.delivery.partitions }, (_, p) => partitionQueue(config.delivery, p)),
+      ]);
     },
   };
 }

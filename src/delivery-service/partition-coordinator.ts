@@ -1,0 +1,218 @@
+import type { Logger } from '../logging/logger.js';
+import { planOwnership } from '../delivery/partition-ownership.js';
+import { partitionOf } from '../delivery/partitions.js';
+import type { DeliveryStore, PendingDelivery } from '../store/delivery-store.js';
+import type { PartitionLeaseStore } from '../store/partition-lease-store.js';
+import type { PartitionGate } from './delivery-scheduler.js';
+import { loggable } from './delivery-scheduler.js';
+import type { IntakeGate } from './notify-intake.js';
+
+/** The partition queues' consumers (consumer/partition-queues.ts). */
+export interface PartitionSubscriber {
+  /** Starts taking the partition's `notify` parts in. */
+  subscribe(partition: number): Promise<void>;
+  /** Stops taking them in; resolves once those it was taking in are settled (stored and acknowledged, or returned). */
+  unsubscribe(partition: number): Promise<void>;
+}
+
+export interface PartitionCoordinatorOptions {
+  /** This worker's name in the store: unique per process. */
+  readonly me: string;
+  readonly partitions: number;
+  readonly leaseMs: number;
+  readonly leases: PartitionLeaseStore;
+  readonly deliveries: Pick<DeliveryStore, 'listPartition' | 'assignPartitions'>;
+  readonly intake: { open(partition: number, highestSeq: number): void; drain(partition: number): Promise<void> };
+  readonly scheduler: {
+    hold(deliveries: readonly PendingDelivery[]): void;
+    resume(): void;
+    releasePartition(partition: number, graceMs: number): Promise<void>;
+    close(): Promise<void>;
+  };
+  readonly consumer: PartitionSubscriber;
+  /** How long a handover waits for sends in flight. */
+  readonly graceMs: number;
+  readonly logger: Logger;
+  readonly now?: () => number;
+  readonly random?: () => number;
+}
+
+/**
+ * Shares delivery out among the workers (docs/delivery.md): every third of
+ * a lease it beats its heartbeat, renews the leases of its partitions,
+ * reads which workers live and who holds what, and follows
+ * `planOwnership` — it claims the partitions assigned to it that are free,
+ * and hands over those assigned to a worker that joined. The store's work
+ * per round is a handful of commands on a document per worker and per
+ * partition, whatever is pending.
+ *
+ * A partition is run (taken in and sent for) only under its lease: from
+ * the claim, through the load of what is pending in it, to the release;
+ * while the lease is in doubt (renewals failing for a third of it), its
+ * intake and sends pause (`sendable`, `takesIn`).
+ */
+export class PartitionCoordinator implements PartitionGate, IntakeGate {
+  readonly #options: PartitionCoordinatorOptions;
+  readonly #log: Logger;
+  readonly #now: () => number;
+  readonly #random: () => number;
+  /** Partitions this worker runs, with until when their lease is known to hold. */
+  readonly #running = new Map<number, number>();
+  /** Being handed over or stopped: nothing more taken in or sent. */
+  readonly #leaving = new Set<number>();
+  readonly #handovers = new Set<Promise<void>>();
+  #timer: NodeJS.Timeout | undefined;
+  #round: Promise<void> | undefined;
+  #migrated = false;
+  #closed = false;
+
+  constructor(options: PartitionCoordinatorOptions) {
+    this.#options = options;
+    this.#log = options.logger;
+    this.#now = options.now ?? Date.now;
+    this.#random = options.random ?? Math.random;
+  }
+
+  /** The partitions this worker runs now (for metrics and tests). */
+  get partitions(): readonly number[] {
+    return [...this.#running.keys()].filter((p) => !this.#leaving.has(p)).sort((a, b) => a - b);
+  }
+
+  sendable(partition: number, now: number): boolean {
+    const until = this.#running.get(partition);
+    return until !== undefined && !this.#leaving.has(partition) && now < until - this.#options.leaseMs / 3;
+  }
+
+  takesIn(partition: number, now: number): boolean {
+    return this.sendable(partition, now);
+  }
+
+  /** Runs the first round now and the next ones every third of a lease. */
+  start(): void {
+    const next = () => {
+      if (this.#closed) return;
+      // Jittered, so that workers started together do not all write at once.
+      const interval = (this.#options.leaseMs / 3) * (0.9 + 0.2 * this.#random());
+      this.#timer = setTimeout(() => {
+        this.#round = this.round().finally(next);
+      }, interval);
+      this.#timer.unref();
+    };
+    this.#round = this.round().finally(next);
+  }
+
+  /** One round (also called by tests): never rejects; a store that does not answer is logged and tried next round. */
+  async round(): Promise<void> {
+    if (this.#closed) return;
+    const { me, leaseMs, leases } = this.#options;
+    try {
+      if (!this.#migrated) {
+        const count = this.#options.partitions;
+        const moved = await this.#options.deliveries.assignPartitions((userId) => partitionOf(userId, count));
+        if (moved > 0)
+          this.#log.info({ requests: moved }, 'pending notifications stored before partitions were assigned theirs');
+        this.#migrated = true;
+      }
+      const now = this.#now();
+      const until = now + leaseMs;
+      await leases.heartbeat(me, until);
+      const held = await leases.renew(me, [...this.#running.keys()], until);
+      for (const partition of held) this.#running.set(partition, until);
+      this.#options.scheduler.resume();
+      const workers = await leases.liveWorkers(now);
+      const stored = await leases.leases();
+      if (this.#isClosed()) return;
+      const running = new Set([...this.#running.keys()].filter((p) => !this.#leaving.has(p)));
+      const steps = planOwnership({ me, count: this.#options.partitions, workers, leases: stored, running, now });
+      for (const partition of steps.lost) {
+        this.#log.warn(
+          { partition },
+          'another worker took a delivery partition over (this one missed its lease): stopped',
+        );
+        this.#handOver(partition, false);
+      }
+      for (const partition of steps.release) this.#handOver(partition, true);
+      for (const partition of steps.claim) {
+        if (this.#isClosed()) return;
+        if (await leases.claim(partition, me, until, now)) await this.#take(partition, until);
+      }
+    } catch (error) {
+      this.#log.warn({ err: loggable(error) }, 'cannot coordinate delivery partitions now; trying again next round');
+    }
+  }
+
+  /** A method, not the field: `close()` flips it while a round awaits the store. */
+  #isClosed(): boolean {
+    return this.#closed;
+  }
+
+  /** Claimed: loads what is pending in the partition, then takes its queue in. */
+  async #take(partition: number, until: number): Promise<void> {
+    try {
+      const pending = await this.#options.deliveries.listPartition(partition);
+      const highestSeq = pending.reduce((highest, delivery) => Math.max(highest, delivery.seq), 0);
+      this.#running.set(partition, until);
+      this.#options.intake.open(partition, highestSeq);
+      this.#options.scheduler.hold(pending);
+      await this.#options.consumer.subscribe(partition);
+      this.#log.info({ partition, pending: pending.length }, 'delivering a partition');
+    } catch (error) {
+      this.#log.warn({ err: loggable(error), partition }, 'cannot take a delivery partition over yet; released');
+      this.#handOver(partition, true);
+    }
+  }
+
+  /** Stops the partition: no more intake, its sends let go; with `release`, its lease given up for the next holder. */
+  #handOver(partition: number, release: boolean): void {
+    if (this.#leaving.has(partition)) return;
+    this.#leaving.add(partition);
+    const work = (async () => {
+      try {
+        await this.#options.consumer.unsubscribe(partition);
+        await this.#options.intake.drain(partition);
+        await this.#options.scheduler.releasePartition(partition, release ? this.#options.graceMs : 0);
+        if (release) {
+          await this.#options.leases.release(partition, this.#options.me);
+          this.#log.info({ partition }, 'handed a delivery partition over');
+        }
+      } catch (error) {
+        this.#log.warn(
+          { err: loggable(error), partition },
+          'could not release a delivery partition: another worker takes it once its lease expires',
+        );
+      } finally {
+        this.#running.delete(partition);
+        this.#leaving.delete(partition);
+      }
+    })();
+    this.#handovers.add(work);
+    void work.finally(() => this.#handovers.delete(work));
+  }
+
+  /**
+   * Stops delivering: the partition queues are let go (what was being
+   * taken in is stored or returned to them), the scheduler closed (sends
+   * in flight finish or are aborted, done ones deleted), then every lease
+   * released and this worker's heartbeat removed, so that the others take
+   * over at once. Idempotent.
+   */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    clearTimeout(this.#timer);
+    await this.#round;
+    const partitions = [...this.#running.keys()];
+    for (const partition of partitions) this.#leaving.add(partition);
+    await Promise.all(partitions.map(async (partition) => this.#options.consumer.unsubscribe(partition)));
+    await Promise.all(partitions.map(async (partition) => this.#options.intake.drain(partition)));
+    await Promise.allSettled([...this.#handovers]);
+    await this.#options.scheduler.close();
+    for (const partition of partitions) {
+      await this.#options.leases.release(partition, this.#options.me).catch((error: unknown) => {
+        this.#log.warn({ err: loggable(error), partition }, 'could not release a delivery partition at shutdown');
+      });
+    }
+    await this.#options.leases.leave(this.#options.me).catch(() => undefined);
+    this.#running.clear();
+  }
+}
