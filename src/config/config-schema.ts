@@ -141,9 +141,11 @@ export const ConfigSchema = Type.Object(
         url: Type.String({ pattern: '^mongodb(\\+srv)?://', description: 'The MongoDB connection string.' }),
         database: named('The database of both collections.'),
         accountDataCollection: named(
-          'One document per user: push rules, versions, recorded writes. Set in the file only.',
+          'One document per user: push rules, pushers, versions, recorded writes. Set in the file only.',
         ),
-        pushersCollection: named('One document per pusher. Set in the file only.'),
+        pushersCollection: named(
+          "Pushers of the old layout (one document each), moved into the users' lists at start-up; `<name>_by_key` holds the owners of each app ID and pushkey. Set in the file only.",
+        ),
         serverSelectionTimeoutMs: Type.Integer({
           minimum: 100,
           maximum: 120000,
