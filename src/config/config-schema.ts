@@ -374,6 +374,13 @@ export const ConfigSchema = Type.Object(
           maximum: 1000000,
           description: 'Recipients of one `notify` message (`TooLarge`).',
         }),
+        /** The pushers of recently pushed users kept in memory (cached-pusher-lookup.ts), dropped on their change events. */
+        pusherCacheMaxBytes: Type.Integer({
+          minimum: 0,
+          maximum: 16 * 1024 * 1024 * 1024,
+          description:
+            "Estimated bytes of recently pushed users' pushers kept in memory, so that a `notify` to users known reads nothing from the store; a user's entry goes on their pushers' change event. 0: none kept.",
+        }),
         pendingCollection: named('MongoDB collection of the gateway requests not delivered yet.'),
         acceptedCollection: named('MongoDB collection recording each `notify` taken in (`messageId` idempotency).'),
         acceptedRetentionSeconds: Type.Integer({
@@ -553,6 +560,7 @@ export const ENVIRONMENT: readonly {
   { name: 'DELIVERY_PREFETCH', path: ['delivery', 'prefetch'], kind: 'integer' },
   { name: 'DELIVERY_MAX_REQUEST_BYTES', path: ['delivery', 'maxRequestBytes'], kind: 'integer' },
   { name: 'DELIVERY_MAX_RECIPIENTS', path: ['delivery', 'maxRecipients'], kind: 'integer' },
+  { name: 'DELIVERY_PUSHER_CACHE_MAX_BYTES', path: ['delivery', 'pusherCacheMaxBytes'], kind: 'integer' },
   { name: 'DELIVERY_PENDING_COLLECTION', path: ['delivery', 'pendingCollection'], kind: 'string' },
   { name: 'DELIVERY_ACCEPTED_COLLECTION', path: ['delivery', 'acceptedCollection'], kind: 'string' },
   { name: 'DELIVERY_ACCEPTED_RETENTION_SECONDS', path: ['delivery', 'acceptedRetentionSeconds'], kind: 'integer' },
