@@ -1,7 +1,7 @@
 import type { Db } from 'mongodb';
 import type { NotifyNotification, NotifyRecipient } from '../../src/client/push-rules-client.js';
 import type { DeliveryPusher } from '../../src/delivery/device-batches.js';
-import type { PusherDocument } from '../../src/store/mongo-push-store.js';
+import { MongoPushStore, type PusherDocument } from '../../src/store/mongo-push-store.js';
 
 /** The delivery bench's recipients: `users` users with `devicesPerUser` HTTP pushers each, user i on gateway i mod the URLs. */
 export interface DeliveryAudience {
@@ -53,6 +53,8 @@ export async function seedPushers(db: Db, audience: DeliveryAudience): Promise<v
       audience.pushers.slice(i, i + 5000).map((doc) => ({ ...doc })),
       { ordered: false },
     );
+  // Into the users' lists, as a worker's start-up moves pushers of this (old) layout.
+  await new MongoPushStore(db, { accountDataCollection: 'account_data', pushersCollection: 'pushers' }).ensureIndexes();
 }
 
 /** The same pushers as delivery plans with them (notify-intake.ts), for the raw limit's requests. */

@@ -141,9 +141,11 @@ export const ConfigSchema = Type.Object(
         url: Type.String({ pattern: '^mongodb(\\+srv)?://', description: 'The MongoDB connection string.' }),
         database: named('The database of both collections.'),
         accountDataCollection: named(
-          'One document per user: push rules, versions, recorded writes. Set in the file only.',
+          'One document per user: push rules, pushers, versions, recorded writes. Set in the file only.',
         ),
-        pushersCollection: named('One document per pusher. Set in the file only.'),
+        pushersCollection: named(
+          "Pushers of the old layout (one document each), moved into the users' lists at start-up; `<name>_by_key` holds the owners of each app ID and pushkey. Set in the file only.",
+        ),
         serverSelectionTimeoutMs: Type.Integer({
           minimum: 100,
           maximum: 120000,
@@ -379,6 +381,13 @@ export const ConfigSchema = Type.Object(
           maximum: 1000000,
           description: 'Recipients of one `notify` message (`TooLarge`).',
         }),
+        /** The pushers of recently pushed users kept in memory (cached-pusher-lookup.ts), dropped on their change events. */
+        pusherCacheMaxBytes: Type.Integer({
+          minimum: 0,
+          maximum: 16 * 1024 * 1024 * 1024,
+          description:
+            "Estimated bytes of recently pushed users' pushers kept in memory, so that a `notify` to users known reads nothing from the store; a user's entry goes on their pushers' change event. 0: none kept.",
+        }),
         pendingCollection: named('MongoDB collection of the gateway requests not delivered yet.'),
         acceptedCollection: named('MongoDB collection recording each `notify` taken in (`messageId` idempotency).'),
         acceptedRetentionSeconds: Type.Integer({
@@ -553,6 +562,7 @@ export const ENVIRONMENT: readonly {
   { name: 'DELIVERY_PREFETCH', path: ['delivery', 'prefetch'], kind: 'integer' },
   { name: 'DELIVERY_MAX_REQUEST_BYTES', path: ['delivery', 'maxRequestBytes'], kind: 'integer' },
   { name: 'DELIVERY_MAX_RECIPIENTS', path: ['delivery', 'maxRecipients'], kind: 'integer' },
+  { name: 'DELIVERY_PUSHER_CACHE_MAX_BYTES', path: ['delivery', 'pusherCacheMaxBytes'], kind: 'integer' },
   { name: 'DELIVERY_PENDING_COLLECTION', path: ['delivery', 'pendingCollection'], kind: 'string' },
   { name: 'DELIVERY_ACCEPTED_COLLECTION', path: ['delivery', 'acceptedCollection'], kind: 'string' },
   { name: 'DELIVERY_ACCEPTED_RETENTION_SECONDS', path: ['delivery', 'acceptedRetentionSeconds'], kind: 'integer' },

@@ -1,16 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { MongoBulkWriteError, type AnyBulkWriteOperation, type Collection, type Db } from 'mongodb';
-import type { StoredPusher } from '../pushers/pusher.js';
 import type { ImportStore, ImportWriteOptions, UserImport, UserImportOutcome } from './import-store.js';
 import { planUserImport, pusherKey, type ImportPlan } from './import-plan.js';
 import { classifyMongoError } from './mongo-errors.js';
-import {
-  fromDocument,
-  toDocument,
-  versionFilter,
-  type AccountDataDocument,
-  type PusherDocument,
-} from './mongo-push-store.js';
+import { versionFilter, type AccountDataDocument } from './mongo-push-store.js';
+import { compareText, fromEntry, PusherLists, toEntry, type PusherListFields } from './mongo-pusher-lists.js';
 
 /** The account-data document with the mark an import leaves until the user's pushers are written. */
 interface ImportingDocument extends AccountDataDocument {
@@ -21,18 +15,22 @@ interface ImportingDocument extends AccountDataDocument {
 const DUPLICATE_KEY = 11000;
 
 /**
- * `ImportStore` on MongoDB: each batch of users is two reads (their
- * account-data documents, their pushers) and at most three bulk writes
- * (the compare-and-set claims, the pushers, the marks removed), whatever
- * the number of users (docs/storage.md#imports).
+ * `ImportStore` on MongoDB: each batch of users is one read (their
+ * account-data documents, pusher lists included) and at most four bulk
+ * writes (the owners of the imported pushers, the compare-and-set claims
+ * that also write the lists, the owners again, the marks removed),
+ * whatever the number of users (docs/storage.md#imports).
  */
 export class MongoImportStore implements ImportStore {
   readonly #accountData: Collection<ImportingDocument>;
-  readonly #pushers: Collection<PusherDocument>;
+  readonly #lists: PusherLists;
 
   constructor(db: Db, options: { readonly accountDataCollection: string; readonly pushersCollection: string }) {
     this.#accountData = db.collection<ImportingDocument>(options.accountDataCollection);
-    this.#pushers = db.collection<PusherDocument>(options.pushersCollection);
+    this.#lists = new PusherLists(
+      db.collection<PusherListFields>(options.accountDataCollection),
+      db.collection(`${options.pushersCollection}_by_key`),
+    );
   }
 
   async importUsers(users: readonly UserImport[], options: ImportWriteOptions): Promise<readonly UserImportOutcome[]> {
@@ -42,16 +40,20 @@ export class MongoImportStore implements ImportStore {
       this.#accountData
         .find(
           { _id: { $in: ids } },
-          { projection: { version: 1, push_rules: 1, pushers_version: 1, import_pending: 1 } },
+          {
+            projection: {
+              version: 1,
+              push_rules: 1,
+              pushers_version: 1,
+              import_pending: 1,
+              pushers: 1,
+              pushers_rev: 1,
+            },
+          },
         )
         .toArray(),
     );
     const docOf = new Map(docs.map((doc) => [doc._id, doc]));
-    // Every pusher write bumps the owner's pushers version in their
-    // account-data document (the service's `bumpPushersVersion`, and the
-    // claims below), so a user without a document has no pushers: only
-    // the others' are read. On a fresh import that is nobody.
-    const pushersOf = await this.#pushersOf(docs.map((doc) => doc._id));
 
     const token = randomUUID();
     const outcomes = new Map<string, UserImportOutcome>();
@@ -67,22 +69,32 @@ export class MongoImportStore implements ImportStore {
             doc?.push_rules === undefined
               ? undefined
               : { contentJson: doc.push_rules.content_json, defaultsRevision: doc.push_rules.defaults_revision },
-          pushers: pushersOf.get(user.userId) ?? [],
+          pushers: (doc?.pushers ?? []).map((entry) => fromEntry(user.userId, entry)),
           unfinished: doc?.import_pending !== undefined,
         },
         options,
       );
       if ('status' in plan) outcomes.set(user.userId, plan);
-      else plans.push({ ...plan, fresh: doc === undefined });
+      else plans.push({ ...plan, fresh: doc === undefined, pushersRev: doc?.pushers_rev ?? 0 });
     }
 
+    // The owners of the imported pushers before the lists hold them, and
+    // again after (as the worker's upserts do): never fewer than the holders.
+    const owners = plans
+      .filter((plan) => plan.pushersChanged)
+      .flatMap((plan) => plan.user.pushers.map((p) => ({ userId: p.user_id, appId: p.app_id, pushkey: p.pushkey })));
+    await this.#lists.addOwners(owners);
     const claimed = await this.#claim(plans, token);
     for (const plan of plans) {
       if (!claimed.has(plan.user.userId))
         outcomes.set(plan.user.userId, { userId: plan.user.userId, status: 'conflict' });
     }
     const won = plans.filter((plan) => claimed.has(plan.user.userId));
-    await this.#writePushers(won);
+    await this.#lists.addOwners(owners.filter((owner) => claimed.has(owner.userId)));
+    for (const plan of won) {
+      const wanted = new Set(plan.user.pushers.map(pusherKey));
+      await this.#lists.settleRemoved(plan.existingPushers.filter((old) => !wanted.has(pusherKey(old))).map(toEntry));
+    }
     if (won.length > 0) {
       // By _id alone: a filter on another field keeps some servers (the
       // test stand-in) from using the _id index. The mark is this run's:
@@ -108,26 +120,14 @@ export class MongoImportStore implements ImportStore {
     return ids.map((userId) => outcomes.get(userId) as UserImportOutcome);
   }
 
-  async #pushersOf(userIds: readonly string[]): Promise<ReadonlyMap<string, StoredPusher[]>> {
-    const pushersOf = new Map<string, StoredPusher[]>();
-    if (userIds.length === 0) return pushersOf;
-    const docs = await guard(async () =>
-      this.#pushers.find({ user_id: { $in: [...userIds] } }, { projection: { _id: 0 } }).toArray(),
-    );
-    for (const doc of docs) {
-      const list = pushersOf.get(doc.user_id) ?? [];
-      list.push(fromDocument(doc));
-      pushersOf.set(doc.user_id, list);
-    }
-    return pushersOf;
-  }
-
   /**
    * The compare-and-set claims of the batch in one bulk write; the users
    * whose claim won. A user without a document is claimed by inserting it
    * (version 0: a concurrent first write makes the insert lose on the
    * duplicate _id, a conflict like any other); the others by an update
-   * filtered on the version read.
+   * filtered on the version read, and on the pushers' revision read when
+   * the import replaces their list (a pusher the user set meanwhile makes
+   * it a conflict). The claim writes the list in the same update.
    */
   async #claim(plans: readonly FreshPlan[], token: string): Promise<ReadonlySet<string>> {
     if (plans.length === 0) return new Set();
@@ -138,23 +138,35 @@ export class MongoImportStore implements ImportStore {
             version: plan.nextVersion,
           }
         : {};
+      const pushers = plan.pushersChanged
+        ? {
+            pushers: plan.user.pushers
+              .map(toEntry)
+              .sort((a, b) => compareText(a.app_id, b.app_id) || compareText(a.pushkey, b.pushkey)),
+            pushers_rev: plan.pushersRev + 1,
+          }
+        : {};
       if (plan.fresh) {
         return {
           insertOne: {
             document: {
               _id: plan.user.userId,
               ...rules,
+              ...pushers,
               ...(plan.pushersChanged ? { pushers_version: plan.nextPushersVersion } : {}),
               import_pending: token,
             },
           },
         };
       }
+      const filter = versionFilter(plan.user.userId, plan.version);
       return {
         updateOne: {
-          filter: versionFilter(plan.user.userId, plan.version),
+          filter: plan.pushersChanged
+            ? { ...filter, pushers_rev: plan.pushersRev === 0 ? { $exists: false } : plan.pushersRev }
+            : filter,
           update: {
-            $set: { import_pending: token, ...rules },
+            $set: { import_pending: token, ...rules, ...pushers },
             ...(plan.pushersChanged ? { $inc: { pushers_version: 1 } } : {}),
           },
         },
@@ -176,61 +188,10 @@ export class MongoImportStore implements ImportStore {
     );
     return new Set(marked.filter((doc) => doc.import_pending === token).map((doc) => doc._id));
   }
-
-  /** Every claimed user's pushers made what the import says, in one bulk write. */
-  async #writePushers(plans: readonly FreshPlan[]): Promise<void> {
-    const operations: AnyBulkWriteOperation<PusherDocument>[] = [];
-    for (const plan of plans) {
-      if (!plan.pushersChanged) continue;
-      if (plan.fresh) {
-        // A user who had no document had no pushers.
-        for (const pusher of plan.user.pushers) operations.push({ insertOne: { document: importedDocument(pusher) } });
-        continue;
-      }
-      const wanted = new Set(plan.user.pushers.map(pusherKey));
-      for (const old of plan.existingPushers) {
-        if (!wanted.has(pusherKey(old)))
-          operations.push({
-            deleteOne: { filter: { user_id: old.user_id, app_id: old.app_id, pushkey: old.pushkey } },
-          });
-      }
-      for (const pusher of plan.user.pushers) {
-        const { user_id: userId, app_id: appId, pushkey, ...values } = importedDocument(pusher);
-        // Every field set, the optional ones absent from the import unset:
-        // the stored pusher becomes exactly the imported one.
-        const unset = (['profile_tag', 'device_id', 'ts'] as const).filter((field) => !(field in values));
-        operations.push({
-          updateOne: {
-            filter: { user_id: userId, app_id: appId, pushkey },
-            update: {
-              $set: values,
-              ...(unset.length === 0 ? {} : { $unset: Object.fromEntries(unset.map((field) => [field, ''])) }),
-            },
-            upsert: true,
-          },
-        });
-      }
-    }
-    if (operations.length === 0) return;
-    try {
-      await this.#pushers.bulkWrite(operations, { ordered: false });
-    } catch (error) {
-      // A pusher the user set through the service since the claim is newer than Synapse's: it stays.
-      if (!onlyDuplicateKeys(error)) throw classifyMongoError(error);
-    }
-  }
 }
 
-/**
- * A pusher as the import stores it: its values, and its `ts` (Synapse's),
- * which the service's own writes leave to the store's clock.
- */
-function importedDocument(pusher: StoredPusher): PusherDocument {
-  return { ...toDocument(pusher), ...(pusher.ts === undefined ? {} : { ts: pusher.ts }) };
-}
-
-/** A plan, and whether the user had no document at all. */
-type FreshPlan = ImportPlan & { readonly fresh: boolean };
+/** A plan, whether the user had no document at all, and the revision of the pusher list read. */
+type FreshPlan = ImportPlan & { readonly fresh: boolean; readonly pushersRev: number };
 
 function onlyDuplicateKeys(error: unknown): boolean {
   if (!(error instanceof MongoBulkWriteError)) return false;

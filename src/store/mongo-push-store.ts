@@ -1,8 +1,9 @@
-import { Long, type Collection, type Db, type Document, type Filter, type UpdateFilter } from 'mongodb';
+import { type Collection, type Db, type Document, type Filter, type UpdateFilter } from 'mongodb';
 import type { Ruleset } from '../push-rules/push-rule.js';
-import type { PusherDeletion } from '../pushers/pusher-deletion.js';
-import type { PusherData, PusherKey, StoredPusher } from '../pushers/pusher.js';
+import { deletionSelects, type PusherDeletion } from '../pushers/pusher-deletion.js';
+import type { PusherKey, StoredPusher } from '../pushers/pusher.js';
 import { classifyMongoError, isDuplicateKey, isRetryableRead } from './mongo-errors.js';
+import { fromEntry, PusherLists, type PusherDocument, type PusherListFields } from './mongo-pusher-lists.js';
 import {
   DEFAULT_RECORDED_WRITES_WINDOW,
   StoreFailedError,
@@ -22,7 +23,7 @@ import { encodePushRulesContent, readPushRulesEntry } from './push-rules-entry.j
  * One document per user in the account-data collection; the push-rules
  * event content is kept as JSON text (see `push-rules-entry.ts`).
  */
-export interface AccountDataDocument {
+export interface AccountDataDocument extends PusherListFields {
   _id: string;
   /** Compare-and-set version of the push rules; absent until first stored. */
   version?: number;
@@ -32,27 +33,15 @@ export interface AccountDataDocument {
   recent_writes?: { message_id: string; reply_json: string; unchanged?: true }[];
 }
 
-export interface PusherDocument {
-  user_id: string;
-  app_id: string;
-  pushkey: string;
-  kind: StoredPusher['kind'];
-  app_display_name: string;
-  device_display_name: string;
-  lang: string;
-  profile_tag?: string;
-  /** `data` as JSON text, for the same reason as the push-rules content. */
-  data_json: string;
-  /** Absent on pushers stored before it was kept: read as `true`. */
-  enabled?: boolean;
-  /** The device that created the pusher; absent when unknown. */
-  device_id?: string;
-  /** When it was created or last changed (ms); absent on pushers stored before it was kept. */
-  ts?: number;
-}
+export type { PusherDocument } from './mongo-pusher-lists.js';
 
 export interface MongoPushStoreOptions {
   readonly accountDataCollection: string;
+  /**
+   * Pushers of the old layout, one document each, moved into the users'
+   * lists by `ensureIndexes`; `<name>_by_key` holds the owners of each app
+   * ID and pushkey (docs/storage.md#pushers-a-list-per-user).
+   */
   readonly pushersCollection: string;
   /** Recorded writes kept per user (see `RecordedWrite`). */
   readonly recordedWritesWindow?: number;
@@ -63,43 +52,49 @@ export interface MongoPushStoreOptions {
    * together (`ReadBatcher`); 1: every read alone. Default 64.
    */
   readonly readBatchSize?: number;
-  /** Pushers a batched pusher read takes in its first batch before it falls back to reading each user alone (tests). */
-  readonly pusherBatchDocs?: number;
+  /** Old-layout pushers `ensureIndexes` moves per batch (tests). */
+  readonly migrationBatchSize?: number;
 }
 
 /** What a read of the push rules needs of a user's document. */
 const RULES_PROJECTION = { version: 1, push_rules: 1 } as const;
+/** What a read of the pushers needs of a user's document. */
+const PUSHERS_PROJECTION = { pushers: 1 } as const;
 const DEFAULT_READ_BATCH_SIZE = 64;
 /**
- * Users per query of `listPushersOfUsers`: each query stays well within
- * the socket and operation timeouts even where `$in` is slow (the test
- * stand-in scans: a 10,000-user query took it 4-8 s, past the 5 s socket
- * timeout, which cleared the driver's pool), and 1,000 index lookups are
- * one small query on MongoDB.
+ * Users per query of `listPushersOfUsers`: 1,000 `_id` lookups are one
+ * small query, whose reply (a few pushers each) stays far below 16 MiB.
  */
 const BULK_PUSHER_USERS = 1_000;
 
-/** Byte order of the UTF-8 encodings: how MongoDB sorts strings without a collation. */
-function compareText(a: string, b: string): number {
-  return Buffer.compare(Buffer.from(a, 'utf8'), Buffer.from(b, 'utf8'));
+/** The pushers of a user's document, in the order stored (app ID, then pushkey). */
+function pushersOf(doc: Pick<AccountDataDocument, '_id' | 'pushers'> | null | undefined): StoredPusher[] {
+  if (doc === null || doc === undefined) return [];
+  return (doc.pushers ?? []).map((entry) => fromEntry(doc._id, entry));
 }
 
 export class MongoPushStore implements PushStore {
   readonly #db: Db;
   readonly #accountData: Collection<AccountDataDocument>;
-  readonly #pushers: Collection<PusherDocument>;
+  readonly #legacyPushers: Collection<PusherDocument>;
+  readonly #lists: PusherLists;
+  readonly #migrationBatchSize: number;
   readonly #window: number;
   readonly #parsed: ParsedEntryCache | undefined;
   /** Push-rule reads (without a `messageId`) that come in together share a query. */
   readonly #ruleReads: ReadBatcher<AccountDataDocument>;
   /** So do pusher reads. */
-  readonly #pusherReads: ReadBatcher<readonly PusherDocument[]>;
-  readonly #pusherBatchDocs: number;
+  readonly #pusherReads: ReadBatcher<AccountDataDocument>;
 
   constructor(db: Db, options: MongoPushStoreOptions) {
     this.#db = db;
     this.#accountData = db.collection<AccountDataDocument>(options.accountDataCollection);
-    this.#pushers = db.collection<PusherDocument>(options.pushersCollection);
+    this.#legacyPushers = db.collection<PusherDocument>(options.pushersCollection);
+    this.#lists = new PusherLists(
+      db.collection<PusherListFields>(options.accountDataCollection),
+      db.collection(`${options.pushersCollection}_by_key`),
+    );
+    this.#migrationBatchSize = options.migrationBatchSize ?? 500;
     this.#window = options.recordedWritesWindow ?? DEFAULT_RECORDED_WRITES_WINDOW;
     const parsedCacheChars = options.parsedCacheChars ?? 0;
     this.#parsed = parsedCacheChars > 0 ? new ParsedEntryCache(parsedCacheChars) : undefined;
@@ -108,26 +103,21 @@ export class MongoPushStore implements PushStore {
       fetchMany: async (userIds) => this.#findAccountDataOf(userIds, RULES_PROJECTION),
       maxBatch: options.readBatchSize ?? DEFAULT_READ_BATCH_SIZE,
     });
-    this.#pusherBatchDocs = options.pusherBatchDocs ?? 1_000_000;
     this.#pusherReads = new ReadBatcher({
-      fetchOne: async (userId) =>
-        this.#pushers
-          .find({ user_id: userId }, { projection: { _id: 0 } })
-          .sort({ app_id: 1, pushkey: 1 })
-          .toArray(),
-      fetchMany: async (userIds) => this.#pushersOf(userIds),
+      fetchOne: async (userId) => this.#findAccountData(userId, PUSHERS_PROJECTION),
+      fetchMany: async (userIds) => this.#findAccountDataOf(userIds, PUSHERS_PROJECTION),
       maxBatch: options.readBatchSize ?? DEFAULT_READ_BATCH_SIZE,
     });
   }
 
-  /** Creates the indexes the queries rely on. Idempotent; run at start-up. */
-  async ensureIndexes(): Promise<void> {
-    await guard(async () => {
-      await this.#pushers.createIndexes([
-        { key: { user_id: 1, app_id: 1, pushkey: 1 }, unique: true, name: 'pusher_identity' },
-        { key: { app_id: 1, pushkey: 1 }, name: 'pusher_app_pushkey' },
-      ]);
-    });
+  /**
+   * Prepares the storage at start-up: moves the pushers of the old layout
+   * into their users' lists (docs/storage.md#migration-from-one-document-per-pusher).
+   * Every query is by `_id`, so there is no index to create. Idempotent.
+   * Returns how many old-layout pushers it moved.
+   */
+  async ensureIndexes(): Promise<number> {
+    return this.#lists.migrateLegacy(this.#legacyPushers, this.#migrationBatchSize);
   }
 
   async loadPushRules(userId: string, messageId?: string): Promise<LoadedPushRules> {
@@ -254,141 +244,43 @@ export class MongoPushStore implements PushStore {
   }
 
   async listPushers(userId: string): Promise<readonly StoredPusher[]> {
-    const docs = await guard(async () => this.#pusherReads.load(userId));
-    return (docs ?? []).map(fromDocument);
+    return pushersOf(await guard(async () => this.#pusherReads.load(userId)));
   }
 
   /**
-   * One `$in` query per `BULK_PUSHER_USERS` users, one after the other,
-   * each user's pushers then sorted here as `listPushers` sorts them.
+   * One `find` by `_id` `$in` per `BULK_PUSHER_USERS` users, one after the
+   * other: each user's list is one document, kept in `listPushers`' order.
    */
   async listPushersOfUsers(userIds: readonly string[]): Promise<ReadonlyMap<string, readonly StoredPusher[]>> {
-    const byUser = new Map<string, StoredPusher[]>(userIds.map((userId) => [userId, []]));
+    const byUser = new Map<string, readonly StoredPusher[]>(userIds.map((userId) => [userId, []]));
     for (let start = 0; start < userIds.length; start += BULK_PUSHER_USERS) {
       const chunk = userIds.slice(start, start + BULK_PUSHER_USERS);
       const docs = await guard(async () =>
-        this.#pushers.find({ user_id: { $in: chunk } }, { projection: { _id: 0 } }).toArray(),
+        this.#accountData.find({ _id: { $in: chunk } }, { projection: PUSHERS_PROJECTION }).toArray(),
       );
-      for (const doc of docs) byUser.get(doc.user_id)?.push(fromDocument(doc));
+      for (const doc of docs) if (byUser.has(doc._id)) byUser.set(doc._id, pushersOf(doc));
     }
-    for (const list of byUser.values())
-      list.sort((a, b) => compareText(a.app_id, b.app_id) || compareText(a.pushkey, b.pushkey));
-    return byUser;
-  }
-
-  /**
-   * The pushers of each of these users, in the order `listPushers` gives
-   * them, from one `find`; an empty map (every user then read alone) when
-   * they did not fit in its first batch.
-   */
-  async #pushersOf(userIds: readonly string[]): Promise<ReadonlyMap<string, readonly PusherDocument[]>> {
-    const find = {
-      find: this.#pushers.collectionName,
-      filter: { user_id: { $in: userIds } },
-      projection: { _id: 0 },
-      sort: { user_id: 1, app_id: 1, pushkey: 1 },
-      batchSize: this.#pusherBatchDocs,
-    };
-    // Cursor IDs are 64-bit: kept as Long so that a cursor left open can be closed.
-    const reply = await this.#command(this.#pushers, find, { promoteLongs: false });
-    const cursor = reply['cursor'] as { id?: unknown; firstBatch?: unknown } | undefined;
-    if (!Array.isArray(cursor?.firstBatch) || !(cursor.id instanceof Long))
-      throw new StoreFailedError('MongoDB answered a find without cursor.id and cursor.firstBatch');
-    if (!cursor.id.isZero()) {
-      await this.#db
-        .command({ killCursors: this.#pushers.collectionName, cursors: [cursor.id] })
-        .catch(() => undefined);
-      return new Map();
-    }
-    const byUser = new Map<string, PusherDocument[]>(userIds.map((userId) => [userId, []]));
-    for (const doc of cursor.firstBatch as PusherDocument[]) byUser.get(doc.user_id)?.push(doc);
     return byUser;
   }
 
   async upsertPusher(pusher: StoredPusher): Promise<'created' | 'updated' | 'unchanged'> {
-    const outcome = await this.#upsertPusherValues(pusher);
-    if (outcome === 'updated') {
-      // Its own write after the update: in the update, a $set of the time would
-      // make every upsert a change, and 'unchanged' could no longer be told.
-      // A crash in between leaves the previous time, which only dates the
-      // pusher a little early for its gateway.
-      await guard(async () =>
-        this.#pushers.updateOne(
-          { user_id: pusher.user_id, app_id: pusher.app_id, pushkey: pusher.pushkey },
-          { $set: { ts: Date.now() } },
-        ),
-      );
-    }
-    return outcome;
-  }
-
-  /** The pusher's values, written as one atomic update; a new pusher gets its `ts` in the same insert. */
-  async #upsertPusherValues(pusher: StoredPusher): Promise<'created' | 'updated' | 'unchanged'> {
-    const {
-      user_id: userId,
-      app_id: appId,
-      pushkey,
-      profile_tag: profileTag,
-      device_id: deviceId,
-      ...values
-    } = toDocument(pusher);
-    const filter = { user_id: userId, app_id: appId, pushkey };
-    // Field by field, not a replacement: MongoDB skips a $set to the value a
-    // field already has (and an $unset of a field that is not there), so an
-    // identical pusher is a no-op of the same atomic update — nothing
-    // written, no oplog entry, modifiedCount 0. A replacement document is
-    // written even when identical: it lacks the stored _id, so the server's
-    // own no-op check never matches it.
-    const set = profileTag === undefined ? values : { ...values, profile_tag: profileTag };
-    const unset = profileTag === undefined ? { $unset: { profile_tag: '' as const } } : {};
-    if (deviceId !== undefined) {
-      // A pusher stored before devices were recorded takes this device, in
-      // the same update as its new values.
-      const adopted = await guard(async () =>
-        this.#pushers.updateOne(
-          { ...filter, device_id: { $exists: false } },
-          { $set: { ...set, device_id: deviceId }, ...unset },
-        ),
-      );
-      if (adopted.matchedCount === 1) return 'updated';
-    }
-    // The device is written only with a new pusher: an existing one keeps
-    // the device that created it.
-    const update: UpdateFilter<PusherDocument> = {
-      $set: set,
-      ...unset,
-      $setOnInsert: { ts: Date.now(), ...(deviceId === undefined ? {} : { device_id: deviceId }) },
-    };
-    // Two upserts of a new key can race to insert; the loser sees a
-    // duplicate key and then finds the winner's document to update.
-    for (let attempt = 0; ; attempt += 1) {
-      try {
-        const result = await guard(async () => this.#pushers.updateOne(filter, update, { upsert: true }));
-        if (result.upsertedCount === 1) return 'created';
-        return result.modifiedCount === 1 ? 'updated' : 'unchanged';
-      } catch (error) {
-        if (!isDuplicateKey(error) || attempt > 0) throw error;
-      }
-    }
+    return this.#lists.upsert(pusher, Date.now);
   }
 
   async deletePusher(key: PusherKey): Promise<boolean> {
-    const result = await guard(async () =>
-      this.#pushers.deleteOne({ user_id: key.userId, app_id: key.appId, pushkey: key.pushkey }),
+    const removed = await this.#lists.remove(
+      key.userId,
+      (pusher) => pusher.app_id === key.appId && pusher.pushkey === key.pushkey,
     );
-    return result.deletedCount === 1;
+    return removed.length > 0;
   }
 
   async deletePushers(deletion: PusherDeletion): Promise<number> {
-    const result = await guard(async () => this.#pushers.deleteMany(deletionFilter(deletion)));
-    return result.deletedCount;
+    return (await this.#lists.remove(deletion.userId, (pusher) => deletionSelects(deletion, pusher))).length;
   }
 
   async deletePushersOfOtherUsers(key: PusherKey): Promise<number> {
-    const result = await guard(async () =>
-      this.#pushers.deleteMany({ app_id: key.appId, pushkey: key.pushkey, user_id: { $ne: key.userId } }),
-    );
-    return result.deletedCount;
+    return this.#lists.removeFromOtherUsers(key);
   }
 
   async bumpPushersVersion(userId: string, record?: RecordedWrite): Promise<number> {
@@ -452,7 +344,7 @@ export class MongoPushStore implements PushStore {
    * and read concern; retried once on what the driver retries reads on.
    */
   async #command(
-    collection: Collection<AccountDataDocument> | Collection<PusherDocument>,
+    collection: Collection<AccountDataDocument>,
     read: Document,
     options: { promoteLongs?: boolean } = {},
   ): Promise<Document> {
@@ -522,43 +414,4 @@ async function guard<T>(operation: () => Promise<T>): Promise<T> {
   } catch (error) {
     throw classifyMongoError(error);
   }
-}
-
-/** `deletionSelects` as a query: each pusher is judged and deleted in one step by the server. */
-function deletionFilter({ userId, devices, includeEmail }: PusherDeletion): Filter<PusherDocument> {
-  const filter: Filter<PusherDocument> = { user_id: userId };
-  if (!includeEmail) filter.kind = { $ne: 'email' };
-  // `$ne` also matches a pusher without a device_id, as `deletionSelects` does.
-  if ('exceptDeviceId' in devices) filter.device_id = { $ne: devices.exceptDeviceId };
-  else if ('deviceIds' in devices) filter.device_id = { $in: [...devices.deviceIds] };
-  return filter;
-}
-
-/** The pusher's values as a document; `ts` is left out: the store sets it, never the caller. */
-export function toDocument(pusher: StoredPusher): PusherDocument {
-  const { data, ts: _ts, ...rest } = pusher;
-  return { ...rest, data_json: JSON.stringify(data) };
-}
-
-/**
- * A stored pusher, migrated on read: pushers stored before `enabled` and
- * `device_id` were kept read as enabled, of an unknown device.
- */
-/** Stored text that does not parse is a storage failure (Database), not a bug of ours (Internal). */
-function parseStoredJson(text: string, what: string): unknown {
-  try {
-    return JSON.parse(text) as unknown;
-  } catch (error) {
-    throw new StoreFailedError(`${what} is not JSON`, { cause: error });
-  }
-}
-
-export function fromDocument(doc: PusherDocument): StoredPusher {
-  const { data_json: dataJson, enabled, device_id: deviceId, ...rest } = doc;
-  return {
-    ...rest,
-    data: parseStoredJson(dataJson, `the data_json of a pusher of ${rest.user_id}`) as PusherData,
-    enabled: enabled ?? true,
-    ...(typeof deviceId === 'string' ? { device_id: deviceId } : {}),
-  };
 }

@@ -157,6 +157,11 @@ describe('set_pusher records the device of the token', () => {
       lang: 'en',
       data_json: '{"url":"https://push.example.org/_matrix/push/v1/notify"}',
     });
+    // Moved into the user's list as a worker's start-up does.
+    await new MongoPushStore(h.db, {
+      accountDataCollection: 'account_data',
+      pushersCollection: 'pushers',
+    }).ensureIndexes();
     const [legacy] = await pushers(user);
     expect(legacy).toMatchObject({ pushkey: 'old', enabled: true, 'org.matrix.msc3881.enabled': true });
     expect(legacy).not.toHaveProperty('device_id');

@@ -142,12 +142,9 @@ describe('MongoPushStore: pusher reads that come in together', () => {
     enabled: true,
   });
 
-  it.each([
-    ['in one query', 1000],
-    ['alone when they do not fit in its first batch', 3],
-  ])('answers each user as a read of that user alone would: %s', async (_name, pusherBatchDocs) => {
-    const store = new MongoPushStore(db, { ...options, pusherBatchDocs });
-    const users = Array.from({ length: 5 }, (_, k) => `@pushers${pusherBatchDocs}-${k}:example.org`);
+  it('answers each user as a read of that user alone would', async () => {
+    const store = new MongoPushStore(db, options);
+    const users = Array.from({ length: 5 }, (_, k) => `@pushers-${k}:example.org`);
     for (const [k, user] of users.entries()) {
       for (let n = 0; n < k; n += 1) await store.upsertPusher(pusherOf(user, `app.${(n * 7) % 5}`, `key-${k}-${n}`));
     }
@@ -159,7 +156,7 @@ describe('MongoPushStore: pusher reads that come in together', () => {
   });
 });
 
-describe('MongoDB: pushers stored before devices and enabled were kept', () => {
+describe('MongoDB: pushers of the old layout (one document per pusher), and before devices and enabled were kept', () => {
   const legacy = {
     user_id: '@legacy:example.org',
     app_id: 'org.example.app',
@@ -171,9 +168,14 @@ describe('MongoDB: pushers stored before devices and enabled were kept', () => {
     data_json: '{"url":"https://push.example.org/_matrix/push/v1/notify"}',
   };
   const store = () => new MongoPushStore(db, options);
+  /** Old-layout documents in the old collection, then the start-up migration. */
+  const migrate = async (...docs: PusherDocument[]) => {
+    await db.collection<PusherDocument>('pushers').insertMany(docs.map((doc) => ({ ...doc })));
+    return new MongoPushStore(db, { ...options, migrationBatchSize: 2 }).ensureIndexes();
+  };
 
   it('read as enabled, of an unknown device; a logout of any device keeps them, log out everywhere removes them', async () => {
-    await db.collection<PusherDocument>('pushers').insertOne({ ...legacy });
+    expect(await migrate(legacy)).toBe(1);
     const [read] = await store().listPushers(legacy.user_id);
     const { data_json: _json, ...values } = legacy;
     expect(read).toStrictEqual({
@@ -190,9 +192,9 @@ describe('MongoDB: pushers stored before devices and enabled were kept', () => {
     );
   });
 
-  it('take the device of the first update that has one, in the same document write', async () => {
+  it('take the device of the first update that has one, in the same write', async () => {
     const user = '@legacy2:example.org';
-    await db.collection<PusherDocument>('pushers').insertOne({ ...legacy, user_id: user });
+    await migrate({ ...legacy, user_id: user });
     const { data_json: _json, ...values } = legacy;
     const update = {
       ...values,
@@ -203,18 +205,141 @@ describe('MongoDB: pushers stored before devices and enabled were kept', () => {
     };
     expect(await store().upsertPusher(update)).toBe('updated');
     const stored = await db
-      .collection<PusherDocument>('pushers')
-      .findOne({ user_id: user }, { projection: { _id: 0 } });
-    // Dated by its own write after the update (see the contract's ts cases).
-    expect(stored).toEqual({
-      ...legacy,
-      user_id: user,
-      enabled: false,
-      device_id: 'PHONE',
-      ts: expect.any(Number) as number,
-    });
+      .collection<AccountDataDocument>('account_data')
+      .findOne({ _id: user }, { projection: { pushers: 1 } });
+    const { user_id: _owner, ...entry } = legacy;
+    expect(stored?.pushers).toEqual([
+      { ...entry, enabled: false, device_id: 'PHONE', ts: expect.any(Number) as number },
+    ]);
     expect(await store().deletePushers({ userId: user, devices: { deviceIds: ['PHONE'] }, includeEmail: false })).toBe(
       1,
     );
+  });
+
+  it('are moved into their users\u2019 lists at start-up, in batches, once: found by every read, by app ID and pushkey too', async () => {
+    const [a, b, c] = ['@move-a:example.org', '@move-b:example.org', '@move-c:example.org'];
+    const moved = await migrate(
+      { ...legacy, user_id: a, pushkey: 'a1', ts: 5, device_id: 'PHONE', enabled: false },
+      { ...legacy, user_id: a, pushkey: 'a2' },
+      { ...legacy, user_id: a, app_id: 'a.app', pushkey: 'a3' },
+      { ...legacy, user_id: b, pushkey: 'shared' },
+      { ...legacy, user_id: c, pushkey: 'shared' },
+    );
+    expect(moved).toBe(5);
+    expect(await db.collection('pushers').countDocuments({})).toBe(0);
+    const lists = await store().listPushersOfUsers([a, b, c]);
+    expect(lists.get(a)?.map((p) => [p.app_id, p.pushkey, p.ts, p.device_id, p.enabled])).toEqual([
+      ['a.app', 'a3', undefined, undefined, true],
+      ['org.example.app', 'a1', 5, 'PHONE', false],
+      ['org.example.app', 'a2', undefined, undefined, true],
+    ]);
+    expect(await store().listPushers(a)).toEqual(lists.get(a));
+    expect(lists.get(b)).toHaveLength(1);
+    // Idempotent: a second start moves nothing and changes nothing.
+    expect(await store().ensureIndexes()).toBe(0);
+    expect(await store().listPushersOfUsers([a, b, c])).toEqual(lists);
+    // The owners of each key were recorded: `append: false` finds the other user.
+    expect(await store().deletePushersOfOtherUsers({ userId: b, appId: 'org.example.app', pushkey: 'shared' })).toBe(1);
+    expect(await store().listPushers(c)).toEqual([]);
+    expect(await store().listPushers(b)).toHaveLength(1);
+  });
+
+  it('are not merged twice: an old document left by a stopped run does not bring back a pusher deleted since', async () => {
+    const user = '@move-twice:example.org';
+    await migrate({ ...legacy, user_id: user });
+    expect(await store().deletePusher({ userId: user, appId: legacy.app_id, pushkey: legacy.pushkey })).toBe(true);
+    await migrate({ ...legacy, user_id: user });
+    expect(await store().listPushers(user)).toEqual([]);
+  });
+});
+
+describe('MongoPushStore: every pusher read and the pushkey owners are looked up by a unique key (_id)', () => {
+  const pusherOf = (userId: string, pushkey: string) => ({
+    user_id: userId,
+    app_id: 'org.example.shape',
+    pushkey,
+    kind: 'http' as const,
+    app_display_name: 'App',
+    device_display_name: 'Phone',
+    lang: 'en',
+    data: { url: 'https://push.example.org/_matrix/push/v1/notify' },
+    enabled: true,
+  });
+
+  interface Seen {
+    readonly name: string;
+    readonly collection: unknown;
+    readonly filter: unknown;
+  }
+  /** The filters of the commands `action` sends: find's, and each update's and delete's. */
+  async function commandsOf(action: () => Promise<unknown>): Promise<Seen[]> {
+    const seen: Seen[] = [];
+    const listener = (event: { commandName: string; command: Record<string, unknown> }) => {
+      const { commandName: name, command } = event;
+      const collection = command[name];
+      if (name === 'find') seen.push({ name, collection, filter: command['filter'] });
+      if (name === 'update')
+        for (const u of command['updates'] as { q: unknown }[]) seen.push({ name, collection, filter: u.q });
+      if (name === 'delete')
+        for (const d of command['deletes'] as { q: unknown }[]) seen.push({ name, collection, filter: d.q });
+      if (name === 'findAndModify') seen.push({ name, collection, filter: command['query'] });
+    };
+    client.on('commandStarted', listener);
+    try {
+      await action();
+    } finally {
+      client.off('commandStarted', listener);
+    }
+    return seen;
+  }
+  const idIn = { _id: { $in: expect.any(Array) as unknown[] } };
+  const byId = { _id: expect.any(String) as string };
+
+  it('listPushersOfUsers: only finds on the account data whose filter is {_id: {$in: [...]}}, one per 1,000 users', async () => {
+    const store = new MongoPushStore(db, options);
+    const users = Array.from({ length: 2_500 }, (_, k) => `@shape${k}:example.org`);
+    for (const user of users.slice(0, 3)) await store.upsertPusher(pusherOf(user, `k-${user}`));
+    const seen = await commandsOf(async () => store.listPushersOfUsers(users));
+    expect(seen).toEqual([
+      { name: 'find', collection: 'account_data', filter: idIn },
+      { name: 'find', collection: 'account_data', filter: idIn },
+      { name: 'find', collection: 'account_data', filter: idIn },
+    ]);
+    expect(seen.map((s) => (s.filter as { _id: { $in: unknown[] } })._id.$in.length)).toEqual([1000, 1000, 500]);
+  });
+
+  it('listPushers: finds on the account data by _id (alone) or _id $in (reads that come in together)', async () => {
+    const store = new MongoPushStore(db, options);
+    const users = Array.from({ length: 6 }, (_, k) => `@shape-one${k}:example.org`);
+    for (const user of users) await store.upsertPusher(pusherOf(user, `k-${user}`));
+    const seen = await commandsOf(async () => Promise.all(users.map(async (user) => store.listPushers(user))));
+    expect(seen.length).toBeGreaterThan(0);
+    for (const command of seen) {
+      expect(command).toEqual({ name: 'find', collection: 'account_data', filter: expect.anything() as unknown });
+      expect([byId, idIn]).toContainEqual(command.filter);
+    }
+  });
+
+  it('writes and append: false: every filter is an _id (with the revision of a compare-and-set), nothing on the old collection', async () => {
+    const store = new MongoPushStore(db, options);
+    const [a, b] = ['@shape-w1:example.org', '@shape-w2:example.org'];
+    const seen = await commandsOf(async () => {
+      await store.upsertPusher(pusherOf(a, 'shared'));
+      await store.upsertPusher(pusherOf(b, 'shared'));
+      await store.upsertPusher({ ...pusherOf(b, 'shared'), lang: 'de' });
+      expect(await store.deletePushersOfOtherUsers({ userId: a, appId: 'org.example.shape', pushkey: 'shared' })).toBe(
+        1,
+      );
+      await store.deletePushers({ userId: a, devices: { all: true }, includeEmail: true });
+    });
+    expect(seen.length).toBeGreaterThan(0);
+    for (const command of seen) {
+      expect(['account_data', 'pushers_by_key']).toContain(command.collection);
+      const filter = command.filter as Record<string, unknown>;
+      expect(Object.keys(filter).filter((k) => k !== 'pushers_rev' && k !== 'rev')).toEqual(['_id']);
+      expect([byId, idIn]).toContainEqual({ _id: filter['_id'] });
+    }
+    expect(await store.listPushers(a)).toEqual([]);
+    expect(await store.listPushers(b)).toEqual([]);
   });
 });

@@ -64,8 +64,9 @@ async function storedDocuments() {
   const account = await h.db
     .collection('account_data')
     .findOne({ _id: USER as never }, { projection: { recent_writes: 0 } });
-  const pushers = await h.db.collection('pushers').find({ user_id: USER }).toArray();
-  return { account, pushers };
+  // The pushers are in the account document (its list); the owners of each key beside it.
+  const owners = await h.db.collection('pushers_by_key').find({}).toArray();
+  return { account, owners };
 }
 
 /** Change events received until one with `version` of `type` arrives (published after every earlier one). */

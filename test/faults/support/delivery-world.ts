@@ -1,6 +1,6 @@
 import type { Db } from 'mongodb';
 import { PushRulesClient } from '../../../src/client/push-rules-client.js';
-import type { PusherDocument } from '../../../src/store/mongo-push-store.js';
+import { MongoPushStore, type PusherDocument } from '../../../src/store/mongo-push-store.js';
 import { makeThrowawayCa, type ThrowawayCa } from '../../support/throwaway-ca.js';
 import { PushGatewayDouble, type RecordedRequest } from '../../support/push-gateway-double.js';
 import { openFaultWorld, type FaultWorld } from './fault-world.js';
@@ -73,6 +73,8 @@ async function seed(db: Db, gateway: PushGatewayDouble, users: readonly string[]
   }));
   for (let i = 0; i < docs.length; i += 1000)
     await db.collection<PusherDocument>('pushers').insertMany(docs.slice(i, i + 1000));
+  // Into the users' lists, as a worker's start-up moves pushers of this (old) layout.
+  await new MongoPushStore(db, { accountDataCollection: 'account_data', pushersCollection: 'pushers' }).ensureIndexes();
 }
 
 /** Per device (pushkey), the event IDs it was sent with a 200 answer, in the order they arrived. */
