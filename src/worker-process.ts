@@ -19,6 +19,7 @@ import { PartitionQueues } from './consumer/partition-queues.js';
 import { RpcClient } from './client/rpc-client.js';
 import { parseBrokerAddresses } from './config/broker-urls.js';
 import { PartitionCoordinator } from './delivery-service/partition-coordinator.js';
+import { CachedPusherLookup } from './delivery-service/cached-pusher-lookup.js';
 import { MongoPartitionLeaseStore } from './store/mongo-partition-lease-store.js';
 import { parseAddressAllowlist } from './delivery/address-allowlist.js';
 import { DEFAULT_BREAKER_POLICY } from './delivery/circuit-breaker.js';
@@ -37,6 +38,9 @@ import { EvaluateService } from './service/evaluate-service.js';
 import { PushService } from './service/push-service.js';
 import { retryUntilDone } from './retry/retry-until-done.js';
 import { RulesetCache } from './service/ruleset-cache.js';
+
+/** Users whose pushers a worker keeps at most (the byte budget, `delivery.pusherCacheMaxBytes`, usually binds first). */
+const PUSHER_CACHE_MAX_USERS = 2_000_000;
 
 /** Run around serving each parsed request of the request and read queues; only the fault tests' entry point sets them. */
 export interface ServeHooks {
@@ -67,6 +71,7 @@ export function createWorkerProcess(
     coordinator?: PartitionCoordinator;
     partitions?: PartitionQueues;
     routerClient?: RpcClient;
+    pushers?: CachedPusherLookup;
   } = {};
 
   // Compiled rulesets for `evaluate`, kept current by the change events:
@@ -108,7 +113,15 @@ export function createWorkerProcess(
     },
     queues: { all: ['request', 'read', 'evaluate', 'deliver'], consumed: () => running.worker?.consumedQueues ?? [] },
   });
-  const deliveryMetrics = new DeliveryMetrics(metrics.registry, () => running.scheduler);
+  const deliveryMetrics = new DeliveryMetrics(
+    metrics.registry,
+    () => running.scheduler,
+    Date.now,
+    () =>
+      running.coordinator === undefined || running.pushers === undefined
+        ? undefined
+        : { partitions: running.coordinator.partitions, pusherCache: running.pushers.stats },
+  );
   // Checked here, before anything starts: a mistyped range stops the worker at start, not at the first push.
   const allowlist = gatewayAllowlist(config.delivery.gatewayIpAllowlist);
   const gateways = new GatewayClient({
@@ -195,6 +208,13 @@ export function createWorkerProcess(
     if (stopped()) return;
     const rejected = new RejectedPushers(store, async (change) => running.worker?.announce(change) ?? false, log);
     const me = `${hostname()}/${process.pid}/${randomUUID().slice(0, 8)}`;
+    // The pushers of the users this worker delivers for, kept current by the m.pushers change events:
+    // a fan-out to known users reads nothing from the store.
+    const pushers = new CachedPusherLookup(store, {
+      maxBytes: config.delivery.pusherCacheMaxBytes,
+      maxEntries: PUSHER_CACHE_MAX_USERS,
+    });
+    running.pushers = pushers;
     // Bound late: the coordinator decides what the scheduler and the intake may do, and drives them.
     const gate = {
       sendable: (partition: number, now: number) => running.coordinator?.sendable(partition, now) ?? false,
@@ -204,7 +224,7 @@ export function createWorkerProcess(
       store: deliveryStore,
       gate,
       sender: gateways,
-      pushers: store,
+      pushers,
       remover: rejected,
       retry: {
         baseMs: config.delivery.retryBaseMs,
@@ -223,7 +243,7 @@ export function createWorkerProcess(
     const backoff = { baseMs: config.amqp.reconnectBaseMs, maxMs: config.amqp.reconnectMaxMs };
     const intake = new NotifyIntake({
       store: deliveryStore,
-      pushers: store,
+      pushers,
       holder: scheduler,
       gate,
       backoff,
@@ -301,11 +321,13 @@ export function createWorkerProcess(
           threads.pool?.invalidate(userId);
         },
         pushersChanged: (userId) => {
+          pushers.pushersChanged(userId);
           scheduler.pushersChanged(userId);
         },
         subscriptionReset: () => {
           cache?.clear();
           threads.pool?.clear();
+          pushers.clear();
           scheduler.changesMissed();
         },
       },

@@ -8,6 +8,18 @@ export interface DeliveryBacklog {
   oldestAcceptedAt(): number | undefined;
 }
 
+/** What the partition and pusher-cache gauges read at scrape time. */
+export interface DeliveryShare {
+  /** The partitions this worker delivers now. */
+  readonly partitions: readonly number[];
+  readonly pusherCache: {
+    readonly hits: number;
+    readonly misses: number;
+    readonly size: number;
+    readonly bytes: number;
+  };
+}
+
 /** Distinct gateway hosts with a label of their own; the rest are `other` (host-labels.ts). */
 const MAX_HOST_LABELS = 50;
 
@@ -25,7 +37,12 @@ export class DeliveryMetrics implements DeliveryObserver {
   readonly #breakerHeld: Counter<'host'>;
   readonly #email: Counter;
 
-  constructor(registry: Registry, backlog: () => DeliveryBacklog | undefined, now: () => number = Date.now) {
+  constructor(
+    registry: Registry,
+    backlog: () => DeliveryBacklog | undefined,
+    now: () => number = Date.now,
+    share: () => DeliveryShare | undefined = () => undefined,
+  ) {
     const registers = [registry];
     this.#requests = new Counter({
       name: 'push_worker_delivery_requests_total',
@@ -78,6 +95,24 @@ export class DeliveryMetrics implements DeliveryObserver {
       collect() {
         const oldest = backlog()?.oldestAcceptedAt();
         this.set(oldest === undefined ? 0 : Math.max(0, now() - oldest) / 1000);
+      },
+    });
+    new Gauge({
+      name: 'push_worker_delivery_partitions',
+      help: 'Delivery partitions this worker holds and delivers now.',
+      registers,
+      collect() {
+        this.set(share()?.partitions.length ?? 0);
+      },
+    });
+    new Gauge({
+      name: 'push_worker_delivery_pusher_cache',
+      help: 'The pusher cache of delivery: users kept (size), their estimated bytes, and hits and misses so far.',
+      labelNames: ['stat'],
+      registers,
+      collect() {
+        const stats = share()?.pusherCache;
+        for (const stat of ['size', 'bytes', 'hits', 'misses'] as const) this.set({ stat }, stats?.[stat] ?? 0);
       },
     });
     // Every outcome is exported from the start, so that rate() works from the first event.
