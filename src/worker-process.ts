@@ -156,6 +156,8 @@ export function createWorkerProcess(
       })
     : undefined;
 
+  const routerStop = new AbortController();
+
   const start = async (): Promise<void> => {
     const store = new MongoPushStore(db, {
       ...config.mongodb,
@@ -280,6 +282,7 @@ export function createWorkerProcess(
       scheduler,
       consumer: partitions,
       graceMs: Math.floor(config.shutdown.timeoutMs / 3),
+      writeGraceMs: Math.max(0, config.mongodb.operationTimeoutMs - config.delivery.leaseMs / 3),
       logger: log,
     });
     const routerClient = new RpcClient({
@@ -301,7 +304,9 @@ export function createWorkerProcess(
       },
       records: deliveryStore,
       backoff,
-      signal: stop.signal,
+      // Not the shutdown's signal: a message given back while its queue is still consumed comes straight back
+      // to this worker, out of order. Routing stops only after the consumers are cancelled (or the grace ran out).
+      signal: routerStop.signal,
       logger: log,
     });
     const worker = new RpcWorker(service, {
@@ -350,7 +355,15 @@ export function createWorkerProcess(
     close: async () => {
       // Routing first (no new notify taken), then the partitions (intake, sends in flight, leases handed over),
       // then the connections.
+      const routing = setTimeout(
+        () => {
+          routerStop.abort();
+        },
+        Math.floor(config.shutdown.timeoutMs / 3),
+      );
       await running.worker?.close();
+      routerStop.abort();
+      clearTimeout(routing);
       await running.coordinator?.close();
       await running.scheduler?.close();
       await running.partitions?.close();

@@ -7,7 +7,7 @@ import type { Logger } from '../logging/logger.js';
 export type PartVerdict =
   /** Stored: acknowledged. */
   | 'ack'
-  /** Not stored (shutdown, handover): back to the queue, in order, for the partition's next holder. */
+  /** Not stored (shutdown, handover): back to the queue, in order, for the partition's next holder, once unsubscribed. */
   | 'requeue'
   /** Refused (bad input, an untrusted publisher) or failing for good: dead-lettered for an operator. */
   | 'dead-letter';
@@ -29,6 +29,13 @@ interface Lane {
   /** Verdicts are settled with the broker in delivery order: a part returned goes back before the ones after it. */
   settled: Promise<void>;
   readonly inFlight: Set<Promise<void>>;
+  /**
+   * Parts to return to the queue, in delivery order: returned only once the
+   * consumer is cancelled. Returned while it still consumes, the broker
+   * would deliver them straight back to it, interleaved with the next
+   * returns, and their order would be lost.
+   */
+  readonly returns: ConsumeMessage[];
 }
 
 interface Session {
@@ -102,6 +109,11 @@ export class PartitionQueues {
     await lane.channel.cancel(lane.consumerTag).catch(() => undefined);
     await Promise.allSettled([...lane.inFlight]);
     await lane.settled;
+    try {
+      for (const message of lane.returns) lane.channel.nack(message, false, true);
+    } catch {
+      // The channel is gone: the broker returns them itself.
+    }
     await lane.channel.close().catch(() => undefined);
   }
 
@@ -127,7 +139,7 @@ export class PartitionQueues {
     });
     await declarePartitionQueue(channel, queue, delivery, amqp);
     await channel.prefetch(delivery.prefetch);
-    const lane: Lane = { channel, consumerTag: '', settled: Promise.resolve(), inFlight: new Set() };
+    const lane: Lane = { channel, consumerTag: '', settled: Promise.resolve(), inFlight: new Set(), returns: [] };
     const { consumerTag } = await channel.consume(queue, (message) => {
       if (message === null) {
         session.link.lose(`delivery partition ${String(partition)}: consumer cancelled by the broker`);
@@ -139,7 +151,8 @@ export class PartitionQueues {
         const [outcome] = await Promise.all([verdict, previous]);
         try {
           if (outcome === 'ack') channel.ack(message);
-          else channel.nack(message, false, outcome === 'requeue');
+          else if (outcome === 'requeue') lane.returns.push(message);
+          else channel.nack(message, false, false);
         } catch {
           // The channel is gone: the broker returns the part to the queue.
         }

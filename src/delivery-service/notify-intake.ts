@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { NotifyRequestBody } from '../contract/ops.js';
 import type { DeliveryPusher } from '../delivery/device-batches.js';
 import { planIntake, pushedUserIds } from '../delivery/intake-plan.js';
@@ -52,6 +53,9 @@ export class IntakeStoppedError extends Error {
     this.name = 'IntakeStoppedError';
   }
 }
+
+/** How often a message waiting for its partition's lease to hold again looks. */
+const GATE_POLL_MS = 100;
 
 /** One partition's intake order. */
 interface PartitionLine {
@@ -140,8 +144,8 @@ export class NotifyIntake {
         });
         if (plan.emailPushers > 0) this.#options.observer?.emailPushersSkipped(plan.emailPushers);
         // Checked last, right before the write: a worker whose lease is in doubt must not add to a partition another
-        // worker may have taken over (and read) already.
-        if (!this.#options.gate.takesIn(partition, this.#now())) throw new IntakeStoppedError();
+        // worker may have taken over (and read) already. It waits: the lease is renewed, or the partition handed over.
+        await this.#gateOpen(line, partition);
         await this.#options.store.accept(
           { id: notifyId, recipients: plan.recipients, devices: plan.devices, acceptedAt },
           plan.deliveries,
@@ -154,6 +158,16 @@ export class NotifyIntake {
     // Observed here as well: a tail nobody waits for must not be an unhandled rejection.
     work.catch(() => undefined);
     return work;
+  }
+
+  /** Resolves once the partition's lease holds; rejects with `IntakeStoppedError` once the partition is drained. */
+  async #gateOpen(line: PartitionLine, partition: number): Promise<void> {
+    while (!this.#options.gate.takesIn(partition, this.#now())) {
+      if (line.closed || this.#options.signal.aborted) throw new IntakeStoppedError();
+      await sleep(GATE_POLL_MS, undefined, { signal: AbortSignal.any([this.#options.signal, line.stop.signal]) }).catch(
+        () => undefined,
+      );
+    }
   }
 
   /**

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from '../logging/logger.js';
 import { planOwnership } from '../delivery/partition-ownership.js';
 import { partitionOf } from '../delivery/partitions.js';
@@ -32,6 +33,13 @@ export interface PartitionCoordinatorOptions {
   readonly consumer: PartitionSubscriber;
   /** How long a handover waits for sends in flight. */
   readonly graceMs: number;
+  /**
+   * How long after claiming an expired lease the partition is read: a
+   * holder that stalled may have started a write just before its lease
+   * came into doubt, and it lands at most this long after the lease
+   * expired (the store's operation timeout, less the third of a lease).
+   */
+  readonly writeGraceMs: number;
   readonly logger: Logger;
   readonly now?: () => number;
   readonly random?: () => number;
@@ -60,6 +68,8 @@ export class PartitionCoordinator implements PartitionGate, IntakeGate {
   readonly #running = new Map<number, number>();
   /** Being handed over or stopped: nothing more taken in or sent. */
   readonly #leaving = new Set<number>();
+  /** Claimed, its pending requests not loaded yet: renewed, but nothing taken in or sent. */
+  readonly #loading = new Set<number>();
   readonly #handovers = new Set<Promise<void>>();
   #timer: NodeJS.Timeout | undefined;
   #round: Promise<void> | undefined;
@@ -80,7 +90,12 @@ export class PartitionCoordinator implements PartitionGate, IntakeGate {
 
   sendable(partition: number, now: number): boolean {
     const until = this.#running.get(partition);
-    return until !== undefined && !this.#leaving.has(partition) && now < until - this.#options.leaseMs / 3;
+    return (
+      until !== undefined &&
+      !this.#leaving.has(partition) &&
+      !this.#loading.has(partition) &&
+      now < until - this.#options.leaseMs / 3
+    );
   }
 
   takesIn(partition: number, now: number): boolean {
@@ -117,7 +132,8 @@ export class PartitionCoordinator implements PartitionGate, IntakeGate {
       const until = now + leaseMs;
       await leases.heartbeat(me, until);
       const held = await leases.renew(me, [...this.#running.keys()], until);
-      for (const partition of held) this.#running.set(partition, until);
+      // Only those still run: one handed over while the renewal was under way stays gone.
+      for (const partition of held) if (this.#running.has(partition)) this.#running.set(partition, until);
       this.#options.scheduler.resume();
       const workers = await leases.liveWorkers(now);
       const stored = await leases.leases();
@@ -134,7 +150,15 @@ export class PartitionCoordinator implements PartitionGate, IntakeGate {
       for (const partition of steps.release) this.#handOver(partition, true);
       for (const partition of steps.claim) {
         if (this.#isClosed()) return;
-        if (await leases.claim(partition, me, until, now)) await this.#take(partition, until);
+        if (!(await leases.claim(partition, me, until, now))) continue;
+        // Another worker's lease ran out (it did not release it): give its last write time to land.
+        const previous = stored.find((lease) => lease.partition === partition)?.owner;
+        const expired = previous !== undefined && previous !== null && previous !== me;
+        this.#running.set(partition, until);
+        this.#loading.add(partition);
+        const taking = this.#take(partition, expired ? this.#options.writeGraceMs : 0);
+        this.#handovers.add(taking);
+        void taking.finally(() => this.#handovers.delete(taking));
       }
     } catch (error) {
       this.#log.warn({ err: loggable(error) }, 'cannot coordinate delivery partitions now; trying again next round');
@@ -147,17 +171,20 @@ export class PartitionCoordinator implements PartitionGate, IntakeGate {
   }
 
   /** Claimed: loads what is pending in the partition, then takes its queue in. */
-  async #take(partition: number, until: number): Promise<void> {
+  async #take(partition: number, waitMs: number): Promise<void> {
     try {
+      if (waitMs > 0) await sleep(waitMs);
+      if (this.#isClosed() || !this.#running.has(partition)) return;
       const pending = await this.#options.deliveries.listPartition(partition);
       const highestSeq = pending.reduce((highest, delivery) => Math.max(highest, delivery.seq), 0);
-      this.#running.set(partition, until);
       this.#options.intake.open(partition, highestSeq);
       this.#options.scheduler.hold(pending);
+      this.#loading.delete(partition);
       await this.#options.consumer.subscribe(partition);
-      this.#log.info({ partition, pending: pending.length }, 'delivering a partition');
+      this.#log.info({ partition, pending: pending.length, worker: this.#options.me }, 'delivering a partition');
     } catch (error) {
       this.#log.warn({ err: loggable(error), partition }, 'cannot take a delivery partition over yet; released');
+      this.#loading.delete(partition);
       this.#handOver(partition, true);
     }
   }
@@ -168,12 +195,12 @@ export class PartitionCoordinator implements PartitionGate, IntakeGate {
     this.#leaving.add(partition);
     const work = (async () => {
       try {
-        await this.#options.consumer.unsubscribe(partition);
-        await this.#options.intake.drain(partition);
+        // Drained while unsubscribing: what waits for the partition gives up, and goes back to the queue in order.
+        await Promise.all([this.#options.consumer.unsubscribe(partition), this.#options.intake.drain(partition)]);
         await this.#options.scheduler.releasePartition(partition, release ? this.#options.graceMs : 0);
         if (release) {
           await this.#options.leases.release(partition, this.#options.me);
-          this.#log.info({ partition }, 'handed a delivery partition over');
+          this.#log.info({ partition, worker: this.#options.me }, 'handed a delivery partition over');
         }
       } catch (error) {
         this.#log.warn(
@@ -183,6 +210,7 @@ export class PartitionCoordinator implements PartitionGate, IntakeGate {
       } finally {
         this.#running.delete(partition);
         this.#leaving.delete(partition);
+        this.#loading.delete(partition);
       }
     })();
     this.#handovers.add(work);
@@ -203,8 +231,12 @@ export class PartitionCoordinator implements PartitionGate, IntakeGate {
     await this.#round;
     const partitions = [...this.#running.keys()];
     for (const partition of partitions) this.#leaving.add(partition);
-    await Promise.all(partitions.map(async (partition) => this.#options.consumer.unsubscribe(partition)));
-    await Promise.all(partitions.map(async (partition) => this.#options.intake.drain(partition)));
+    await Promise.all(
+      partitions.flatMap((partition) => [
+        this.#options.consumer.unsubscribe(partition),
+        this.#options.intake.drain(partition),
+      ]),
+    );
     await Promise.allSettled([...this.#handovers]);
     await this.#options.scheduler.close();
     for (const partition of partitions) {

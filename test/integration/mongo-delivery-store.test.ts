@@ -126,6 +126,7 @@ describe('MongoDeliveryStore', () => {
         },
         consumer: { subscribe: async () => Promise.resolve(), unsubscribe: async () => Promise.resolve() },
         graceMs: 0,
+        writeGraceMs: 0,
         logger: createLogger('silent'),
       });
       // The first round claims; the second is the steady state: heartbeat, renewal, reads of workers and leases.

@@ -30,6 +30,8 @@ export interface DeliveringWorker {
   stop(): Promise<void>;
   /** Starts another worker process on the same queues and database. */
   startAnother(): Promise<ServiceProcess>;
+  /** Stops the oldest worker still running (as a shutdown does). */
+  stopOne(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -120,6 +122,12 @@ export async function startDeliveringWorker(options: DeliveringWorkerOptions = {
     client,
     stop: stopAll,
     startAnother,
+    stopOne: async () => {
+      const oldest = processes.shift();
+      if (oldest === undefined) return;
+      oldest.stop.abort();
+      await oldest.process.close();
+    },
     close: async () => {
       await client.close();
       await stopAll();
