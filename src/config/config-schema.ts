@@ -385,6 +385,13 @@ export const ConfigSchema = Type.Object(
           maximum: 10000,
           description: 'Notifications a device keeps waiting while its gateway fails; older ones are dropped.',
         }),
+        /** An hour by default: `DEFAULT_AGE_POLICY` in src/delivery/device-backlog.ts says why. */
+        maxAgeMs: Type.Integer({
+          minimum: 1000,
+          maximum: 30 * 86400000,
+          description:
+            'A waiting notification accepted longer ago than this is dropped unsent (`expired`); the newest badge update of a device is kept.',
+        }),
         retryBaseMs: Type.Integer({
           minimum: 1,
           maximum: 3600000,
@@ -555,6 +562,7 @@ export const ENVIRONMENT: readonly {
   { name: 'DELIVERY_ACCEPTED_COLLECTION', path: ['delivery', 'acceptedCollection'], kind: 'string' },
   { name: 'DELIVERY_ACCEPTED_RETENTION_SECONDS', path: ['delivery', 'acceptedRetentionSeconds'], kind: 'integer' },
   { name: 'DELIVERY_MAX_PENDING_PER_DEVICE', path: ['delivery', 'maxPendingPerDevice'], kind: 'integer' },
+  { name: 'DELIVERY_MAX_AGE_MS', path: ['delivery', 'maxAgeMs'], kind: 'integer' },
   { name: 'DELIVERY_RETRY_BASE_MS', path: ['delivery', 'retryBaseMs'], kind: 'integer' },
   { name: 'DELIVERY_RETRY_MAX_MS', path: ['delivery', 'retryMaxMs'], kind: 'integer' },
   { name: 'DELIVERY_GIVE_UP_AFTER_MS', path: ['delivery', 'giveUpAfterMs'], kind: 'integer' },
