@@ -238,13 +238,13 @@ export class GatewayClient {
       return failedExchange(error);
     }
     const retryAfter = firstValue(response.headers['retry-after']);
-    const read = await readBody(response.body, this.#maxBodyBytes, this.#bodyTimeoutMs);
-    return {
-      kind: 'response',
-      status: response.statusCode,
-      ...(retryAfter === undefined ? {} : { retryAfter }),
-      ...read,
-    };
+    const status = response.statusCode;
+    // Only a 2xx body means anything (its `rejected`); any other is read to its end and thrown away.
+    const read =
+      status >= 200 && status < 300
+        ? await readBody(response.body, this.#maxBodyBytes, this.#bodyTimeoutMs)
+        : await discardBody(response.body, this.#maxBodyBytes, this.#bodyTimeoutMs);
+    return { kind: 'response', status, ...(retryAfter === undefined ? {} : { retryAfter }), ...read };
   }
 }
 
@@ -409,6 +409,26 @@ async function readBody(
   }
   const text = Buffer.concat(chunks).toString('utf8');
   return text === '' ? {} : { body: text };
+}
+
+/**
+ * Reads a body nobody needs to its end, keeping none of it, so that its
+ * connection can carry the next request; one longer than `maxBytes`, or
+ * slower than `timeoutMs`, is cut off with its connection instead. A
+ * gateway failing with large bodies (a 503 page per request) thus costs a
+ * bounded read, never memory.
+ */
+async function discardBody(
+  body: Dispatcher.ResponseData['body'],
+  maxBytes: number,
+  timeoutMs: number,
+): Promise<Record<string, never>> {
+  try {
+    await body.dump({ limit: maxBytes, signal: AbortSignal.timeout(timeoutMs) });
+  } catch {
+    // Too slow, or broken off: the connection goes with it, the status stands.
+  }
+  return {};
 }
 
 function firstValue(header: string | string[] | undefined): string | undefined {

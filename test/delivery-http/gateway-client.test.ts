@@ -202,6 +202,31 @@ describe('a request to the gateway double', () => {
     expect(classifyExchange(exchange, Date.now())).toEqual({ kind: 'delivered', status: 200, rejected });
   });
 
+  it.each<[string, number]>([
+    ['a short one', 1024],
+    ['one far over the cap', 4 * 1024 * 1024],
+  ])('discards the body of a 503, %s: status and Retry-After only, nothing kept', async (_, bytes) => {
+    const gateway = await aGateway();
+    gateway.behave({ kind: 'status', status: 503, retryAfter: 120, body: bodyOfSize(bytes) });
+    const client = aClient();
+    const exchange = await client.send(gateway.notifyUrl, notifyBody(gateway.notifyUrl));
+    expect(exchange).toEqual({ kind: 'response', status: 503, retryAfter: '120' });
+    expect(classifyExchange(exchange, Date.now())).toMatchObject({ kind: 'retry', retryAfterMs: 120_000 });
+  });
+
+  it('reuses the connection after discarding a short error body (read to its end, not cut off)', async () => {
+    const gateway = await aGateway();
+    gateway.behave({ kind: 'status', status: 500, body: bodyOfSize(1024) }, { times: 1 });
+    const client = aClient();
+    expect(await client.send(gateway.notifyUrl, notifyBody(gateway.notifyUrl))).toEqual({
+      kind: 'response',
+      status: 500,
+    });
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(await client.send(gateway.notifyUrl, notifyBody(gateway.notifyUrl))).toMatchObject({ status: 200 });
+    expect(gateway.connections).toBe(1);
+  });
+
   it('keeps the status of an answer whose body stalls, and drops the body after the body timeout', async () => {
     // A gateway that sends its headers and part of its body, then nothing: the double cannot, node:http can.
     const stalling = createServer((request, response) => {
