@@ -428,10 +428,23 @@ export const ConfigSchema = Type.Object(
           maximum: 10000,
           description: 'Gateway requests in flight at once to one gateway origin (its connections).',
         }),
+        /** As high as the per-host cap by default: one server gets what one gateway origin may, whatever names point at it. */
+        maxInFlightPerAddress: Type.Integer({
+          minimum: 1,
+          maximum: 10000,
+          description:
+            'Gateway requests in flight at once to one IP address, whatever names point at it; as many may wait, more are retried later.',
+        }),
+        maxInFlightPerUser: Type.Integer({
+          minimum: 1,
+          maximum: 10000,
+          description:
+            "Gateway requests in flight at once for one user's devices; as many may wait, more are retried later.",
+        }),
         connectTimeoutMs: Type.Integer({
           minimum: 1,
           maximum: 600000,
-          description: 'Connecting to a gateway (DNS and TLS included).',
+          description: 'Connecting to a gateway (TCP and TLS; its name is resolved before, within 5 s).',
         }),
         headersTimeoutMs: Type.Integer({
           minimum: 1,
@@ -570,6 +583,8 @@ export const ENVIRONMENT: readonly {
   { name: 'DELIVERY_RECOVERY_INTERVAL_MS', path: ['delivery', 'recoveryIntervalMs'], kind: 'integer' },
   { name: 'PUSH_GATEWAY_MAX_IN_FLIGHT', path: ['delivery', 'maxInFlight'], kind: 'integer' },
   { name: 'PUSH_GATEWAY_MAX_IN_FLIGHT_PER_HOST', path: ['delivery', 'maxInFlightPerHost'], kind: 'integer' },
+  { name: 'PUSH_GATEWAY_MAX_IN_FLIGHT_PER_ADDRESS', path: ['delivery', 'maxInFlightPerAddress'], kind: 'integer' },
+  { name: 'PUSH_GATEWAY_MAX_IN_FLIGHT_PER_USER', path: ['delivery', 'maxInFlightPerUser'], kind: 'integer' },
   { name: 'PUSH_GATEWAY_CONNECT_TIMEOUT_MS', path: ['delivery', 'connectTimeoutMs'], kind: 'integer' },
   { name: 'PUSH_GATEWAY_HEADERS_TIMEOUT_MS', path: ['delivery', 'headersTimeoutMs'], kind: 'integer' },
   { name: 'PUSH_GATEWAY_BODY_TIMEOUT_MS', path: ['delivery', 'bodyTimeoutMs'], kind: 'integer' },
