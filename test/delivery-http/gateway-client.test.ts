@@ -575,6 +575,36 @@ describe('requests in flight per address and per user', () => {
     expect(client.keysHeld).toEqual({ users: 0, origins: 0, addresses: 0 });
   });
 
+  it('keeps a silent address to its cap: another address gets a global slot at once', async () => {
+    const silent = await aGateway();
+    silent.behave({ kind: 'hang' });
+    // A second address of loopback (Linux answers on all of 127.0.0.0/8).
+    const healthy = createServer((request, response) => {
+      request.resume();
+      request.on('end', () => response.end('{"rejected":[]}'));
+    });
+    servers.push(healthy);
+    await new Promise<void>((resolve) => healthy.listen(0, '127.0.0.2', resolve));
+    const healthyUrl = `http://127.0.0.2:${(healthy.address() as AddressInfo).port}/_matrix/push/v1/notify`;
+    const names = Array.from({ length: 8 }, (_, index) => `silent${index}.test`);
+    const dns = await aDnsServer(...names);
+    const client = aClient({
+      allowlist: parseAddressAllowlist('127.0.0.0/8'),
+      maxInFlight: 3,
+      maxInFlightPerAddress: 2,
+      headersTimeoutMs: 600,
+      dns: { servers: [dns.server] },
+    });
+    const stuck = names.map(async (name) => client.send(byName(silent, name), notifyBody(silent.notifyUrl)));
+    await silent.waitForRequests(2);
+    const started = performance.now();
+    expect(await client.send(healthyUrl, notifyBody(healthyUrl))).toMatchObject({ status: 200 });
+    expect(performance.now() - started).toBeLessThan(500);
+    const exchanges = await Promise.all(stuck);
+    expect(exchanges.filter((exchange) => exchange.kind === 'not-sent')).toHaveLength(4);
+    expect(silent.requests.length).toBeLessThanOrEqual(4);
+  });
+
   it('counts an IP literal and a name of it against one address', async () => {
     const gateway = await aGateway();
     gateway.behave({ kind: 'answer', delayMs: DELAY_MS });
