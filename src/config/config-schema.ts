@@ -401,6 +401,13 @@ export const ConfigSchema = Type.Object(
           maximum: 10000,
           description: 'Notifications a device keeps waiting while its gateway fails; older ones are dropped.',
         }),
+        /** An hour by default: `DEFAULT_AGE_POLICY` in src/delivery/device-backlog.ts says why. */
+        maxAgeMs: Type.Integer({
+          minimum: 1000,
+          maximum: 30 * 86400000,
+          description:
+            'A waiting notification accepted longer ago than this is dropped unsent (`expired`); the newest badge update of a device is kept.',
+        }),
         retryBaseMs: Type.Integer({
           minimum: 1,
           maximum: 3600000,
@@ -432,10 +439,23 @@ export const ConfigSchema = Type.Object(
           maximum: 10000,
           description: 'Gateway requests in flight at once to one gateway origin (its connections).',
         }),
+        /** As high as the per-host cap by default: one server gets what one gateway origin may, whatever names point at it. */
+        maxInFlightPerAddress: Type.Integer({
+          minimum: 1,
+          maximum: 10000,
+          description:
+            'Gateway requests in flight at once to one IP address, whatever names point at it; as many may wait, more are retried later.',
+        }),
+        maxInFlightPerUser: Type.Integer({
+          minimum: 1,
+          maximum: 10000,
+          description:
+            "Gateway requests in flight at once for one user's devices; as many may wait, more are retried later.",
+        }),
         connectTimeoutMs: Type.Integer({
           minimum: 1,
           maximum: 600000,
-          description: 'Connecting to a gateway (DNS and TLS included).',
+          description: 'Connecting to a gateway (TCP and TLS; its name is resolved before, within 5 s).',
         }),
         headersTimeoutMs: Type.Integer({
           minimum: 1,
@@ -567,6 +587,7 @@ export const ENVIRONMENT: readonly {
   { name: 'DELIVERY_ACCEPTED_COLLECTION', path: ['delivery', 'acceptedCollection'], kind: 'string' },
   { name: 'DELIVERY_ACCEPTED_RETENTION_SECONDS', path: ['delivery', 'acceptedRetentionSeconds'], kind: 'integer' },
   { name: 'DELIVERY_MAX_PENDING_PER_DEVICE', path: ['delivery', 'maxPendingPerDevice'], kind: 'integer' },
+  { name: 'DELIVERY_MAX_AGE_MS', path: ['delivery', 'maxAgeMs'], kind: 'integer' },
   { name: 'DELIVERY_RETRY_BASE_MS', path: ['delivery', 'retryBaseMs'], kind: 'integer' },
   { name: 'DELIVERY_RETRY_MAX_MS', path: ['delivery', 'retryMaxMs'], kind: 'integer' },
   { name: 'DELIVERY_GIVE_UP_AFTER_MS', path: ['delivery', 'giveUpAfterMs'], kind: 'integer' },
@@ -574,6 +595,8 @@ export const ENVIRONMENT: readonly {
   { name: 'DELIVERY_PARTITIONS', path: ['delivery', 'partitions'], kind: 'integer' },
   { name: 'PUSH_GATEWAY_MAX_IN_FLIGHT', path: ['delivery', 'maxInFlight'], kind: 'integer' },
   { name: 'PUSH_GATEWAY_MAX_IN_FLIGHT_PER_HOST', path: ['delivery', 'maxInFlightPerHost'], kind: 'integer' },
+  { name: 'PUSH_GATEWAY_MAX_IN_FLIGHT_PER_ADDRESS', path: ['delivery', 'maxInFlightPerAddress'], kind: 'integer' },
+  { name: 'PUSH_GATEWAY_MAX_IN_FLIGHT_PER_USER', path: ['delivery', 'maxInFlightPerUser'], kind: 'integer' },
   { name: 'PUSH_GATEWAY_CONNECT_TIMEOUT_MS', path: ['delivery', 'connectTimeoutMs'], kind: 'integer' },
   { name: 'PUSH_GATEWAY_HEADERS_TIMEOUT_MS', path: ['delivery', 'headersTimeoutMs'], kind: 'integer' },
   { name: 'PUSH_GATEWAY_BODY_TIMEOUT_MS', path: ['delivery', 'bodyTimeoutMs'], kind: 'integer' },

@@ -116,6 +116,9 @@ function hostSignal(outcome: ResponseOutcome): HostSignal {
     case 'delivered':
       return { up: true };
     case 'retry':
+      // Not sent for the worker's own limits: the host was not asked. Counting it would let one user's
+      // crowd of requests (or another host's, on a shared address) open a healthy gateway's breaker.
+      if (outcome.cause === 'busy') return undefined;
       return { up: false, retryAfterMs: outcome.retryAfterMs ?? 0 };
     case 'failed':
       // A redirect or a 4xx is the host answering, so it is up; a refused

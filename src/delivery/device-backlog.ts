@@ -8,6 +8,35 @@ export interface BacklogPolicy {
 /** Synapse sends a pusher at most 20 notifications per round; we keep at most 20 waiting. */
 export const DEFAULT_BACKLOG_POLICY: BacklogPolicy = { maxPending: 20 };
 
+export interface AgePolicy {
+  /** A notification accepted longer ago than this is not sent any more (≥ 1). */
+  readonly maxAgeMs: number;
+}
+
+/**
+ * An hour. A push says "something happened, look": an hour late it still
+ * points at a conversation the user may not have seen, while a push that
+ * arrives hours or days after the event (the gateway was down, or kept
+ * failing within the give-up window) is noise that wakes a phone for a
+ * message long read elsewhere. An hour rides out a gateway restart or a
+ * short outage at the backoff's pace (1 s doubling: a dozen tries within
+ * the hour). It makes the 24 h give-up window moot for event
+ * notifications; that window still ends a badge update's retries.
+ */
+export const DEFAULT_AGE_POLICY: AgePolicy = { maxAgeMs: 3_600_000 };
+
+/** What the age rules need of a notification (the store's `PendingDelivery` has `acceptedAt`). */
+export interface AgedItem {
+  /** When the worker accepted the notification (ms). */
+  readonly acceptedAt: number;
+  /**
+   * A badge update: counts and no event (a `notify` without `event_id`).
+   * Counts are absolute, so of several waiting only the newest says
+   * anything. Absent: an event notification.
+   */
+  readonly countsOnly?: boolean | undefined;
+}
+
 /**
  * One device's notifications, in publish order, and how its delivery is
  * going. Immutable: every function returns a new backlog, so a caller can
@@ -164,6 +193,71 @@ export function settleRetry<T>(
     retryAt: decision.retryAt,
   };
   return { ...capped(failed, policies.backlog), gaveUp: [] };
+}
+
+/**
+ * `nextSend`, after the stale waiting notifications left (`withoutStale`):
+ * what the scheduler calls when a maximum age applies. `expired` are to be
+ * counted as `expired`, `dropped` (badge updates superseded by a newer one)
+ * as `dropped`, `gaveUp` as `given_up`.
+ */
+export function nextFreshSend<T extends AgedItem>(
+  backlog: DeviceBacklog<T>,
+  now: number,
+  policies: { readonly retry: RetryPolicy; readonly age: AgePolicy },
+): BacklogChange<T> & { readonly expired: readonly T[]; readonly next: NextSend<T> } {
+  const fresh = withoutStale(backlog, now, policies.age);
+  const { next, backlog: after, gaveUp } = nextSend(fresh.backlog, now, policies.retry);
+  return { backlog: after, dropped: fresh.dropped, gaveUp, expired: fresh.expired, next };
+}
+
+/**
+ * Takes out of the waiting notifications (never the one in flight, which
+ * cannot be unsent):
+ *
+ * - every badge update but the newest (`dropped`): its counts are out of
+ *   date, the newest carries the current ones;
+ * - every notification accepted more than `maxAgeMs` before `now`
+ *   (`expired`), except the newest badge update. That one is the device's
+ *   current badge: dropping it would leave a badge showing unread messages
+ *   the user has read elsewhere until the next push, and an update of the
+ *   badge is silent (low priority, nothing shown), so arriving late
+ *   bothers no one.
+ *
+ * A front taken out takes its give-up window with it; the device keeps its
+ * backoff, as when the cap drops it.
+ */
+export function withoutStale<T extends AgedItem>(
+  backlog: DeviceBacklog<T>,
+  now: number,
+  policy: AgePolicy,
+): { readonly backlog: DeviceBacklog<T>; readonly dropped: readonly T[]; readonly expired: readonly T[] } {
+  const sending = backlog.inFlight ? backlog.queue.slice(0, 1) : [];
+  const waiting = backlog.queue.slice(sending.length);
+  const newestBadge = waiting.findLastIndex((item) => item.countsOnly === true);
+  const oldestKept = now - policy.maxAgeMs;
+  const kept: T[] = [];
+  const dropped: T[] = [];
+  const expired: T[] = [];
+  let frontKept = false;
+  for (const [index, item] of waiting.entries()) {
+    const keep = index === newestBadge || (item.countsOnly !== true && item.acceptedAt >= oldestKept);
+    if (keep) kept.push(item);
+    else if (item.countsOnly === true) dropped.push(item);
+    else expired.push(item);
+    if (index === 0) frontKept = keep;
+  }
+  if (kept.length === waiting.length) return { backlog, dropped, expired };
+  const frontLeft = sending.length === 0 && !frontKept;
+  return {
+    backlog: {
+      ...backlog,
+      queue: [...sending, ...kept],
+      frontFailedAt: frontLeft ? undefined : backlog.frontFailedAt,
+    },
+    dropped,
+    expired,
+  };
 }
 
 /** The front leaves and the device starts afresh with the next one. */

@@ -30,9 +30,16 @@ export type GatewayExchange =
    * row of the address policy (a bounded set, fit for a label), `reason`
    * says why in words (never the URL).
    */
-  | { readonly kind: 'address-refused'; readonly rule: string; readonly reason: string };
+  | { readonly kind: 'address-refused'; readonly rule: string; readonly reason: string }
+  /**
+   * Not sent: the user's or the gateway address's requests in flight were
+   * at their cap with as many already waiting (the client's own limits,
+   * delivery-http/gateway-client.ts). Nothing reached the gateway.
+   */
+  | { readonly kind: 'not-sent'; readonly reason: 'user-busy' | 'address-busy' };
 
-export type RetryCause = 'connection-error' | 'timeout' | 'server-error' | 'rate-limited' | 'invalid-status';
+/** `busy`: not sent for the worker's own limits; it says nothing about the gateway (circuit-breaker.ts). */
+export type RetryCause = 'connection-error' | 'timeout' | 'server-error' | 'rate-limited' | 'invalid-status' | 'busy';
 export type FailureCause = 'redirect' | 'client-error' | 'address-refused';
 
 export type ResponseOutcome =
@@ -59,7 +66,8 @@ const MAX_BODY_DEPTH = 16;
  *   strings, still means delivered, with nothing rejected: removing a pusher
  *   is destructive, so only a well-formed list may cause it.
  * - No response, a timeout, 5xx or 429: the gateway (or the path to it) may
- *   be back later, so retry. A final status outside 200-599 (a 1xx as the
+ *   be back later, so retry. Not sent for the worker's own limits: retry
+ *   (`busy`). A final status outside 200-599 (a 1xx as the
  *   answer, or no HTTP status at all) is a broken server, no verdict on our
  *   request: retry as well.
  * - 3xx: redirects are never followed (a pusher URL must not lead us to an
@@ -77,6 +85,8 @@ export function classifyExchange(exchange: GatewayExchange, now: number): Respon
       return { kind: 'retry', cause: exchange.kind };
     case 'address-refused':
       return { kind: 'failed', cause: 'address-refused' };
+    case 'not-sent':
+      return { kind: 'retry', cause: 'busy' };
     case 'response':
       return classifyResponse(exchange, now);
   }

@@ -1,4 +1,5 @@
 import { execFile } from 'node:child_process';
+import { pbkdf2 } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { pathToFileURL } from 'node:url';
@@ -13,9 +14,12 @@ import {
   type GatewayClientOptions,
 } from '../../src/delivery-http/gateway-client.js';
 import { ALICE } from '../support/builders.js';
+import { DnsDouble } from '../support/dns-double.js';
 import { aDeliveryPusher, aNotification, aPushedPlan, aRecipient } from '../support/notify-builders.js';
 import { PushGatewayDouble, type RecordedRequest } from '../support/push-gateway-double.js';
 import { makeThrowawayCa, type ThrowawayCa, throwawayCaUnavailable } from '../support/throwaway-ca.js';
+
+const BOB = '@bob:example.org';
 
 /** The double listens on 127.0.0.1, which the address policy refuses unless the operator opens it. */
 const LOOPBACK = parseAddressAllowlist('127.0.0.1/32');
@@ -34,9 +38,11 @@ function notifyBody(url: string, ...pushkeys: string[]): GatewayRequestBody {
 const doubles: PushGatewayDouble[] = [];
 const clients: GatewayClient[] = [];
 const servers: Server[] = [];
+const dnsDoubles: DnsDouble[] = [];
 
 afterEach(async () => {
   await Promise.all(doubles.splice(0).map(async (double) => double.close()));
+  await Promise.all(dnsDoubles.splice(0).map(async (double) => double.close()));
   await Promise.all(clients.splice(0).map(async (client) => client.close()));
   await Promise.all(
     servers.splice(0).map(
@@ -61,6 +67,19 @@ function aClient(options: GatewayClientOptions = {}): GatewayClient {
   const client = new GatewayClient({ allowlist: LOOPBACK, ...options });
   clients.push(client);
   return client;
+}
+
+/** A DNS server answering each of `names` with 127.0.0.1, where the gateway doubles listen. */
+async function aDnsServer(...names: string[]): Promise<DnsDouble> {
+  const dns = await DnsDouble.start();
+  dnsDoubles.push(dns);
+  for (const name of names) dns.set(name, { a: ['127.0.0.1'] });
+  return dns;
+}
+
+/** The gateway's notify URL under another name. */
+function byName(gateway: PushGatewayDouble, name: string): string {
+  return gateway.notifyUrl.replace('127.0.0.1', name);
 }
 
 /**
@@ -200,6 +219,31 @@ describe('a request to the gateway double', () => {
     // Only a body read whole may remove pushers: the dropped one is delivered, nothing rejected.
     const rejected = 'body' in read ? ['key-1'] : [];
     expect(classifyExchange(exchange, Date.now())).toEqual({ kind: 'delivered', status: 200, rejected });
+  });
+
+  it.each<[string, number]>([
+    ['a short one', 1024],
+    ['one far over the cap', 4 * 1024 * 1024],
+  ])('discards the body of a 503, %s: status and Retry-After only, nothing kept', async (_, bytes) => {
+    const gateway = await aGateway();
+    gateway.behave({ kind: 'status', status: 503, retryAfter: 120, body: bodyOfSize(bytes) });
+    const client = aClient();
+    const exchange = await client.send(gateway.notifyUrl, notifyBody(gateway.notifyUrl));
+    expect(exchange).toEqual({ kind: 'response', status: 503, retryAfter: '120' });
+    expect(classifyExchange(exchange, Date.now())).toMatchObject({ kind: 'retry', retryAfterMs: 120_000 });
+  });
+
+  it('reuses the connection after discarding a short error body (read to its end, not cut off)', async () => {
+    const gateway = await aGateway();
+    gateway.behave({ kind: 'status', status: 500, body: bodyOfSize(1024) }, { times: 1 });
+    const client = aClient();
+    expect(await client.send(gateway.notifyUrl, notifyBody(gateway.notifyUrl))).toEqual({
+      kind: 'response',
+      status: 500,
+    });
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(await client.send(gateway.notifyUrl, notifyBody(gateway.notifyUrl))).toMatchObject({ status: 200 });
+    expect(gateway.connections).toBe(1);
   });
 
   it('keeps the status of an answer whose body stalls, and drops the body after the body timeout', async () => {
@@ -355,6 +399,8 @@ describe('closing', () => {
     expect(() => new GatewayClient({ maxInFlight: 0 })).toThrow(RangeError);
     expect(() => new GatewayClient({ maxInFlightPerOrigin: 1.5 })).toThrow(/maxInFlightPerOrigin/);
     expect(() => new GatewayClient({ headersTimeoutMs: -1 })).toThrow(/headersTimeoutMs/);
+    expect(() => new GatewayClient({ maxInFlightPerAddress: 0 })).toThrow(/maxInFlightPerAddress/);
+    expect(() => new GatewayClient({ maxInFlightPerUser: 1.5 })).toThrow(/maxInFlightPerUser/);
   });
 });
 
@@ -387,6 +433,14 @@ describe('HTTPS with a throwaway CA', () => {
     );
     expect(exchange).toEqual({ kind: 'response', status: 200, body: '{"rejected":[]}' });
     expect(gateway.requests).toHaveLength(1);
+  });
+
+  it('verifies the certificate for the name when connecting to the address it resolved to', async ({ skip }) => {
+    const { ca: trusted, gateway } = await httpsGateway(skip);
+    const url = gateway.notifyUrl.replace('127.0.0.1', 'localhost');
+    const exchange = await aClient({ extraTrustedCas: [trusted.caCert] }).send(url, notifyBody(url));
+    expect(exchange).toEqual({ kind: 'response', status: 200, body: '{"rejected":[]}' });
+    expect(gateway.requests[0]?.headers.host).toBe(new URL(url).host);
   });
 
   it('refuses a certificate it cannot verify: a connection error, no request', async ({ skip }) => {
@@ -435,5 +489,193 @@ describe('HTTPS with a throwaway CA', () => {
     });
     expect(await run(withoutExtraCa)).toEqual({ kind: 'connection-error', reason: 'UNABLE_TO_VERIFY_LEAF_SIGNATURE' });
     expect(gateway.requests).toHaveLength(1);
+  });
+});
+
+describe('names: resolved first, then exactly that address connected to', () => {
+  it('sends to the address the name resolved to, with the name as Host', async () => {
+    const gateway = await aGateway();
+    const dns = await aDnsServer('push.test');
+    const url = byName(gateway, 'push.test');
+    const exchange = await aClient({ dns: { servers: [dns.server] } }).send(url, notifyBody(url));
+    expect(exchange).toEqual({ kind: 'response', status: 200, body: '{"rejected":[]}' });
+    expect(gateway.requests[0]?.headers.host).toBe(new URL(url).host);
+  });
+
+  it('says a name that does not exist is a connection error, connecting nowhere', async () => {
+    const gateway = await aGateway();
+    const dns = await aDnsServer();
+    const url = byName(gateway, 'missing.test');
+    expect(await aClient({ dns: { servers: [dns.server] } }).send(url, notifyBody(url))).toEqual({
+      kind: 'connection-error',
+      reason: 'ENOTFOUND',
+    });
+    expect(gateway.connections).toBe(0);
+  });
+
+  it('refuses a name resolving to a private address, connecting nowhere', async () => {
+    const dns = await aDnsServer();
+    dns.set('inside.test', { a: ['8.8.8.8', '10.1.2.3'] });
+    const url = 'https://inside.test/_matrix/push/v1/notify';
+    expect(await aClient({ allowlist: [], dns: { servers: [dns.server] } }).send(url, notifyBody(url))).toMatchObject({
+      kind: 'address-refused',
+      rule: '10.0.0.0/8',
+    });
+  });
+
+  it('connects while every threadpool thread is busy: nothing waits for getaddrinfo', async () => {
+    const gateway = await aGateway();
+    const dns = await aDnsServer('push.test');
+    const url = byName(gateway, 'push.test');
+    const client = aClient({ dns: { servers: [dns.server] } });
+    let poolDone = false;
+    const pool = Promise.all(
+      Array.from(
+        { length: 4 },
+        async () =>
+          new Promise((resolve) => {
+            pbkdf2('x', 'y', 800 * 800, 32, 'sha256', resolve);
+          }),
+      ),
+    ).then(() => (poolDone = true));
+    expect(await client.send(url, notifyBody(url))).toMatchObject({ status: 200 });
+    expect(poolDone).toBe(false);
+    await pool;
+  });
+});
+
+describe('requests in flight per address and per user', () => {
+  const DELAY_MS = 150;
+
+  it('holds an address to its cap however many names point at it; as many wait, the rest are not sent', async () => {
+    const gateway = await aGateway();
+    gateway.behave({ kind: 'answer', delayMs: DELAY_MS });
+    const names = Array.from({ length: 6 }, (_, index) => `n${index}.test`);
+    const dns = await aDnsServer(...names);
+    const client = aClient({ maxInFlightPerAddress: 2, maxInFlightPerOrigin: 10, dns: { servers: [dns.server] } });
+    // Each name resolved once first, so that the requests below reach the address's line in call order.
+    for (const name of names) await client.send(byName(gateway, name), notifyBody(byName(gateway, name)));
+    gateway.clearRequests();
+    const exchanges = await Promise.all(
+      names.map(async (name, index) =>
+        client.send(byName(gateway, name), notifyBody(gateway.notifyUrl, `key-${index}`)),
+      ),
+    );
+    expect(exchanges.map((exchange) => (exchange.kind === 'response' ? exchange.status : exchange))).toEqual([
+      200,
+      200,
+      200,
+      200,
+      { kind: 'not-sent', reason: 'address-busy' },
+      { kind: 'not-sent', reason: 'address-busy' },
+    ]);
+    expect(classifyExchange(exchanges[5] as GatewayExchange, Date.now())).toEqual({ kind: 'retry', cause: 'busy' });
+    expect(gateway.requests).toHaveLength(4);
+    expect(mostAtOnce(gateway.requests, DELAY_MS)).toBe(2);
+    expect(client.keysHeld).toEqual({ users: 0, origins: 0, addresses: 0 });
+  });
+
+  it('keeps a silent address to its cap: another address gets a global slot at once', async () => {
+    const silent = await aGateway();
+    silent.behave({ kind: 'hang' });
+    // A second address of loopback (Linux answers on all of 127.0.0.0/8).
+    const healthy = createServer((request, response) => {
+      request.resume();
+      request.on('end', () => response.end('{"rejected":[]}'));
+    });
+    servers.push(healthy);
+    await new Promise<void>((resolve) => healthy.listen(0, '127.0.0.2', resolve));
+    const healthyUrl = `http://127.0.0.2:${(healthy.address() as AddressInfo).port}/_matrix/push/v1/notify`;
+    const names = Array.from({ length: 8 }, (_, index) => `silent${index}.test`);
+    const dns = await aDnsServer(...names);
+    const client = aClient({
+      allowlist: parseAddressAllowlist('127.0.0.0/8'),
+      maxInFlight: 3,
+      maxInFlightPerAddress: 2,
+      headersTimeoutMs: 600,
+      dns: { servers: [dns.server] },
+    });
+    const stuck = names.map(async (name) => client.send(byName(silent, name), notifyBody(silent.notifyUrl)));
+    await silent.waitForRequests(2);
+    const started = performance.now();
+    expect(await client.send(healthyUrl, notifyBody(healthyUrl))).toMatchObject({ status: 200 });
+    expect(performance.now() - started).toBeLessThan(500);
+    const exchanges = await Promise.all(stuck);
+    expect(exchanges.filter((exchange) => exchange.kind === 'not-sent')).toHaveLength(4);
+    expect(silent.requests.length).toBeLessThanOrEqual(4);
+  });
+
+  it('counts an IP literal and a name of it against one address', async () => {
+    const gateway = await aGateway();
+    gateway.behave({ kind: 'answer', delayMs: DELAY_MS });
+    const dns = await aDnsServer('push.test');
+    const client = aClient({ maxInFlightPerAddress: 1, dns: { servers: [dns.server] } });
+    await client.send(byName(gateway, 'push.test'), notifyBody(gateway.notifyUrl));
+    gateway.clearRequests();
+    const literal = gateway.notifyUrl.replace('127.0.0.1', '[::ffff:127.0.0.1]');
+    await Promise.all([
+      client.send(byName(gateway, 'push.test'), notifyBody(gateway.notifyUrl, 'key-1')),
+      client.send(gateway.notifyUrl, notifyBody(gateway.notifyUrl, 'key-2')),
+      client.send(literal, notifyBody(gateway.notifyUrl, 'key-3')),
+    ]);
+    expect(mostAtOnce(gateway.requests, DELAY_MS)).toBe(1);
+  });
+
+  it('holds a user to their cap across gateways, other users unhindered; as many wait, the rest are not sent', async () => {
+    const gateways = [await aGateway(), await aGateway()];
+    for (const gateway of gateways) gateway.behave({ kind: 'answer', delayMs: DELAY_MS });
+    const client = aClient({ maxInFlightPerUser: 2 });
+    const send = async (userId: string, index: number) => {
+      const { notifyUrl } = gateways[index % 2] as PushGatewayDouble;
+      return client.send(notifyUrl, notifyBody(notifyUrl, `${userId === ALICE ? 'alice' : 'bob'}-${index}`), {
+        userId,
+      });
+    };
+    const alice = Array.from({ length: 5 }, async (_, index) => send(ALICE, index));
+    const bob = Array.from({ length: 2 }, async (_, index) => send(BOB, index));
+    const [aliceExchanges, bobExchanges] = await Promise.all([Promise.all(alice), Promise.all(bob)]);
+    expect(aliceExchanges.map((exchange) => exchange.kind)).toEqual([
+      'response',
+      'response',
+      'response',
+      'response',
+      'not-sent',
+    ]);
+    expect(aliceExchanges[4]).toEqual({ kind: 'not-sent', reason: 'user-busy' });
+    expect(bobExchanges.map((exchange) => exchange.kind)).toEqual(['response', 'response']);
+    const requests = gateways.flatMap((gateway) => gateway.requests);
+    const of = (tag: string) => requests.filter((request) => request.pushkeys[0]?.startsWith(tag));
+    expect(mostAtOnce(of('alice'), DELAY_MS)).toBe(2);
+    expect(mostAtOnce(of('bob'), DELAY_MS)).toBe(2);
+    expect(mostAtOnce(requests, DELAY_MS)).toBe(4);
+    expect(client.keysHeld).toEqual({ users: 0, origins: 0, addresses: 0 });
+  });
+
+  it('puts no cap on a send without a user (the two-argument call)', async () => {
+    const gateway = await aGateway();
+    gateway.behave({ kind: 'answer', delayMs: DELAY_MS });
+    const client = aClient({ maxInFlightPerUser: 1 });
+    await Promise.all(
+      Array.from({ length: 4 }, async (_, index) =>
+        client.send(gateway.notifyUrl, notifyBody(gateway.notifyUrl, `key-${index}`)),
+      ),
+    );
+    expect(mostAtOnce(gateway.requests, DELAY_MS)).toBe(4);
+  });
+
+  it('refuses the user’s and the address’s waiting sends on close', async () => {
+    const gateway = await aGateway();
+    gateway.behave({ kind: 'answer', delayMs: 200 });
+    const client = aClient({ maxInFlightPerUser: 1, maxInFlightPerAddress: 1 });
+    const inFlight = client.send(gateway.notifyUrl, notifyBody(gateway.notifyUrl, 'key-1'), { userId: ALICE });
+    const waitingForUser = client.send(gateway.notifyUrl, notifyBody(gateway.notifyUrl, 'key-2'), { userId: ALICE });
+    const waitingForAddress = client.send(gateway.notifyUrl, notifyBody(gateway.notifyUrl, 'key-3'), { userId: BOB });
+    await gateway.waitForRequests(1);
+    const closed = client.close();
+    await expect(waitingForUser).rejects.toBeInstanceOf(GatewayClientClosedError);
+    await expect(waitingForAddress).rejects.toBeInstanceOf(GatewayClientClosedError);
+    expect(await inFlight).toMatchObject({ status: 200 });
+    await closed;
+    expect(client.keysHeld).toEqual({ users: 0, origins: 0, addresses: 0 });
   });
 });

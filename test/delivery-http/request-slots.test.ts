@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { RequestSlots } from '../../src/delivery-http/request-slots.js';
+import { KeyedSlots, LineFullError, RequestSlots } from '../../src/delivery-http/request-slots.js';
 
 /** Whether the promise has settled once pending callbacks ran. */
 async function settled(promise: Promise<unknown>): Promise<boolean> {
@@ -65,5 +65,74 @@ describe('RequestSlots', () => {
 
   it.each([0, -1, 1.5, Number.NaN, Infinity])('refuses %s slots', (size) => {
     expect(() => new RequestSlots(size)).toThrow(RangeError);
+  });
+});
+
+describe('RequestSlots with a bounded line', () => {
+  it.each<[string, number, number, number, number]>([
+    // what, slots, line, callers, refused at once
+    ['no line: a caller finding no slot is refused', 1, 0, 3, 2],
+    ['a line as long as the slots', 2, 2, 6, 2],
+    ['callers within slots and line all get in', 2, 2, 4, 0],
+  ])('%s', async (_, size, maxWaiting, callers, refusedCount) => {
+    const slots = new RequestSlots(size, maxWaiting);
+    const outcomes = Array.from({ length: callers }, async () =>
+      slots.acquire().then(
+        () => 'slot',
+        (error: unknown) => (error instanceof LineFullError ? 'line full' : 'other'),
+      ),
+    );
+    // Let the ones that got a slot give it back, so that the line moves on.
+    for (let index = 0; index < callers; index += 1) {
+      await new Promise((resolve) => setImmediate(resolve));
+      if (!slots.idle) slots.release();
+    }
+    const results = await Promise.all(outcomes);
+    expect(results.filter((result) => result === 'line full')).toHaveLength(refusedCount);
+    expect(results.filter((result) => result === 'other')).toHaveLength(0);
+    // Refused callers took nothing: they are the last ones, after the slots and the line.
+    expect(results.slice(callers - refusedCount).every((result) => result === 'line full')).toBe(true);
+  });
+
+  it.each([-1, 1.5, Number.NaN])('refuses a line of %s', (maxWaiting) => {
+    expect(() => new RequestSlots(1, maxWaiting)).toThrow(RangeError);
+  });
+});
+
+describe('KeyedSlots', () => {
+  it('caps each key on its own, and forgets a key once idle', async () => {
+    const slots = new KeyedSlots(1, 1);
+    await slots.acquire('a');
+    await slots.acquire('b');
+    const waiting = slots.acquire('a');
+    await expect(slots.acquire('a')).rejects.toBeInstanceOf(LineFullError);
+    expect(slots.keys).toBe(2);
+    slots.release('b');
+    expect(slots.keys).toBe(1);
+    slots.release('a');
+    await waiting;
+    slots.release('a');
+    expect(slots.keys).toBe(0);
+  });
+
+  it('forgets a key whose only caller was refused', async () => {
+    const slots = new KeyedSlots(1);
+    await slots.acquire('a');
+    const waiting = slots.acquire('a');
+    const closed = new Error('closed');
+    slots.refuseWaiting(closed);
+    await expect(waiting).rejects.toBe(closed);
+    slots.release('a');
+    expect(slots.keys).toBe(0);
+  });
+
+  it('says a release without a slot out is a bug', () => {
+    expect(() => {
+      new KeyedSlots(1).release('a');
+    }).toThrow(/no slot/);
+  });
+
+  it.each([0, 1.5])('refuses %s slots at construction', (size) => {
+    expect(() => new KeyedSlots(size)).toThrow(RangeError);
   });
 });

@@ -48,6 +48,7 @@ const CONNECTION_ERROR: ResponseOutcome = { kind: 'retry', cause: 'connection-er
 const CLIENT_ERROR: ResponseOutcome = { kind: 'failed', cause: 'client-error', status: 400 };
 const REDIRECT: ResponseOutcome = { kind: 'failed', cause: 'redirect', status: 302 };
 const ADDRESS_REFUSED: ResponseOutcome = { kind: 'failed', cause: 'address-refused' };
+const BUSY: ResponseOutcome = { kind: 'retry', cause: 'busy' };
 const rateLimited = (retryAfterMs: number): ResponseOutcome => ({
   kind: 'retry',
   cause: 'rate-limited',
@@ -147,6 +148,13 @@ describe('transitions when a request settles', () => {
       closed({ failures: 2, inFlight: 2 }),
     ],
     [
+      "closed, not sent for the worker's own limits (busy): no mark against the host, only the slot is freed",
+      closed({ failures: 2, inFlight: 3 }),
+      request(),
+      BUSY,
+      closed({ failures: 2, inFlight: 2 }),
+    ],
+    [
       'closed, the threshold-th failure in a row: opens, the first probe one backoff step away',
       closed({ failures: 2 }),
       request(),
@@ -218,6 +226,13 @@ describe('transitions when a request settles', () => {
       halfOpen({ openings: 3 }),
       probe(),
       ADDRESS_REFUSED,
+      open({ openings: 3, probeAt: NOW }),
+    ],
+    [
+      'half-open, the probe not sent (busy): no verdict, the next caller probes at once',
+      halfOpen({ openings: 3 }),
+      probe(),
+      BUSY,
       open({ openings: 3, probeAt: NOW }),
     ],
     ['half-open, a stale result: changes nothing', halfOpen(), request(3), DELIVERED, halfOpen()],

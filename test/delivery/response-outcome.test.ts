@@ -54,6 +54,16 @@ describe('no answer', () => {
       { kind: 'address-refused', rule: '127.0.0.0/8', reason: '127.0.0.0/8: loopback, RFC 1122' },
       { kind: 'failed', cause: 'address-refused' },
     ],
+    [
+      "not sent for the user's limit is retried (busy)",
+      { kind: 'not-sent', reason: 'user-busy' },
+      { kind: 'retry', cause: 'busy' },
+    ],
+    [
+      "not sent for the address's limit is retried (busy)",
+      { kind: 'not-sent', reason: 'address-busy' },
+      { kind: 'retry', cause: 'busy' },
+    ],
   ])('%s', (_, exchange, outcome) => {
     expect(classifyExchange(exchange, NOW)).toEqual(outcome);
   });
