@@ -13,10 +13,11 @@ import {
   emptyBacklog,
   enqueue,
   markSent,
-  nextSend,
+  nextFreshSend,
   settleDone,
   settleRetry,
   withWaiting,
+  type AgePolicy,
   type BacklogPolicy,
   type DeviceBacklog,
 } from '../delivery/device-backlog.js';
@@ -30,7 +31,8 @@ import type { DeliveryStore, PendingDelivery } from '../store/delivery-store.js'
 
 /** The HTTP client, as the scheduler uses it (delivery-http/gateway-client.ts). */
 export interface GatewaySender {
-  send(url: string, body: string): Promise<GatewayExchange>;
+  /** `userId`: whose request it is, for the per-user cap on requests in flight. */
+  send(url: string, body: string, context: { readonly userId: string }): Promise<GatewayExchange>;
 }
 
 /** Reads a user's pushers now (the pusher store). */
@@ -52,11 +54,12 @@ export interface RejectedPusherRemover {
  * - failed: a 4xx or a redirect, for good (pushers kept);
  * - refused: the gateway's address is one deliveries may not go to;
  * - given_up: still failing at the end of the give-up window;
- * - dropped: pushed out of a device's backlog by newer notifications;
+ * - dropped: pushed out of a device's backlog by newer notifications (or a badge update by a newer one);
+ * - expired: waited longer than the maximum age (`delivery.maxAgeMs`): not sent any more;
  * - pusher_removed: its pushers were removed before it could be sent.
  */
 export type DeliveryOutcome =
-  'delivered' | 'rejected' | 'retried' | 'failed' | 'refused' | 'given_up' | 'dropped' | 'pusher_removed';
+  'delivered' | 'rejected' | 'retried' | 'failed' | 'refused' | 'given_up' | 'dropped' | 'expired' | 'pusher_removed';
 
 /** Narrow hook for the delivery metrics; tests pass object literals. */
 export interface DeliveryObserver {
@@ -83,6 +86,7 @@ export interface DeliverySchedulerOptions {
   readonly remover: RejectedPusherRemover;
   readonly retry: RetryPolicy;
   readonly backlog: BacklogPolicy;
+  readonly age: AgePolicy;
   readonly breaker: BreakerPolicy;
   readonly logger: Logger;
   readonly observer?: DeliveryObserver | undefined;
@@ -279,9 +283,14 @@ export class DeliveryScheduler {
     const queue = this.#queues.get(key);
     if (queue === undefined || this.#closed || queue.checking) return;
     const now = this.#now();
-    const { backlog, gaveUp, next } = nextSend(queue.backlog, now, this.#options.retry);
+    const { backlog, gaveUp, next, expired, dropped } = nextFreshSend(queue.backlog, now, {
+      retry: this.#options.retry,
+      age: this.#options.age,
+    });
     queue.backlog = backlog;
     this.#finish(gaveUp, 'given_up');
+    this.#finish(expired, 'expired');
+    this.#finish(dropped, 'dropped');
     switch (next.kind) {
       case 'empty':
         clearTimeout(queue.timer);
@@ -363,14 +372,14 @@ export class DeliveryScheduler {
     const started = performance.now();
     let exchange: GatewayExchange;
     try {
-      exchange = await this.#options.sender.send(item.url, item.bodyJson);
+      exchange = await this.#options.sender.send(item.url, item.bodyJson, { userId: item.userId });
     } catch (error) {
       // The client is closing (shutdown): the request stays in the store for the next holder.
       if (!this.#closed) this.#log.error({ err: error }, 'gateway client failed unexpectedly');
       exchange = { kind: 'connection-error', reason: 'client-closed' };
     }
     const now = this.#now();
-    if (exchange.kind !== 'address-refused')
+    if (exchange.kind !== 'address-refused' && exchange.kind !== 'not-sent')
       this.#options.observer?.gatewayAnswered(item.url, (performance.now() - started) / 1000);
     const outcome = classifyExchange(exchange, now);
     this.#settleBreaker(queue.origin, ticket, outcome, now);

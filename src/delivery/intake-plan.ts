@@ -16,6 +16,7 @@ export interface PlannedDelivery {
   readonly bodyJson: string;
   readonly devices: readonly { readonly appId: string; readonly pushkey: string }[];
   readonly acceptedAt: number;
+  readonly countsOnly?: boolean;
 }
 
 export interface IntakePlan {
@@ -81,6 +82,7 @@ export function planIntake(
         bodyJson: JSON.stringify(body),
         devices: batch.pushers.map((pusher) => ({ appId: pusher.app_id, pushkey: pusher.pushkey })),
         acceptedAt: stamp.acceptedAt,
+        ...(request.notification.event_id === undefined ? { countsOnly: true } : {}),
       });
     }
   }

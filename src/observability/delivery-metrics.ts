@@ -46,13 +46,13 @@ export class DeliveryMetrics implements DeliveryObserver {
     const registers = [registry];
     this.#requests = new Counter({
       name: 'push_worker_delivery_requests_total',
-      help: 'Gateway requests by host and outcome (delivered, retried, failed, refused, given_up, dropped, pusher_removed).',
+      help: 'Gateway requests by host and outcome (delivered, retried, failed, refused, given_up, dropped, expired, pusher_removed).',
       labelNames: ['host', 'outcome'],
       registers,
     });
     this.#devices = new Counter({
       name: 'push_worker_delivery_devices_total',
-      help: 'Devices by host and outcome (delivered, rejected, retried, failed, refused, given_up, dropped, pusher_removed).',
+      help: 'Devices by host and outcome (delivered, rejected, retried, failed, refused, given_up, dropped, expired, pusher_removed).',
       labelNames: ['host', 'outcome'],
       registers,
     });
@@ -151,5 +151,6 @@ const OUTCOMES: readonly DeliveryOutcome[] = [
   'refused',
   'given_up',
   'dropped',
+  'expired',
   'pusher_removed',
 ];

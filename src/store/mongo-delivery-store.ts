@@ -17,6 +17,8 @@ export interface PendingDeliveryDocument {
   devices: { app_id: string; pushkey: string }[];
   /** ms */
   accepted_at: number;
+  /** A badge update. */
+  counts_only?: true;
   retry?: { failures: number; first_failed_at: number; retry_at: number };
 }
 
@@ -219,6 +221,7 @@ function toDocument(delivery: PendingDelivery): PendingDeliveryDocument {
     body_json: delivery.bodyJson,
     devices: delivery.devices.map((device) => ({ app_id: device.appId, pushkey: device.pushkey })),
     accepted_at: delivery.acceptedAt,
+    ...(delivery.countsOnly === true ? { counts_only: true as const } : {}),
     ...(delivery.retry === undefined
       ? {}
       : {
@@ -242,6 +245,7 @@ function fromDocument(doc: PendingDeliveryDocument): PendingDelivery {
     bodyJson: doc.body_json,
     devices: doc.devices.map((device) => ({ appId: device.app_id, pushkey: device.pushkey })),
     acceptedAt: doc.accepted_at,
+    ...(doc.counts_only === true ? { countsOnly: true } : {}),
   };
   const { retry } = doc;
   if (retry === undefined) return delivery;

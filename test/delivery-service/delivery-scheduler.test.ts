@@ -148,6 +148,7 @@ function aWorld(overrides: Partial<DeliverySchedulerOptions> = {}): World {
     },
     retry: { baseMs: 1000, maxMs: 3_600_000, giveUpAfterMs: 86_400_000 },
     backlog: { maxPending: 20 },
+    age: { maxAgeMs: 86_400_000 },
     breaker: DEFAULT_BREAKER_POLICY,
     logger: createLogger('silent'),
     observer: observed.observer,
@@ -432,6 +433,32 @@ describe('the delivery scheduler', () => {
     expect((await world.pending()).map((d) => d.id)).toEqual([`notify-2/${ALICE}/${GATEWAY}`]);
     expect(eventsTo(world, `${BOB}-phone`)).toEqual(['$3']);
     expect(world.scheduler.pending).toBe(0);
+  });
+
+  it('drops a notification that waited past the maximum age instead of sending it, and counts it expired', async () => {
+    const world = aWorld({ age: { maxAgeMs: 60_000 } });
+    world.gateway.answerWith(() => DOWN);
+    await world.take([aDelivery(1)]);
+    await vi.advanceTimersByTimeAsync(10);
+    // Planned two minutes ago: it waits behind the failing one, then is too old to go.
+    await world.take([aDelivery(2, { acceptedAt: Date.now() - 120_000 })]);
+    world.gateway.answerWith(() => OK);
+    await vi.advanceTimersByTimeAsync(5_000);
+    expect(eventsTo(world, `${ALICE}-phone`)).toEqual(['$1', '$1']);
+    expect(world.observed.count('expired')).toBe(1);
+    expect(await world.pending()).toEqual([]);
+  });
+
+  it('sends a device only the newest of its waiting badge updates', async () => {
+    const world = aWorld();
+    world.gateway.answerWith(() => DOWN);
+    await world.take([aDelivery(1)]);
+    await vi.advanceTimersByTimeAsync(10);
+    await world.take([2, 3, 4].map((n) => aDelivery(n, { countsOnly: true })));
+    world.gateway.answerWith(() => OK);
+    await vi.advanceTimersByTimeAsync(5_000);
+    expect(eventsTo(world, `${ALICE}-phone`)).toEqual(['$1', '$1', '$4']);
+    expect(world.observed.count('dropped')).toBe(2);
   });
 
   it('sends again after the longest backoff when a gateway asks for a day (Retry-After), not giving it up', async () => {
