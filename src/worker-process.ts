@@ -20,6 +20,7 @@ import { RpcClient } from './client/rpc-client.js';
 import { parseBrokerAddresses } from './config/broker-urls.js';
 import { PartitionCoordinator } from './delivery-service/partition-coordinator.js';
 import { CachedPusherLookup } from './delivery-service/cached-pusher-lookup.js';
+import { DeliveryJournal } from './delivery-service/delivery-journal.js';
 import { MongoPartitionLeaseStore } from './store/mongo-partition-lease-store.js';
 import { parseAddressAllowlist } from './delivery/address-allowlist.js';
 import { DEFAULT_BREAKER_POLICY } from './delivery/circuit-breaker.js';
@@ -72,6 +73,7 @@ export function createWorkerProcess(
     partitions?: PartitionQueues;
     routerClient?: RpcClient;
     pushers?: CachedPusherLookup;
+    journal?: DeliveryJournal;
   } = {};
 
   // Compiled rulesets for `evaluate`, kept current by the change events:
@@ -224,8 +226,16 @@ export function createWorkerProcess(
       sendable: (partition: number, now: number) => running.coordinator?.sendable(partition, now) ?? false,
       takesIn: (partition: number, now: number) => running.coordinator?.takesIn(partition, now) ?? false,
     };
-    const scheduler = new DeliveryScheduler({
+    // What is sent at once never touches the store: a part is acknowledged once its requests are done or stored.
+    const journal = new DeliveryJournal({
       store: deliveryStore,
+      writable: (partition, now) => running.coordinator?.writable(partition, now) ?? false,
+      persistAfterMs: config.delivery.persistAfterMs,
+      logger: log,
+    });
+    running.journal = journal;
+    const scheduler = new DeliveryScheduler({
+      store: journal,
       gate,
       sender: gateways,
       pushers,
@@ -248,6 +258,7 @@ export function createWorkerProcess(
     const backoff = { baseMs: config.amqp.reconnectBaseMs, maxMs: config.amqp.reconnectMaxMs };
     const intake = new NotifyIntake({
       store: deliveryStore,
+      journal,
       pushers,
       holder: scheduler,
       gate,
@@ -282,6 +293,7 @@ export function createWorkerProcess(
       leases,
       deliveries: deliveryStore,
       intake,
+      journal,
       scheduler,
       consumer: partitions,
       graceMs: Math.floor(config.shutdown.timeoutMs / 3),
@@ -346,6 +358,7 @@ export function createWorkerProcess(
     });
     running.worker = worker;
     partitions.start();
+    journal.start();
     running.coordinator.start();
     await worker.start();
     if (!stopped()) log.info({ database: config.mongodb.database }, 'worker started');
@@ -368,6 +381,7 @@ export function createWorkerProcess(
       routerStop.abort();
       clearTimeout(routing);
       await running.coordinator?.close();
+      running.journal?.close();
       await running.scheduler?.close();
       await running.partitions?.close();
       await running.routerClient?.close();

@@ -423,6 +423,12 @@ export const ConfigSchema = Type.Object(
           maximum: 30 * 86400000,
           description: 'A notification still failing this long after its first failure is given up.',
         }),
+        persistAfterMs: Type.Integer({
+          minimum: 10,
+          maximum: 600000,
+          description:
+            'A `notify` part whose gateway requests are not all done this long after it was taken in has the rest stored, and is acknowledged; requests done sooner never touch the store.',
+        }),
         leaseMs: Type.Integer({
           minimum: 1000,
           maximum: 3600000,
@@ -593,6 +599,7 @@ export const ENVIRONMENT: readonly {
   { name: 'DELIVERY_GIVE_UP_AFTER_MS', path: ['delivery', 'giveUpAfterMs'], kind: 'integer' },
   { name: 'DELIVERY_LEASE_MS', path: ['delivery', 'leaseMs'], kind: 'integer' },
   { name: 'DELIVERY_PARTITIONS', path: ['delivery', 'partitions'], kind: 'integer' },
+  { name: 'DELIVERY_PERSIST_AFTER_MS', path: ['delivery', 'persistAfterMs'], kind: 'integer' },
   { name: 'PUSH_GATEWAY_MAX_IN_FLIGHT', path: ['delivery', 'maxInFlight'], kind: 'integer' },
   { name: 'PUSH_GATEWAY_MAX_IN_FLIGHT_PER_HOST', path: ['delivery', 'maxInFlightPerHost'], kind: 'integer' },
   { name: 'PUSH_GATEWAY_MAX_IN_FLIGHT_PER_ADDRESS', path: ['delivery', 'maxInFlightPerAddress'], kind: 'integer' },

@@ -7,7 +7,7 @@ import type { Logger } from '../logging/logger.js';
 import type { StoredPusher } from '../pushers/pusher.js';
 import type { BackoffPolicy } from '../retry/backoff.js';
 import { retryUntilDone } from '../retry/retry-until-done.js';
-import type { DeliveryStore, PendingDelivery } from '../store/delivery-store.js';
+import type { AcceptedNotify, DeliveryStore, PendingDelivery } from '../store/delivery-store.js';
 import { StoreUnavailableError } from '../store/push-store.js';
 import { loggable, type PusherLookup } from './delivery-scheduler.js';
 
@@ -21,8 +21,16 @@ export interface IntakeGate {
   takesIn(partition: number, now: number): boolean;
 }
 
+/** What makes a taken-in part safe to acknowledge (delivery-journal.ts). */
+export interface PartJournal {
+  admit(partition: number, notify: AcceptedNotify, deliveries: readonly PendingDelivery[]): Promise<void>;
+  flush(partition: number): Promise<void>;
+  forget(partition: number): void;
+}
+
 export interface NotifyIntakeOptions {
-  readonly store: Pick<DeliveryStore, 'findAccepted' | 'accept'>;
+  readonly store: Pick<DeliveryStore, 'findAccepted'>;
+  readonly journal: PartJournal;
   readonly pushers: PusherLookup;
   readonly holder: DeliveryHolder;
   readonly gate: IntakeGate;
@@ -53,6 +61,9 @@ export class IntakeStoppedError extends Error {
     this.name = 'IntakeStoppedError';
   }
 }
+
+/** A planned message, and when it may be acknowledged. */
+type Planned = IntakeResult & { readonly secured: Promise<void> };
 
 /** How often a message waiting for its partition's lease to hold again looks. */
 const GATE_POLL_MS = 100;
@@ -104,17 +115,30 @@ export class NotifyIntake {
     });
   }
 
-  /** Waits for the partition's messages being taken in to settle (stored, or given up). */
-  async drain(partition: number): Promise<void> {
+  /**
+   * Stops taking the partition in: what waits gives up (back to the queue),
+   * and what was taken in is secured (`keep`: stored where not done, then
+   * acknowledged) or, when another worker took the partition over, let go
+   * unacknowledged (back to the queue for it).
+   */
+  async drain(partition: number, keep = true): Promise<void> {
     const line = this.#lines.get(partition);
-    if (line === undefined) return;
-    line.closed = true;
-    line.stop.abort();
-    await line.tail.catch(() => undefined);
-    if (this.#lines.get(partition) === line) this.#lines.delete(partition);
+    if (line !== undefined) {
+      line.closed = true;
+      line.stop.abort();
+      await line.tail.catch(() => undefined);
+      if (this.#lines.get(partition) === line) this.#lines.delete(partition);
+    }
+    if (keep) await this.#options.journal.flush(partition);
+    else this.#options.journal.forget(partition);
   }
 
-  /** Rejects with `IntakeStoppedError` (the message goes back to the queue), or with a failure the store gives for good. */
+  /**
+   * Resolves once the message may be acknowledged (every request it
+   * planned done with or stored); rejects with `IntakeStoppedError` (the
+   * message goes back to the queue), or with a failure the store gives for
+   * good.
+   */
   async accept(request: NotifyRequestBody, messageId: string | undefined, partition: number): Promise<IntakeResult> {
     const line = this.#lines.get(partition);
     if (line === undefined || line.closed) throw new IntakeStoppedError();
@@ -133,7 +157,13 @@ export class NotifyIntake {
       return this.#retrying(line, async () => {
         if (messageId !== undefined) {
           const found = await this.#options.store.findAccepted(messageId);
-          if (found !== undefined) return { recipients: found.recipients, devices: found.devices, replayed: true };
+          if (found !== undefined)
+            return {
+              recipients: found.recipients,
+              devices: found.devices,
+              replayed: true,
+              secured: Promise.resolve(),
+            };
         }
         const pushers = await this.#options.pushers.listPushersOfUsers(pushedUserIds(request));
         const plan = planIntake(request, (userId) => (pushers.get(userId) ?? []).map(toDeliveryPusher), {
@@ -143,21 +173,26 @@ export class NotifyIntake {
           acceptedAt,
         });
         if (plan.emailPushers > 0) this.#options.observer?.emailPushersSkipped(plan.emailPushers);
-        // Checked last, right before the write: a worker whose lease is in doubt must not add to a partition another
-        // worker may have taken over (and read) already. It waits: the lease is renewed, or the partition handed over.
+        // Checked last, right before sending starts: a worker whose lease is in doubt must not send what another
+        // worker may have taken over already. It waits: the lease is renewed, or the partition handed over.
         await this.#gateOpen(line, partition);
-        await this.#options.store.accept(
+        // Registered before the requests go, so that none is done with before the journal knows it.
+        const secured = this.#options.journal.admit(
+          partition,
           { id: notifyId, recipients: plan.recipients, devices: plan.devices, acceptedAt },
           plan.deliveries,
         );
         this.#options.holder.hold(plan.deliveries, acceptedAt);
-        return { recipients: plan.recipients, devices: plan.devices, replayed: false };
+        return { recipients: plan.recipients, devices: plan.devices, replayed: false, secured };
       });
     })();
+    // The next message waits for this one's planning only, not for it to be secured.
     line.tail = work;
     // Observed here as well: a tail nobody waits for must not be an unhandled rejection.
     work.catch(() => undefined);
-    return work;
+    const { secured, ...result } = await work;
+    await secured;
+    return result;
   }
 
   /** Resolves once the partition's lease holds; rejects with `IntakeStoppedError` once the partition is drained. */
@@ -176,10 +211,10 @@ export class NotifyIntake {
    * refusing the write, a bug) would fail the same way every time and hold
    * back every message after it, so it is thrown.
    */
-  async #retrying(line: PartitionLine, operation: () => Promise<IntakeResult>): Promise<IntakeResult> {
+  async #retrying(line: PartitionLine, operation: () => Promise<Planned>): Promise<Planned> {
     let fatal: { readonly error: unknown } | undefined;
     const state = { stopped: false };
-    const guarded = async (): Promise<IntakeResult | undefined> => {
+    const guarded = async (): Promise<Planned | undefined> => {
       try {
         return await operation();
       } catch (error) {

@@ -23,7 +23,12 @@ export interface PartitionCoordinatorOptions {
   readonly leaseMs: number;
   readonly leases: PartitionLeaseStore;
   readonly deliveries: Pick<DeliveryStore, 'listPartition' | 'assignPartitions'>;
-  readonly intake: { open(partition: number, highestSeq: number): void; drain(partition: number): Promise<void> };
+  readonly intake: {
+    open(partition: number, highestSeq: number): void;
+    drain(partition: number, keep?: boolean): Promise<void>;
+  };
+  /** Told which requests were read from the store (journal: deleted there once done). */
+  readonly journal?: { stored(deliveries: readonly PendingDelivery[]): void };
   readonly scheduler: {
     hold(deliveries: readonly PendingDelivery[]): void;
     resume(): void;
@@ -102,6 +107,12 @@ export class PartitionCoordinator implements PartitionGate, IntakeGate {
     return this.sendable(partition, now);
   }
 
+  /** This worker holds the partition's lease, not in doubt: it may write to the partition (a handover included). */
+  writable(partition: number, now: number): boolean {
+    const until = this.#running.get(partition);
+    return until !== undefined && now < until - this.#options.leaseMs / 3;
+  }
+
   /** Runs the first round now and the next ones every third of a lease. */
   start(): void {
     const next = () => {
@@ -178,6 +189,7 @@ export class PartitionCoordinator implements PartitionGate, IntakeGate {
       const pending = await this.#options.deliveries.listPartition(partition);
       const highestSeq = pending.reduce((highest, delivery) => Math.max(highest, delivery.seq), 0);
       this.#options.intake.open(partition, highestSeq);
+      this.#options.journal?.stored(pending);
       this.#options.scheduler.hold(pending);
       this.#loading.delete(partition);
       await this.#options.consumer.subscribe(partition);
@@ -196,7 +208,10 @@ export class PartitionCoordinator implements PartitionGate, IntakeGate {
     const work = (async () => {
       try {
         // Drained while unsubscribing: what waits for the partition gives up, and goes back to the queue in order.
-        await Promise.all([this.#options.consumer.unsubscribe(partition), this.#options.intake.drain(partition)]);
+        await Promise.all([
+          this.#options.consumer.unsubscribe(partition),
+          this.#options.intake.drain(partition, release),
+        ]);
         await this.#options.scheduler.releasePartition(partition, release ? this.#options.graceMs : 0);
         if (release) {
           await this.#options.leases.release(partition, this.#options.me);

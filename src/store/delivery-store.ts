@@ -84,6 +84,9 @@ export interface DeliveryStore {
    */
   accept(notify: AcceptedNotify, deliveries: readonly PendingDelivery[]): Promise<void>;
 
+  /** `accept` for several parts at once: every request, then every record. */
+  acceptAll(notifies: readonly AcceptedNotify[], deliveries: readonly PendingDelivery[]): Promise<void>;
+
   /** Every pending request of a partition, oldest first per key: what a worker that takes the partition over holds. */
   listPartition(partition: number): Promise<readonly PendingDelivery[]>;
 

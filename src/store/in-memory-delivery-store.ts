@@ -45,11 +45,15 @@ export class InMemoryDeliveryStore implements DeliveryStore {
   }
 
   async accept(notify: AcceptedNotify, deliveries: readonly PendingDelivery[]): Promise<void> {
+    await this.acceptAll([notify], deliveries);
+  }
+
+  async acceptAll(notifies: readonly AcceptedNotify[], deliveries: readonly PendingDelivery[]): Promise<void> {
     await Promise.resolve();
     // A redelivered notify: what is stored stays as it is.
     for (const delivery of deliveries)
       if (!this.#pending.has(delivery.id)) this.#pending.set(delivery.id, copy(delivery));
-    if (!this.#accepted.has(notify.id)) this.#accepted.set(notify.id, { ...notify });
+    for (const notify of notifies) if (!this.#accepted.has(notify.id)) this.#accepted.set(notify.id, { ...notify });
   }
 
   async listPartition(partition: number): Promise<readonly PendingDelivery[]> {

@@ -1,6 +1,6 @@
-import { MongoBulkWriteError, type Collection, type Db, type WriteError } from 'mongodb';
+import { MongoBulkWriteError, type Collection, type Db, type OptionalUnlessRequiredId, type WriteError } from 'mongodb';
 import type { AcceptedNotify, DeliveryStore, PendingDelivery, RetryState } from './delivery-store.js';
-import { classifyMongoError, DUPLICATE_KEY, isDuplicateKey } from './mongo-errors.js';
+import { classifyMongoError, DUPLICATE_KEY } from './mongo-errors.js';
 import { StoreUnavailableError } from './push-store.js';
 
 /** One gateway request in the pending collection. */
@@ -127,23 +127,22 @@ export class MongoDeliveryStore implements DeliveryStore {
   }
 
   async accept(notify: AcceptedNotify, deliveries: readonly PendingDelivery[]): Promise<void> {
-    if (deliveries.length > 0) await this.#insert(deliveries);
+    await this.acceptAll([notify], deliveries);
+  }
+
+  async acceptAll(notifies: readonly AcceptedNotify[], deliveries: readonly PendingDelivery[]): Promise<void> {
+    if (deliveries.length > 0) await this.#insert(this.#pending, deliveries.map(toDocument));
     // After the requests: a record means they are all stored.
-    try {
-      await guard(async () =>
-        this.#accepted.insertOne(
-          {
-            _id: notify.id,
-            recipients: notify.recipients,
-            devices: notify.devices,
-            accepted_at: new Date(notify.acceptedAt),
-          },
-          this.#limit,
-        ),
+    if (notifies.length > 0)
+      await this.#insert(
+        this.#accepted,
+        notifies.map((notify) => ({
+          _id: notify.id,
+          recipients: notify.recipients,
+          devices: notify.devices,
+          accepted_at: new Date(notify.acceptedAt),
+        })),
       );
-    } catch (error) {
-      if (!isDuplicateKey(error)) throw error;
-    }
   }
 
   async listPartition(partition: number): Promise<readonly PendingDelivery[]> {
@@ -180,9 +179,12 @@ export class MongoDeliveryStore implements DeliveryStore {
    * stored (a redelivered `notify`) fail alone on their `_id` and the rest
    * go in.
    */
-  async #insert(deliveries: readonly PendingDelivery[]): Promise<void> {
+  async #insert<T extends { _id: string }>(
+    collection: Collection<T>,
+    docs: OptionalUnlessRequiredId<T>[],
+  ): Promise<void> {
     try {
-      await this.#pending.insertMany(deliveries.map(toDocument), { ordered: false, ...this.#limit });
+      await collection.insertMany(docs, { ordered: false, ...this.#limit });
     } catch (error) {
       if (onlyDuplicateKeys(error)) return;
       // No write failed on its own: the batch never reached a server (the driver wraps "Topology is closed" so).

@@ -1,4 +1,5 @@
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
+import { DeliveryJournal } from '../../src/delivery-service/delivery-journal.js';
 import type { NotifyRequestBody } from '../../src/contract/ops.js';
 import { IntakeStoppedError, NotifyIntake } from '../../src/delivery-service/notify-intake.js';
 import { RejectedPushers } from '../../src/delivery-service/rejected-pushers.js';
@@ -37,12 +38,14 @@ const aNotify = (event: string, users: readonly string[]): NotifyRequestBody => 
 function wrapped(inner: InMemoryDeliveryStore, overrides: Partial<IntakeStore>): IntakeStore {
   return {
     findAccepted: async (id) => inner.findAccepted(id),
-    accept: async (notify, deliveries) => inner.accept(notify, deliveries),
+    acceptAll: async (notifies, deliveries) => inner.acceptAll(notifies, deliveries),
+    remove: async (ids) => inner.remove(ids),
+    saveRetry: async (id, retry) => inner.saveRetry(id, retry),
     ...overrides,
   };
 }
 
-type IntakeStore = Pick<DeliveryStore, 'findAccepted' | 'accept'>;
+type IntakeStore = Pick<DeliveryStore, 'findAccepted' | 'acceptAll' | 'remove' | 'saveRetry'>;
 const P = 5;
 
 /** An intake on an in-memory store; `pushersDelay` delays each user's pushers (to let a later message overtake). */
@@ -57,8 +60,13 @@ function anIntake(
   const store: IntakeStore = options.store ?? new InMemoryDeliveryStore();
   const held: PendingDelivery[] = [];
   const stop = new AbortController();
+  // Nothing is ever sent here: every part is secured by storing its requests, a few milliseconds after intake.
+  const journal = new DeliveryJournal({ store, writable: () => true, persistAfterMs: 5, logger: SILENT });
+  journal.start();
+  journals.push(journal);
   const intake = new NotifyIntake({
     store,
+    journal,
     pushers: {
       listPushers: async (userId) => Promise.resolve([aPusher(userId)]),
       listPushersOfUsers: async (userIds) => {
@@ -79,6 +87,11 @@ function anIntake(
   intake.open(P, 0);
   return { store, intake, held, stop };
 }
+
+const journals: DeliveryJournal[] = [];
+afterEach(() => {
+  for (const journal of journals.splice(0)) journal.close();
+});
 
 describe('the intake of notify messages', () => {
   it('stores and hands over one request per device, and answers the counts', async () => {
@@ -126,14 +139,14 @@ describe('the intake of notify messages', () => {
     const store = new InMemoryDeliveryStore();
     let failures = 2;
     const flaky = wrapped(store, {
-      accept: async (notify, deliveries) => {
+      acceptAll: async (notifies, deliveries) => {
         if (failures > 0) {
           failures -= 1;
           // Half of it went through before the store stopped answering.
-          await store.accept(notify, deliveries.slice(0, 1));
+          await store.acceptAll([], deliveries.slice(0, 1));
           throw new StoreUnavailableError('stalled');
         }
-        return store.accept(notify, deliveries);
+        return store.acceptAll(notifies, deliveries);
       },
     });
     const { intake, held } = anIntake({ store: flaky });
@@ -146,12 +159,12 @@ describe('the intake of notify messages', () => {
     const store = new InMemoryDeliveryStore();
     let fail = true;
     const broken = wrapped(store, {
-      accept: async (notify, deliveries) => {
+      findAccepted: async (id) => {
         if (fail) {
           fail = false;
-          throw new StoreFailedError('document too large');
+          throw new StoreFailedError('a bug of the store');
         }
-        return store.accept(notify, deliveries);
+        return store.findAccepted(id);
       },
     });
     const { intake } = anIntake({ store: broken });
@@ -163,7 +176,7 @@ describe('the intake of notify messages', () => {
 
   it('stops waiting for the store at shutdown: the message goes back to the queue', async () => {
     const down = wrapped(new InMemoryDeliveryStore(), {
-      accept: async () => Promise.reject(new StoreUnavailableError('down')),
+      findAccepted: async () => Promise.reject(new StoreUnavailableError('down')),
     });
     const { intake, stop } = anIntake({ store: down });
     const accepted = intake.accept(aNotify('$1', ['@a:x.org']), 'm1', P);
@@ -176,8 +189,8 @@ describe('the intake of notify messages', () => {
   it('gives every later message of the partition back too when one gives up, so they return to the queue in order', async () => {
     // The store takes every message but the first: the first waits, retried, until the shutdown.
     const store = wrapped(new InMemoryDeliveryStore(), {
-      accept: async (notify) =>
-        notify.id === 'm1' ? Promise.reject(new StoreUnavailableError('down')) : Promise.resolve(),
+      findAccepted: async (id) =>
+        id === 'm1' ? Promise.reject(new StoreUnavailableError('down')) : Promise.resolve(undefined),
     });
     const { intake, stop, held } = anIntake({ store });
     const first = intake.accept(aNotify('$1', ['@a:x.org']), 'm1', P);

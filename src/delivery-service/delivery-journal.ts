@@ -1,0 +1,257 @@
+import type { Logger } from '../logging/logger.js';
+import type { AcceptedNotify, DeliveryStore, PendingDelivery, RetryState } from '../store/delivery-store.js';
+import { loggable } from './delivery-scheduler.js';
+import { IntakeStoppedError } from './notify-intake.js';
+
+export interface DeliveryJournalOptions {
+  readonly store: Pick<DeliveryStore, 'acceptAll' | 'remove' | 'saveRetry'>;
+  /** Whether this worker still holds the partition's lease (handing over or not): only then does it write. */
+  readonly writable: (partition: number, now: number) => boolean;
+  /** A part whose requests are not all done this long after it was taken in is stored (`delivery.persistAfterMs`). */
+  readonly persistAfterMs: number;
+  readonly logger: Logger;
+  readonly now?: () => number;
+}
+
+/** One `notify` part taken in and not yet secured: acknowledged once every request of it is done or stored. */
+interface Entry {
+  readonly partition: number;
+  readonly notify: AcceptedNotify;
+  /** Its requests neither done nor stored yet. */
+  readonly open: Set<string>;
+  readonly resolve: () => void;
+  readonly reject: (error: Error) => void;
+}
+
+/** Where a request held in memory is: only in memory, being written, or in the store. */
+interface Tracked {
+  readonly delivery: PendingDelivery;
+  state: 'memory' | 'persisting' | 'stored';
+  /** Done while it was being written: deleted once the write landed. */
+  doneWhilePersisting?: boolean;
+  entry?: Entry | undefined;
+}
+
+/**
+ * What makes a `notify` part safe to acknowledge (docs/delivery.md): its
+ * message stays in the partition queue, unacknowledged, until every
+ * request it planned is done with or stored. Requests a gateway answers at
+ * once never touch the store; those still waiting `persistAfterMs` after
+ * their part was taken in are stored, with the parts before them. Parts are
+ * secured in the order they were taken in, so the store only ever holds
+ * requests older than every part still in the queue: a worker that dies
+ * leaves its next holder the store's requests, then the queue's parts, in
+ * publish order, and a part taken in again is planned again (a gateway may
+ * see what was sent before the crash a second time, never less).
+ *
+ * The scheduler tells it what is done with through the store port it
+ * uses (`remove`, `saveRetry`): a stored request is deleted, one only in
+ * memory is merely forgotten.
+ */
+export class DeliveryJournal {
+  readonly #options: DeliveryJournalOptions;
+  readonly #log: Logger;
+  readonly #now: () => number;
+  /** Per partition, its parts not yet secured, in intake order. */
+  readonly #entries = new Map<number, Entry[]>();
+  readonly #tracked = new Map<string, Tracked>();
+  /** One pass at a time per partition: parts are secured in order. */
+  readonly #passes = new Map<number, Promise<void>>();
+  readonly #again = new Set<number>();
+  #timer: NodeJS.Timeout | undefined;
+
+  constructor(options: DeliveryJournalOptions) {
+    this.#options = options;
+    this.#log = options.logger;
+    this.#now = options.now ?? Date.now;
+  }
+
+  /** Parts not yet secured, all partitions together (for metrics and tests). */
+  get unsecured(): number {
+    let count = 0;
+    for (const entries of this.#entries.values()) count += entries.length;
+    return count;
+  }
+
+  /** Looks at the parts every half `persistAfterMs`. */
+  start(): void {
+    this.#timer = setInterval(
+      () => {
+        for (const partition of this.#entries.keys()) void this.#schedule(partition, false);
+      },
+      Math.max(10, Math.floor(this.#options.persistAfterMs / 2)),
+    );
+    this.#timer.unref();
+  }
+
+  /**
+   * A part was planned: resolves once it may be acknowledged, rejects with
+   * `IntakeStoppedError` when its partition is let go without writing
+   * (`forget`). Registered at once, before the requests are handed to the
+   * scheduler.
+   */
+  async admit(partition: number, notify: AcceptedNotify, deliveries: readonly PendingDelivery[]): Promise<void> {
+    let resolve: () => void = () => undefined;
+    let reject: (error: Error) => void = () => undefined;
+    const promise = new Promise<void>((done, fail) => {
+      resolve = done;
+      reject = fail;
+    });
+    const entry: Entry = { partition, notify, open: new Set(), resolve, reject };
+    for (const delivery of deliveries) {
+      // Planned before (the same part again, after a lost acknowledgement): it belongs to its first entry.
+      if (this.#tracked.has(delivery.id)) continue;
+      this.#tracked.set(delivery.id, { delivery, state: 'memory', entry });
+      entry.open.add(delivery.id);
+    }
+    const entries = this.#entries.get(partition);
+    if (entries === undefined) this.#entries.set(partition, [entry]);
+    else entries.push(entry);
+    if (entry.open.size === 0) void this.#schedule(partition, false);
+    return promise;
+  }
+
+  /** Requests read from the store (a partition taken over): deleted from it once done. */
+  stored(deliveries: readonly PendingDelivery[]): void {
+    for (const delivery of deliveries)
+      if (!this.#tracked.has(delivery.id)) this.#tracked.set(delivery.id, { delivery, state: 'stored' });
+  }
+
+  /** The requests are done with: deleted from the store if they are there. */
+  async remove(ids: readonly string[]): Promise<void> {
+    const deleting: string[] = [];
+    const touched = new Set<number>();
+    for (const id of ids) {
+      const tracked = this.#tracked.get(id);
+      if (tracked === undefined) {
+        deleting.push(id);
+        continue;
+      }
+      if (tracked.state === 'persisting') {
+        tracked.doneWhilePersisting = true;
+        continue;
+      }
+      this.#tracked.delete(id);
+      if (tracked.state === 'stored') deleting.push(id);
+      if (tracked.entry !== undefined) {
+        tracked.entry.open.delete(id);
+        touched.add(tracked.entry.partition);
+      }
+    }
+    for (const partition of touched) void this.#schedule(partition, false);
+    if (deleting.length > 0) await this.#options.store.remove(deleting);
+  }
+
+  async saveRetry(id: string, retry: RetryState): Promise<void> {
+    // Only in memory, the backoff lives with the scheduler; stored later, it starts afresh after a crash.
+    if (this.#tracked.get(id)?.state === 'stored') await this.#options.store.saveRetry(id, retry);
+  }
+
+  /** Secures every part of the partition now (a handover, a shutdown): what is not done is stored. */
+  async flush(partition: number): Promise<void> {
+    await this.#schedule(partition, true);
+  }
+
+  /**
+   * The partition was taken over by another worker (this one lost its
+   * lease): nothing may be written any more; its parts are returned to the
+   * queue for the new holder (their acknowledgement is refused).
+   */
+  forget(partition: number): void {
+    const entries = this.#entries.get(partition) ?? [];
+    this.#entries.delete(partition);
+    for (const entry of entries) entry.reject(new IntakeStoppedError());
+    for (const [id, tracked] of this.#tracked) if (tracked.delivery.partition === partition) this.#tracked.delete(id);
+  }
+
+  close(): void {
+    clearInterval(this.#timer);
+  }
+
+  /** Runs a pass for the partition after the one under way (one more at most is queued). */
+  async #schedule(partition: number, force: boolean): Promise<void> {
+    const running = this.#passes.get(partition);
+    if (running !== undefined) {
+      if (!force) {
+        this.#again.add(partition);
+        return running;
+      }
+      await running;
+      return this.#schedule(partition, force);
+    }
+    const pass = this.#pass(partition, force)
+      .catch((error: unknown) => {
+        this.#log.warn({ err: loggable(error), partition }, 'cannot secure taken-in notifications yet; trying again');
+      })
+      .finally(() => {
+        this.#passes.delete(partition);
+        if (this.#again.delete(partition)) void this.#schedule(partition, false);
+      });
+    this.#passes.set(partition, pass);
+    return pass;
+  }
+
+  /**
+   * Secures the longest run of the partition's oldest parts that are done,
+   * or old enough (`force`: all of them): their open requests and their
+   * intake records are written, then they are acknowledged.
+   */
+  async #pass(partition: number, force: boolean): Promise<void> {
+    const entries = this.#entries.get(partition);
+    if (entries === undefined || entries.length === 0) return;
+    const now = this.#now();
+    const oldEnough = now - this.#options.persistAfterMs;
+    let count = 0;
+    while (count < entries.length) {
+      const entry = entries[count] as Entry;
+      if (!force && entry.open.size > 0 && entry.notify.acceptedAt > oldEnough) break;
+      count += 1;
+    }
+    if (count === 0) return;
+    // A worker whose lease is in doubt writes nothing: its parts wait (unacknowledged) for a renewal, or go back.
+    if (!this.#options.writable(partition, now)) return;
+    const prefix = entries.slice(0, count);
+    const writing: Tracked[] = [];
+    for (const entry of prefix)
+      for (const id of entry.open) {
+        const tracked = this.#tracked.get(id);
+        if (tracked?.state !== 'memory') continue;
+        tracked.state = 'persisting';
+        writing.push(tracked);
+      }
+    try {
+      await this.#options.store.acceptAll(
+        prefix.map((entry) => entry.notify),
+        writing.map((tracked) => tracked.delivery),
+      );
+    } catch (error) {
+      const done: string[] = [];
+      for (const tracked of writing) {
+        tracked.state = 'memory';
+        if (tracked.doneWhilePersisting !== true) continue;
+        // Done meanwhile: gone from memory, and perhaps written after all: deleted to be sure.
+        done.push(tracked.delivery.id);
+        this.#tracked.delete(tracked.delivery.id);
+        tracked.entry?.open.delete(tracked.delivery.id);
+      }
+      if (done.length > 0) void this.#options.store.remove(done).catch(() => undefined);
+      this.#log.warn(
+        { err: loggable(error), partition, parts: prefix.length },
+        'cannot store pending notifications yet; their messages wait, unacknowledged',
+      );
+      return;
+    }
+    const done: string[] = [];
+    for (const tracked of writing) {
+      tracked.state = 'stored';
+      tracked.entry = undefined;
+      if (tracked.doneWhilePersisting === true) done.push(tracked.delivery.id);
+    }
+    // The entries may have been forgotten meanwhile (lost lease): only those still listed are acknowledged.
+    const current = this.#entries.get(partition);
+    if (current === entries) entries.splice(0, count);
+    for (const entry of prefix) entry.resolve();
+    // Deleted now; if the store does not answer, they are sent again by the partition's next holder (at least once).
+    if (done.length > 0) await this.remove(done);
+  }
+}

@@ -1,0 +1,162 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { DeliveryJournal } from '../../src/delivery-service/delivery-journal.js';
+import { IntakeStoppedError } from '../../src/delivery-service/notify-intake.js';
+import { createLogger } from '../../src/logging/logger.js';
+import type { AcceptedNotify, DeliveryStore, PendingDelivery } from '../../src/store/delivery-store.js';
+import { InMemoryDeliveryStore } from '../../src/store/in-memory-delivery-store.js';
+
+const P = 2;
+const T0 = Date.now();
+
+function aRequest(id: string, overrides: Partial<PendingDelivery> = {}): PendingDelivery {
+  return {
+    id,
+    partition: P,
+    key: `key-${id}`,
+    seq: 1,
+    userId: '@alice:example.org',
+    url: 'https://push.example.org/_matrix/push/v1/notify',
+    bodyJson: '{}',
+    devices: [{ appId: 'app', pushkey: id }],
+    acceptedAt: T0,
+    ...overrides,
+  };
+}
+
+const aPart = (id: string, acceptedAt = Date.now()): AcceptedNotify => ({ id, recipients: 1, devices: 1, acceptedAt });
+
+const journals: DeliveryJournal[] = [];
+afterEach(() => {
+  for (const journal of journals.splice(0)) journal.close();
+});
+
+function aJournal(
+  options: {
+    readonly persistAfterMs?: number;
+    readonly writable?: () => boolean;
+    readonly store?: Pick<DeliveryStore, 'acceptAll' | 'remove' | 'saveRetry'>;
+  } = {},
+) {
+  const store = new InMemoryDeliveryStore();
+  const journal = new DeliveryJournal({
+    store: options.store ?? store,
+    writable: options.writable ?? (() => true),
+    persistAfterMs: options.persistAfterMs ?? 40,
+    logger: createLogger('silent'),
+  });
+  journal.start();
+  journals.push(journal);
+  return { journal, store };
+}
+
+const wait = async (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Whether a promise has settled by now, and how. */
+async function state(promise: Promise<void>): Promise<'pending' | 'resolved' | 'rejected'> {
+  return Promise.race([
+    promise.then(
+      () => 'resolved' as const,
+      () => 'rejected' as const,
+    ),
+    wait(5).then(() => 'pending' as const),
+  ]);
+}
+
+describe('the delivery journal: when a part may be acknowledged', () => {
+  it('acknowledges a part whose requests are all done at once, storing no request, only its record', async () => {
+    const { journal, store } = aJournal({ persistAfterMs: 10_000 });
+    const secured = journal.admit(P, aPart('m1'), [aRequest('a'), aRequest('b')]);
+    await journal.remove(['a', 'b']);
+    await expect(secured).resolves.toBeUndefined();
+    expect(store.size).toBe(0);
+    expect(await store.findAccepted('m1')).toMatchObject({ id: 'm1' });
+  });
+
+  it('stores what is still waiting after persistAfterMs, acknowledges, and deletes it from the store once done', async () => {
+    const { journal, store } = aJournal({ persistAfterMs: 30 });
+    const secured = journal.admit(P, aPart('m1'), [aRequest('a'), aRequest('b')]);
+    await journal.remove(['a']);
+    expect(await state(secured)).toBe('pending');
+    await wait(80);
+    expect(await state(secured)).toBe('resolved');
+    expect((await store.listPartition(P)).map((d) => d.id)).toEqual(['b']);
+    await journal.remove(['b']);
+    expect(store.size).toBe(0);
+  });
+
+  it('acknowledges parts in intake order: a later part done at once waits for the one before it', async () => {
+    const { journal, store } = aJournal({ persistAfterMs: 50 });
+    const first = journal.admit(P, aPart('m1'), [aRequest('a')]);
+    const second = journal.admit(P, aPart('m2'), [aRequest('b')]);
+    await journal.remove(['b']);
+    expect(await state(second)).toBe('pending');
+    await wait(120);
+    expect([await state(first), await state(second)]).toEqual(['resolved', 'resolved']);
+    expect((await store.listPartition(P)).map((d) => d.id)).toEqual(['a']);
+  });
+
+  it('writes nothing and acknowledges nothing while the lease is in doubt; carries on once it holds', async () => {
+    let holds = false;
+    const { journal, store } = aJournal({ persistAfterMs: 10, writable: () => holds });
+    const secured = journal.admit(P, aPart('m1'), [aRequest('a')]);
+    await wait(60);
+    expect(await state(secured)).toBe('pending');
+    expect(store.size).toBe(0);
+    holds = true;
+    await wait(60);
+    expect(await state(secured)).toBe('resolved');
+    expect(store.size).toBe(1);
+  });
+
+  it('stores everything of a partition at once on flush (a handover), and nothing of another', async () => {
+    const { journal, store } = aJournal({ persistAfterMs: 60_000 });
+    const mine = journal.admit(P, aPart('m1'), [aRequest('a'), aRequest('b')]);
+    const other = journal.admit(P + 1, aPart('m2'), [aRequest('c', { partition: P + 1 })]);
+    await journal.flush(P);
+    expect(await state(mine)).toBe('resolved');
+    expect(await state(other)).toBe('pending');
+    expect((await store.listPartition(P)).map((d) => d.id)).toEqual(['a', 'b']);
+  });
+
+  it('refuses to acknowledge the parts of a partition another worker took over, and writes nothing of them', async () => {
+    const { journal, store } = aJournal({ persistAfterMs: 10 });
+    const secured = journal.admit(P, aPart('m1'), [aRequest('a')]);
+    journal.forget(P);
+    await expect(secured).rejects.toBeInstanceOf(IntakeStoppedError);
+    await wait(40);
+    expect(store.size).toBe(0);
+  });
+
+  it('deletes a request done while it was being written, once the write landed', async () => {
+    const inner = new InMemoryDeliveryStore();
+    let landWrite: () => void = () => undefined;
+    const slow: Pick<DeliveryStore, 'acceptAll' | 'remove' | 'saveRetry'> = {
+      acceptAll: async (notifies, deliveries) => {
+        await new Promise<void>((resolve) => {
+          landWrite = resolve;
+        });
+        await inner.acceptAll(notifies, deliveries);
+      },
+      remove: async (ids) => inner.remove(ids),
+      saveRetry: async (id, retry) => inner.saveRetry(id, retry),
+    };
+    const { journal } = aJournal({ persistAfterMs: 10, store: slow });
+    const secured = journal.admit(P, aPart('m1'), [aRequest('a')]);
+    await wait(40);
+    await journal.remove(['a']);
+    landWrite();
+    await secured;
+    await wait(10);
+    expect(inner.size).toBe(0);
+  });
+
+  it('keeps a request planned twice (the same part taken in again) with its first part', async () => {
+    const { journal, store } = aJournal({ persistAfterMs: 10_000 });
+    const first = journal.admit(P, aPart('m1'), [aRequest('a')]);
+    const again = journal.admit(P, aPart('m1'), [aRequest('a')]);
+    await journal.remove(['a']);
+    await expect(first).resolves.toBeUndefined();
+    await expect(again).resolves.toBeUndefined();
+    expect(store.size).toBe(0);
+  });
+});
