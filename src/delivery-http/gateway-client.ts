@@ -32,11 +32,11 @@ import { KeyedSlots, LineFullError, RequestSlots } from './request-slots.js';
  *   gateways that hang) takes the worker's slots; one user's notification
  *   is one request per gateway URL and format, so a real user has a few in
  *   flight at most.
- * - As many waiting as in flight, per address and per user: a request past
- *   that is not sent (`not-sent`, retried on the device's backoff, and no
- *   mark against the gateway's breaker), so a silent address has at most
- *   twice its cap of requests tied to it and a wait in its line lasts at
- *   most one round of its timeouts.
+ * - Waiting, per address and per user, holds no slot: a silent address
+ *   holds its cap of slots and no more, whatever waits in its line. With
+ *   `maxWaitingPerKey`, a request past that line is not sent (`not-sent`,
+ *   retried on the device's backoff, and no mark against the gateway's
+ *   breaker).
  * - Connect 15 s and response headers 60 s: what Synapse allows a gateway,
  *   which gateways are used to (a gateway may wait on APNs or FCM before it
  *   answers).
@@ -68,8 +68,16 @@ export interface GatewayClientOptions {
    * per-origin cap.
    */
   readonly maxInFlightPerAddress?: number;
-  /** Requests in flight at once for one user (`send`'s `userId`); as many may wait. */
+  /** Requests in flight at once for one user (`send`'s `userId`). */
   readonly maxInFlightPerUser?: number;
+  /**
+   * Requests that may wait for a slot of one address or one user; past
+   * that, a request is `not-sent`. Unbounded by default: a request waiting
+   * holds no slot, and the scheduler bounds how many it hands over (one
+   * per device queue). A 10,000-member room whose gateways share one
+   * address must wait its turn there, not be turned back to a backoff.
+   */
+  readonly maxWaitingPerKey?: number;
   /** From the start of connecting (TCP and TLS; the name is resolved before) to a connection ready to send on. */
   readonly connectTimeoutMs?: number;
   /** From the request sent to the response's status and headers received (undici times it to about half a second). */
@@ -175,9 +183,10 @@ export class GatewayClient {
     const allowlist = options.allowlist ?? [];
     this.#allowlist = allowlist;
     this.#slots = new RequestSlots(settings.maxInFlight);
-    this.#userSlots = new KeyedSlots(settings.maxInFlightPerUser, settings.maxInFlightPerUser);
+    const line = options.maxWaitingPerKey ?? Number.POSITIVE_INFINITY;
+    this.#userSlots = new KeyedSlots(settings.maxInFlightPerUser, line);
     this.#originSlots = new KeyedSlots(settings.maxInFlightPerOrigin);
-    this.#addressSlots = new KeyedSlots(settings.maxInFlightPerAddress, settings.maxInFlightPerAddress);
+    this.#addressSlots = new KeyedSlots(settings.maxInFlightPerAddress, line);
     this.#resolver = new GatewayResolver(options.dns);
     this.#maxBodyBytes = settings.maxBodyBytes;
     this.#bodyTimeoutMs = settings.bodyTimeoutMs;

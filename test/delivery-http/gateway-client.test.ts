@@ -547,12 +547,31 @@ describe('names: resolved first, then exactly that address connected to', () => 
 describe('requests in flight per address and per user', () => {
   const DELAY_MS = 150;
 
+  it('lets any number wait for an address by default: a large room on one gateway is sent whole, never turned back', async () => {
+    const gateway = await aGateway();
+    gateway.behave({ kind: 'answer', delayMs: 20 });
+    const client = aClient({ maxInFlightPerAddress: 2, maxInFlightPerOrigin: 2 });
+    const exchanges = await Promise.all(
+      Array.from({ length: 12 }, async (_, index) =>
+        client.send(gateway.notifyUrl, notifyBody(gateway.notifyUrl, `key-${index}`)),
+      ),
+    );
+    expect(exchanges.map((exchange) => (exchange.kind === 'response' ? exchange.status : exchange.kind))).toEqual(
+      Array.from({ length: 12 }, () => 200),
+    );
+  });
+
   it('holds an address to its cap however many names point at it; as many wait, the rest are not sent', async () => {
     const gateway = await aGateway();
     gateway.behave({ kind: 'answer', delayMs: DELAY_MS });
     const names = Array.from({ length: 6 }, (_, index) => `n${index}.test`);
     const dns = await aDnsServer(...names);
-    const client = aClient({ maxInFlightPerAddress: 2, maxInFlightPerOrigin: 10, dns: { servers: [dns.server] } });
+    const client = aClient({
+      maxInFlightPerAddress: 2,
+      maxWaitingPerKey: 2,
+      maxInFlightPerOrigin: 10,
+      dns: { servers: [dns.server] },
+    });
     // Each name resolved once first, so that the requests below reach the address's line in call order.
     for (const name of names) await client.send(byName(gateway, name), notifyBody(byName(gateway, name)));
     gateway.clearRequests();
@@ -592,6 +611,7 @@ describe('requests in flight per address and per user', () => {
       allowlist: parseAddressAllowlist('127.0.0.0/8'),
       maxInFlight: 3,
       maxInFlightPerAddress: 2,
+      maxWaitingPerKey: 2,
       headersTimeoutMs: 600,
       dns: { servers: [dns.server] },
     });
@@ -624,7 +644,7 @@ describe('requests in flight per address and per user', () => {
   it('holds a user to their cap across gateways, other users unhindered; as many wait, the rest are not sent', async () => {
     const gateways = [await aGateway(), await aGateway()];
     for (const gateway of gateways) gateway.behave({ kind: 'answer', delayMs: DELAY_MS });
-    const client = aClient({ maxInFlightPerUser: 2 });
+    const client = aClient({ maxInFlightPerUser: 2, maxWaitingPerKey: 2 });
     const send = async (userId: string, index: number) => {
       const { notifyUrl } = gateways[index % 2] as PushGatewayDouble;
       return client.send(notifyUrl, notifyBody(notifyUrl, `${userId === ALICE ? 'alice' : 'bob'}-${index}`), {
