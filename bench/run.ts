@@ -42,6 +42,7 @@ import { MongoClient } from 'mongodb';
 import { PushRulesClient } from '../src/client/push-rules-client.js';
 import { RpcClient } from '../src/client/rpc-client.js';
 import { loadConfig } from '../src/config/load-config.js';
+import { partitionQueue } from '../src/consumer/notify-queue.js';
 import { MongoPushStore } from '../src/store/mongo-push-store.js';
 import { runClosedLoop, type LoopResult } from './support/closed-loop.js';
 import { runHttpLoad } from './support/http-load.js';
@@ -643,6 +644,10 @@ async function deleteQueues(queue: string): Promise<void> {
   await channel.deleteQueue(readQueueOf(queue));
   await channel.deleteQueue(evaluateQueueOf(queue));
   await channel.deleteQueue(`${queue}.deliver`);
+  // The delivery queue's partition queues (as many as the workers were configured with).
+  const partitions = DEFAULTS.delivery.partitions;
+  for (let partition = 0; partition < partitions; partition += 1)
+    await channel.deleteQueue(partitionQueue({ queue: `${queue}.deliver` }, partition));
   await channel.deleteQueue(`${queue}.dead`);
   await channel.deleteExchange(`${queue}.dlx`);
   await channel.deleteExchange(`${queue}.events`);

@@ -29,7 +29,7 @@ export interface PartJournal {
 }
 
 export interface NotifyIntakeOptions {
-  readonly store: Pick<DeliveryStore, 'findAccepted'>;
+  readonly store: Pick<DeliveryStore, 'findProgress'>;
   readonly journal: PartJournal;
   readonly pushers: PusherLookup;
   readonly holder: DeliveryHolder;
@@ -155,8 +155,10 @@ export class NotifyIntake {
         if (error instanceof IntakeStoppedError) throw error;
       });
       return this.#retrying(line, async () => {
+        let done: ReadonlySet<string> = new Set();
         if (messageId !== undefined) {
-          const found = await this.#options.store.findAccepted(messageId);
+          const progress = await this.#options.store.findProgress(messageId);
+          const found = progress.accepted;
           if (found !== undefined)
             return {
               recipients: found.recipients,
@@ -164,6 +166,7 @@ export class NotifyIntake {
               replayed: true,
               secured: Promise.resolve(),
             };
+          done = progress.done;
         }
         const pushers = await this.#options.pushers.listPushersOfUsers(pushedUserIds(request));
         const plan = planIntake(request, (userId) => (pushers.get(userId) ?? []).map(toDeliveryPusher), {
@@ -177,12 +180,14 @@ export class NotifyIntake {
         // worker may have taken over already. It waits: the lease is renewed, or the partition handed over.
         await this.#gateOpen(line, partition);
         // Registered before the requests go, so that none is done with before the journal knows it.
+        // Taken in before by a worker that died: what it delivered is not sent again.
+        const deliveries = done.size === 0 ? plan.deliveries : plan.deliveries.filter((d) => !done.has(d.id));
         const secured = this.#options.journal.admit(
           partition,
           { id: notifyId, recipients: plan.recipients, devices: plan.devices, acceptedAt },
-          plan.deliveries,
+          deliveries,
         );
-        this.#options.holder.hold(plan.deliveries, acceptedAt);
+        this.#options.holder.hold(deliveries, acceptedAt);
         return { recipients: plan.recipients, devices: plan.devices, replayed: false, secured };
       });
     })();

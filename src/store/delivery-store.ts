@@ -73,6 +73,16 @@ export interface DeliveryStore {
   /** The intake recorded under this ID, if any (`messageId` idempotency). */
   findAccepted(id: string): Promise<AcceptedNotify | undefined>;
 
+  /**
+   * What is known of a part before it is taken in: its record, if it was
+   * secured; otherwise the requests of it already done with (`markDone`),
+   * which a part taken in again (after a crash) does not send again.
+   */
+  findProgress(id: string): Promise<{ readonly accepted?: AcceptedNotify; readonly done: ReadonlySet<string> }>;
+
+  /** Requests done with, by the ID of the part that planned them; kept as long as the records. */
+  markDone(doneByPart: ReadonlyMap<string, readonly string[]>): Promise<void>;
+
   /** The intakes recorded under these IDs, those there are (a router waiting for its parts to be taken in). */
   findAcceptedMany(ids: readonly string[]): Promise<readonly AcceptedNotify[]>;
 

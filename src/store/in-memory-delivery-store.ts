@@ -36,6 +36,23 @@ export class InMemoryDeliveryStore implements DeliveryStore {
     return found === undefined ? undefined : { ...found };
   }
 
+  readonly #done = new Map<string, Set<string>>();
+
+  async findProgress(id: string): Promise<{ accepted?: AcceptedNotify; done: ReadonlySet<string> }> {
+    const accepted = await this.findAccepted(id);
+    const done = new Set(this.#done.get(id));
+    return accepted === undefined ? { done } : { accepted, done };
+  }
+
+  async markDone(doneByPart: ReadonlyMap<string, readonly string[]>): Promise<void> {
+    await Promise.resolve();
+    for (const [part, ids] of doneByPart) {
+      const done = this.#done.get(part) ?? new Set<string>();
+      for (const id of ids) done.add(id);
+      this.#done.set(part, done);
+    }
+  }
+
   async findAcceptedMany(ids: readonly string[]): Promise<readonly AcceptedNotify[]> {
     await Promise.resolve();
     return ids.flatMap((id) => {

@@ -22,13 +22,20 @@ export interface PendingDeliveryDocument {
   retry?: { failures: number; first_failed_at: number; retry_at: number };
 }
 
-/** The record of one `notify` taken in; a Date, for the TTL index to expire it. */
+/**
+ * The record of one `notify` part taken in; a Date, for the TTL index to
+ * expire it. Beside them, under `progress:<part ID>`, the requests of a
+ * part not yet secured that are done with (no `recipients`).
+ */
 export interface AcceptedNotifyDocument {
   _id: string;
-  recipients: number;
-  devices: number;
+  recipients?: number;
+  devices?: number;
+  done?: string[];
   accepted_at: Date;
 }
+
+const PROGRESS = 'progress:';
 
 export interface MongoDeliveryStoreOptions {
   readonly pendingCollection: string;
@@ -111,19 +118,41 @@ export class MongoDeliveryStore implements DeliveryStore {
 
   async findAccepted(id: string): Promise<AcceptedNotify | undefined> {
     const doc = await guard(async () => this.#accepted.findOne({ _id: id }, this.#limit));
-    if (doc === null) return undefined;
-    return { id: doc._id, recipients: doc.recipients, devices: doc.devices, acceptedAt: doc.accepted_at.getTime() };
+    return doc === null ? undefined : fromRecord(doc);
+  }
+
+  async findProgress(id: string): Promise<{ accepted?: AcceptedNotify; done: ReadonlySet<string> }> {
+    // One keyed read for both: the record and the progress beside it.
+    const docs = await guard(async () =>
+      this.#accepted.find({ _id: { $in: [id, `${PROGRESS}${id}`] } }, this.#limit).toArray(),
+    );
+    const record = docs.find((doc) => doc._id === id);
+    const done = new Set(docs.find((doc) => doc._id !== id)?.done ?? []);
+    const accepted = record === undefined ? undefined : fromRecord(record);
+    return accepted === undefined ? { done } : { accepted, done };
+  }
+
+  async markDone(doneByPart: ReadonlyMap<string, readonly string[]>): Promise<void> {
+    if (doneByPart.size === 0) return;
+    const now = new Date();
+    await guard(async () =>
+      this.#accepted.bulkWrite(
+        [...doneByPart].map(([part, ids]) => ({
+          updateOne: {
+            filter: { _id: `${PROGRESS}${part}` },
+            update: { $addToSet: { done: { $each: [...ids] } }, $setOnInsert: { accepted_at: now } },
+            upsert: true,
+          },
+        })),
+        { ordered: false, ...this.#limit },
+      ),
+    );
   }
 
   async findAcceptedMany(ids: readonly string[]): Promise<readonly AcceptedNotify[]> {
     if (ids.length === 0) return [];
     const docs = await guard(async () => this.#accepted.find({ _id: { $in: [...ids] } }, this.#limit).toArray());
-    return docs.map((doc) => ({
-      id: doc._id,
-      recipients: doc.recipients,
-      devices: doc.devices,
-      acceptedAt: doc.accepted_at.getTime(),
-    }));
+    return docs.map(fromRecord);
   }
 
   async accept(notify: AcceptedNotify, deliveries: readonly PendingDelivery[]): Promise<void> {
@@ -233,6 +262,15 @@ function toDocument(delivery: PendingDelivery): PendingDeliveryDocument {
             retry_at: delivery.retry.retryAt,
           },
         }),
+  };
+}
+
+function fromRecord(doc: AcceptedNotifyDocument): AcceptedNotify {
+  return {
+    id: doc._id,
+    recipients: doc.recipients ?? 0,
+    devices: doc.devices ?? 0,
+    acceptedAt: doc.accepted_at.getTime(),
   };
 }
 

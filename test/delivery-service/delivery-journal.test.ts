@@ -34,7 +34,7 @@ function aJournal(
   options: {
     readonly persistAfterMs?: number;
     readonly writable?: () => boolean;
-    readonly store?: Pick<DeliveryStore, 'acceptAll' | 'remove' | 'saveRetry'>;
+    readonly store?: Pick<DeliveryStore, 'acceptAll' | 'remove' | 'saveRetry' | 'markDone'>;
   } = {},
 ) {
   const store = new InMemoryDeliveryStore();
@@ -130,7 +130,8 @@ describe('the delivery journal: when a part may be acknowledged', () => {
   it('deletes a request done while it was being written, once the write landed', async () => {
     const inner = new InMemoryDeliveryStore();
     let landWrite: () => void = () => undefined;
-    const slow: Pick<DeliveryStore, 'acceptAll' | 'remove' | 'saveRetry'> = {
+    const slow: Pick<DeliveryStore, 'acceptAll' | 'remove' | 'saveRetry' | 'markDone'> = {
+      markDone: async (done) => inner.markDone(done),
       acceptAll: async (notifies, deliveries) => {
         await new Promise<void>((resolve) => {
           landWrite = resolve;
@@ -148,6 +149,15 @@ describe('the delivery journal: when a part may be acknowledged', () => {
     await secured;
     await wait(10);
     expect(inner.size).toBe(0);
+  });
+
+  it('notes in the store, within moments, what is done of a part not yet secured', async () => {
+    const { journal, store } = aJournal({ persistAfterMs: 10_000 });
+    const secured = journal.admit(P, aPart('m1'), [aRequest('a'), aRequest('b')]);
+    await journal.remove(['a']);
+    await wait(100);
+    expect(await store.findProgress('m1')).toEqual({ done: new Set(['a']) });
+    expect(await state(secured)).toBe('pending');
   });
 
   it('keeps a request planned twice (the same part taken in again) with its first part', async () => {

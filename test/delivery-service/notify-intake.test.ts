@@ -8,6 +8,8 @@ import type { StoredPusher } from '../../src/pushers/pusher.js';
 import type { ChangeEvent } from '../../src/service/push-service.js';
 import type { DeliveryStore, PendingDelivery } from '../../src/store/delivery-store.js';
 import { InMemoryDeliveryStore } from '../../src/store/in-memory-delivery-store.js';
+import { planIntake } from '../../src/delivery/intake-plan.js';
+import type { DeliveryPusher } from '../../src/delivery/device-batches.js';
 import { StoreFailedError, StoreUnavailableError } from '../../src/store/push-store.js';
 
 const SILENT = createLogger('silent');
@@ -28,6 +30,12 @@ function aPusher(userId: string): StoredPusher {
   };
 }
 
+/** `aPusher` as the plan takes it. */
+function toPlanPusher(userId: string): DeliveryPusher {
+  const { user_id, kind, app_id, pushkey, data, enabled } = aPusher(userId);
+  return { user_id, kind, app_id, pushkey, data, enabled, pushkeyTsMs: 1_700_000_000_000 };
+}
+
 const aNotify = (event: string, users: readonly string[]): NotifyRequestBody => ({
   op: 'notify',
   notification: { event_id: event, room_id: '!r:example.org' },
@@ -37,7 +45,8 @@ const aNotify = (event: string, users: readonly string[]): NotifyRequestBody => 
 /** A store that forwards to `inner` except for the given methods: how a test makes one fail. */
 function wrapped(inner: InMemoryDeliveryStore, overrides: Partial<IntakeStore>): IntakeStore {
   return {
-    findAccepted: async (id) => inner.findAccepted(id),
+    findProgress: async (id) => inner.findProgress(id),
+    markDone: async (done) => inner.markDone(done),
     acceptAll: async (notifies, deliveries) => inner.acceptAll(notifies, deliveries),
     remove: async (ids) => inner.remove(ids),
     saveRetry: async (id, retry) => inner.saveRetry(id, retry),
@@ -45,7 +54,7 @@ function wrapped(inner: InMemoryDeliveryStore, overrides: Partial<IntakeStore>):
   };
 }
 
-type IntakeStore = Pick<DeliveryStore, 'findAccepted' | 'acceptAll' | 'remove' | 'saveRetry'>;
+type IntakeStore = Pick<DeliveryStore, 'findProgress' | 'markDone' | 'acceptAll' | 'remove' | 'saveRetry'>;
 const P = 5;
 
 /** An intake on an in-memory store; `pushersDelay` delays each user's pushers (to let a later message overtake). */
@@ -159,12 +168,12 @@ describe('the intake of notify messages', () => {
     const store = new InMemoryDeliveryStore();
     let fail = true;
     const broken = wrapped(store, {
-      findAccepted: async (id) => {
+      findProgress: async (id) => {
         if (fail) {
           fail = false;
           throw new StoreFailedError('a bug of the store');
         }
-        return store.findAccepted(id);
+        return store.findProgress(id);
       },
     });
     const { intake } = anIntake({ store: broken });
@@ -176,7 +185,7 @@ describe('the intake of notify messages', () => {
 
   it('stops waiting for the store at shutdown: the message goes back to the queue', async () => {
     const down = wrapped(new InMemoryDeliveryStore(), {
-      findAccepted: async () => Promise.reject(new StoreUnavailableError('down')),
+      findProgress: async () => Promise.reject(new StoreUnavailableError('down')),
     });
     const { intake, stop } = anIntake({ store: down });
     const accepted = intake.accept(aNotify('$1', ['@a:x.org']), 'm1', P);
@@ -189,8 +198,8 @@ describe('the intake of notify messages', () => {
   it('gives every later message of the partition back too when one gives up, so they return to the queue in order', async () => {
     // The store takes every message but the first: the first waits, retried, until the shutdown.
     const store = wrapped(new InMemoryDeliveryStore(), {
-      findAccepted: async (id) =>
-        id === 'm1' ? Promise.reject(new StoreUnavailableError('down')) : Promise.resolve(undefined),
+      findProgress: async (id) =>
+        id === 'm1' ? Promise.reject(new StoreUnavailableError('down')) : Promise.resolve({ done: new Set<string>() }),
     });
     const { intake, stop, held } = anIntake({ store });
     const first = intake.accept(aNotify('$1', ['@a:x.org']), 'm1', P);
@@ -200,6 +209,23 @@ describe('the intake of notify messages', () => {
     await expect(first).rejects.toBeInstanceOf(IntakeStoppedError);
     await expect(second).rejects.toBeInstanceOf(IntakeStoppedError);
     expect(held).toEqual([]);
+  });
+
+  it('does not send again what a worker that died had delivered of a part it takes in again', async () => {
+    const store = new InMemoryDeliveryStore();
+    const first = anIntake({ store });
+    const users = ['@a:x.org', '@b:x.org', '@c:x.org'];
+    // The first worker planned the part; it delivered b's request, noted it, and died before securing the part.
+    const planned = planIntake(aNotify('$1', users), (userId) => [toPlanPusher(userId)], {
+      notifyId: 'm1',
+      partition: P,
+      seq: 1,
+      acceptedAt: Date.now(),
+    }).deliveries;
+    const bs = planned.filter((d) => d.userId === '@b:x.org').map((d) => d.id);
+    await store.markDone(new Map([['m1', bs]]));
+    expect(await first.intake.accept(aNotify('$1', users), 'm1', P)).toMatchObject({ recipients: 3, devices: 3 });
+    expect(first.held.map((d) => d.userId).sort()).toEqual(['@a:x.org', '@c:x.org']);
   });
 
   it('waits while the partition’s lease is in doubt, stores once it holds again, and gives up when drained', async () => {

@@ -160,6 +160,25 @@ export function deliveryStoreContract(
       expect(await store.findAcceptedMany([])).toEqual([]);
     });
 
+    it('notes the requests done of a part, and tells them with its record (or without one) in one answer', async () => {
+      expect(await store.findProgress('p1')).toEqual({ done: new Set() });
+      await store.markDone(new Map([['p1', ['a', 'b']]]));
+      await store.markDone(
+        new Map([
+          ['p1', ['b', 'c']],
+          ['p2', ['x']],
+        ]),
+      );
+      expect(await store.findProgress('p1')).toEqual({ done: new Set(['a', 'b', 'c']) });
+      await store.accept(aNotify({ id: 'p1' }), []);
+      expect(await store.findProgress('p1')).toEqual({
+        accepted: aNotify({ id: 'p1' }),
+        done: new Set(['a', 'b', 'c']),
+      });
+      // The progress is not a record: a router waiting for records sees only those.
+      expect((await store.findAcceptedMany(['p1', 'p2'])).map((record) => record.id)).toEqual(['p1']);
+    });
+
     it('gives requests stored before partitions the partition of their user, once', async () => {
       const { partition: _, ...old } = aDelivery({ id: 'old/0', userId: '@bob:example.org' });
       await storeUnpartitioned(store, old);
