@@ -100,6 +100,8 @@ const LAYERS = {
     'matrix',
   ],
   lifecycle: ['observability', 'config', 'logging'],
+  // The push gateway for development (`npm run push-gateway:local`): the push gateway API's server side.
+  'local-push-gateway': ['delivery'],
   // Import from Synapse: its rows mapped onto our rulesets and pushers, pure (docs/import-from-synapse.md).
   import: ['push-rules', 'pushers', 'matrix', 'errors', 'result', 'config'],
   // The importer's adapters: Synapse's database, the store's import writes, change events, the command.

@@ -29,6 +29,16 @@ HEALTHCHECK --interval=10s --timeout=3s --start-period=10s \
   CMD ["node", "-e", "fetch('http://127.0.0.1:9465/readyz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 CMD ["node", "dist/gateway-main.js"]
 
+# The push gateway for development (`docker build --target push-gateway .`):
+# answers the Matrix push gateway API on 8091 and prints one line per device
+# notified; pushes nothing anywhere.
+FROM runtime-base AS push-gateway
+ENV LOCAL_PUSH_GATEWAY_HOST=0.0.0.0
+EXPOSE 8091
+HEALTHCHECK --interval=10s --timeout=3s --start-period=5s \
+  CMD ["node", "-e", "fetch('http://127.0.0.1:8091/health').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
+CMD ["node", "dist/local-push-gateway-main.js"]
+
 # The worker: the default target, last so that `docker build .` builds it.
 FROM runtime-base AS worker
 # Health and metrics: /healthz, /readyz, /metrics.

@@ -11,7 +11,7 @@ export default defineConfig({
         test: {
           name: 'unit',
           include: ['test/**/*.test.ts'],
-          exclude: ['test/integration/**', 'test/faults/**'],
+          exclude: ['test/integration/**', 'test/faults/**', 'test/examples/**', 'test/package/**'],
           // Explicit: vitest puts files of group 0 without file
           // parallelism in a group of their own that runs after every
           // numbered group, so with a default order the faults ran first.
@@ -21,7 +21,8 @@ export default defineConfig({
       {
         test: {
           name: 'integration',
-          include: ['test/integration/**/*.test.ts'],
+          // The examples and the packed package need the broker, a build, or both.
+          include: ['test/integration/**/*.test.ts', 'test/examples/**/*.test.ts', 'test/package/**/*.test.ts'],
           globalSetup: ['test/integration/global-setup.ts'],
           sequence: { groupOrder: 1 },
           testTimeout: 60_000,

@@ -1,5 +1,6 @@
 import type { Db } from 'mongodb';
-import type { NotifyNotification, NotifyRecipient } from '../../src/client/push-rules-client.js';
+import type { NotifyNotification } from '../../src/client/push-rules-client.js';
+import type { NotifyRequestBody } from '../../src/contract/ops.js';
 import type { DeliveryPusher } from '../../src/delivery/device-batches.js';
 import { MongoPushStore, type PusherDocument } from '../../src/store/mongo-push-store.js';
 
@@ -91,6 +92,7 @@ export function benchNotification(eventId: string): NotifyNotification {
 }
 
 /** Each recipient as `.m.rule.message` notifies them, with an unread count. */
-export function benchRecipients(userIds: readonly string[]): NotifyRecipient[] {
+/** In the message's own (wire) type: the client takes them, and so does the worker's intake plan. */
+export function benchRecipients(userIds: readonly string[]): NotifyRequestBody['recipients'] {
   return userIds.map((user_id) => ({ user_id, actions: ['notify'], counts: { unread: 1 } }));
 }

@@ -119,8 +119,13 @@ export const DEFAULT_DELIVER_QUEUE = DEFAULT_QUEUES.deliver;
 
 /** A `notify` message's notification: the event's fields the push gateway API sends on (docs/delivery.md). */
 export type NotifyNotification = NotifyRequestBody['notification'];
-/** One recipient of a `notify`: who, `evaluate`'s actions for them, and their counts. */
-export type NotifyRecipient = NotifyRequestBody['recipients'][number];
+/**
+ * One recipient of a `notify`: who, `evaluate`'s actions for them, and their
+ * counts. The actions may be `evaluate`'s own (read-only) array as it came.
+ */
+export type NotifyRecipient = Omit<NotifyRequestBody['recipients'][number], 'actions'> & {
+  readonly actions?: readonly unknown[];
+};
 
 /** The reply to a `notify` that asked for one: recipients with an HTTP pusher, and devices scheduled. */
 export interface NotifyReplyBody {
@@ -356,7 +361,12 @@ export class PushRulesClient {
     recipients: readonly NotifyRecipient[],
     options: NotifyOptions = {},
   ): Promise<NotifyReplyBody | void> {
-    const body: NotifyRequestBody = { op: 'notify', notification, recipients: recipients as NotifyRecipient[] };
+    // The cast only drops `readonly`: the client never writes to the recipients or their actions.
+    const body: NotifyRequestBody = {
+      op: 'notify',
+      notification,
+      recipients: recipients as NotifyRequestBody['recipients'],
+    };
     const sendOptions: RequestOptions = {
       queue: this.#deliverQueue,
       noExpiration: true,
