@@ -32,6 +32,8 @@ export async function openDeliveryWorld(workers: number, env: Record<string, str
     NODE_EXTRA_CA_CERTS: ca.caCertFile,
     DELIVERY_LEASE_MS: '3000',
     DELIVERY_PARTITIONS: '8',
+    // A `notify` with a reply is answered once secured: while a gateway fails, after this.
+    DELIVERY_PERSIST_AFTER_MS: '250',
     DELIVERY_RETRY_BASE_MS: '200',
     DELIVERY_RETRY_MAX_MS: '2000',
     ...env,

@@ -77,6 +77,8 @@ export async function startDeliveringWorker(options: DeliveringWorkerOptions = {
       gatewayIpAllowlist: ['127.0.0.1/32'],
       leaseMs: 3000,
       partitions: 4,
+      // A `notify` with a reply is answered once secured: while a gateway fails, after this.
+      persistAfterMs: 250,
       retryBaseMs: 200,
       retryMaxMs: 1000,
       ...options.delivery,
