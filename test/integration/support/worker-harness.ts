@@ -1,3 +1,4 @@
+import { partitionQueue } from '../../../src/consumer/notify-queue.js';
 import { randomUUID } from 'node:crypto';
 import amqp from 'amqplib';
 import { MongoClient, type Db } from 'mongodb';
@@ -115,6 +116,10 @@ export async function deleteTopology(names: Names): Promise<void> {
   // Declared by worker processes (see worker-processes.ts); deleting a queue that is not there is fine.
   await channel.deleteQueue(`${names.amqp.queue}.evaluate`);
   await channel.deleteQueue(`${names.amqp.queue}.deliver`);
+  // And its partition queues, however many the worker was configured with (up to the default): each is a
+  // quorum queue, and a broker left with thousands of them runs out of file descriptors.
+  for (let partition = 0; partition < DEFAULT_CONFIG.delivery.partitions; partition += 1)
+    await channel.deleteQueue(partitionQueue({ queue: `${names.amqp.queue}.deliver` }, partition));
   await channel.deleteQueue(names.amqp.deadLetterQueue);
   await channel.deleteExchange(names.amqp.deadLetterExchange);
   await channel.deleteExchange(names.amqp.eventsExchange);

@@ -26,6 +26,8 @@ export function workerEnvironment(names: Names, extra: Record<string, string> = 
     RPC_READ_QUEUE: names.amqp.readQueue,
     EVALUATE_QUEUE: `${names.amqp.queue}.evaluate`,
     DELIVERY_QUEUE: `${names.amqp.queue}.deliver`,
+    // Few partition queues per test (each a quorum queue): enough to spread over a few workers.
+    DELIVERY_PARTITIONS: '4',
     RPC_DEAD_LETTER_EXCHANGE: names.amqp.deadLetterExchange,
     RPC_DEAD_LETTER_QUEUE: names.amqp.deadLetterQueue,
     EVENTS_EXCHANGE: names.amqp.eventsExchange,
