@@ -290,7 +290,7 @@ export class BrokerConnection<S> {
         this.#everConnected = true;
         const timing = { attemptMs: Date.now() - attemptStarted, totalMs: Date.now() - since };
         logger?.info(
-          { broker: address.label, nodes: this.#rotation.order.length, ...timing },
+          { broker: address.label, connection: this.#options.role, nodes: this.#rotation.order.length, ...timing },
           again ? 'reconnected to RabbitMQ' : 'connected to RabbitMQ',
         );
         this.#options.observer?.connected?.(address, again);

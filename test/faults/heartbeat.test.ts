@@ -37,7 +37,9 @@ describe('AMQP_HEARTBEAT_SECONDS', () => {
     const mine = (await brokerConnections()).filter((c) =>
       JSON.stringify(c.client_properties).includes(`:${String(pid)}`),
     );
-    expect(mine.map((c) => c.timeout)).toEqual([7]);
+    // Every connection of the worker (requests, delivery partitions, routing) runs with it.
+    expect(mine.length).toBeGreaterThanOrEqual(1);
+    expect(new Set(mine.map((c) => c.timeout))).toEqual(new Set([7]));
     console.log(
       `[fault: heartbeat] AMQP_HEARTBEAT_SECONDS=7 → the broker reports timeout ${String(mine[0]?.timeout)} s for the worker's connection`,
     );
