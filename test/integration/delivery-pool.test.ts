@@ -1,6 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { NotifyRecipient } from '../../src/client/push-rules-client.js';
 import { partitionOf } from '../../src/delivery/partitions.js';
+import { eventually as eventuallyWithin } from '../support/eventually.js';
 import { PushGatewayDouble, type RecordedRequest } from '../support/push-gateway-double.js';
 import { startDeliveringWorker, type DeliveringWorker } from './support/delivery-harness.js';
 
@@ -8,18 +9,7 @@ const APP = 'org.example.app';
 const WAIT_MS = 60_000;
 const PARTITIONS = 8;
 
-async function eventually(check: () => void | Promise<void>, timeoutMs = WAIT_MS): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    try {
-      await check();
-      return;
-    } catch (error) {
-      if (Date.now() > end) throw error;
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-  }
-}
+const eventually = async (check: () => void | Promise<void>) => eventuallyWithin(check, WAIT_MS);
 
 const users = (count: number) => Array.from({ length: count }, (_, n) => `@pool${n}:example.org`);
 const pushkeyOf = (userId: string) => `${userId}-phone`;

@@ -3,6 +3,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { NotifyNotification, NotifyRecipient } from '../../src/client/push-rules-client.js';
 import { PushRulesError } from '../../src/client/push-rules-client.js';
 import type { PusherSetAction } from '../../src/pushers/pusher.js';
+import { eventually } from '../support/eventually.js';
 import { PushGatewayDouble, type RecordedRequest } from '../support/push-gateway-double.js';
 import {
   listenForChanges,
@@ -20,20 +21,6 @@ const ANY_TIMESTAMP: unknown = expect.any(Number);
 
 /** How long a test waits for the worker to get a request to the gateway: generous, for a busy machine. */
 const WAIT_MS = 30_000;
-
-/** Polls until `check` stops throwing, or fails with its last error. */
-async function eventually(check: () => void | Promise<void>, timeoutMs = 30_000): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    try {
-      await check();
-      return;
-    } catch (error) {
-      if (Date.now() > end) throw error;
-      await sleep(25);
-    }
-  }
-}
 
 function anHttpPusher(gateway: PushGatewayDouble, pushkey: string, overrides: Partial<PusherSetAction> = {}) {
   return {
