@@ -10,6 +10,7 @@ import type { Logger } from './logging/logger.js';
 import { BrokerQueueProbe } from './observability/broker-queue-probe.js';
 import { HealthServer } from './observability/health-server.js';
 import { WorkerMetrics } from './observability/metrics.js';
+import { registerReadCacheMetrics } from './observability/read-cache-metrics.js';
 import { QueueDepthMetrics } from './observability/queue-depth-metrics.js';
 import type { Command } from './service/command.js';
 import { notifyLimits, notifyQueue, partitionQueue } from './consumer/notify-queue.js';
@@ -35,6 +36,7 @@ import { EvaluatePool } from './evaluate-threads/evaluate-pool.js';
 import { RpcWorker } from './consumer/rpc-worker.js';
 import { mongoClientOptions } from './store/mongo-client-options.js';
 import { MongoPushStore } from './store/mongo-push-store.js';
+import type { LoadedPushRules } from './store/push-store.js';
 import { EvaluateService } from './service/evaluate-service.js';
 import { PushService } from './service/push-service.js';
 import { retryUntilDone } from './retry/retry-until-done.js';
@@ -87,6 +89,14 @@ export function createWorkerProcess(
           maxStalenessMs: config.evaluate.maxStalenessMs,
         });
   const threads: { pool?: EvaluatePool } = {};
+  const readCache =
+    config.reads.cacheMaxEntries > 0
+      ? new RulesetCache<LoadedPushRules>({
+          maxEntries: config.reads.cacheMaxEntries,
+          maxBytes: config.reads.cacheMaxBytes,
+          maxStalenessMs: config.reads.maxStalenessMs,
+        })
+      : undefined;
   const metrics = new WorkerMetrics(() => running.worker?.inFlight ?? 0, {
     cache: cache ?? {
       get size() {
@@ -115,6 +125,7 @@ export function createWorkerProcess(
     },
     queues: { all: ['request', 'read', 'evaluate', 'deliver'], consumed: () => running.worker?.consumedQueues ?? [] },
   });
+  if (readCache !== undefined) registerReadCacheMetrics(metrics.registry, readCache);
   const deliveryMetrics = new DeliveryMetrics(
     metrics.registry,
     () => running.scheduler,
@@ -196,6 +207,7 @@ export function createWorkerProcess(
       rulesetCharsInFlight: config.writes.rulesetCharsInFlight,
       operationTimeoutMs: config.mongodb.operationTimeoutMs,
       observer: metrics,
+      ...(readCache === undefined ? {} : { readCache }),
     });
     const evaluate = evaluateRunner(config, log, metrics, store, cache, threads);
     const deliveryStore = new MongoDeliveryStore(db, {
@@ -337,6 +349,7 @@ export function createWorkerProcess(
       ],
       changes: {
         pushRulesChanged: (userId) => {
+          readCache?.invalidate(userId);
           cache?.invalidate(userId);
           threads.pool?.invalidate(userId);
         },
@@ -345,6 +358,7 @@ export function createWorkerProcess(
           scheduler.pushersChanged(userId);
         },
         subscriptionReset: () => {
+          readCache?.clear();
           cache?.clear();
           threads.pool?.clear();
           pushers.clear();

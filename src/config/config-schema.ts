@@ -223,6 +223,34 @@ export const ConfigSchema = Type.Object(
       },
       { additionalProperties: false },
     ),
+    /**
+     * Push-rule reads answered from memory. Each worker keeps the rules it
+     * read last, dropped by the change event of every write (published and
+     * confirmed before the write is answered) and by a lost subscription,
+     * and never served once read longer ago than `maxStalenessMs`.
+     */
+    reads: Type.Object(
+      {
+        cacheMaxEntries: Type.Integer({
+          minimum: 0,
+          maximum: 10_000_000,
+          description:
+            'Users whose push rules a worker keeps in memory for reads (`get_pushrules`, `get_pushrule*`), least recently used out first; 0: every read goes to the store.',
+        }),
+        cacheMaxBytes: Type.Integer({
+          minimum: 0,
+          maximum: 64 * 1024 * 1024 * 1024,
+          description: 'Estimated bytes of the push rules kept for reads, least recently used out first.',
+        }),
+        maxStalenessMs: Type.Integer({
+          minimum: 0,
+          maximum: 3600000,
+          description:
+            'Push rules kept for reads longer ago than this are read again, change event or not: the bound when no event comes (an import, a write answered `Unavailable` that went through later).',
+        }),
+      },
+      { additionalProperties: false },
+    ),
     limits: Type.Object(
       {
         maxRequestBytes: Type.Integer({
@@ -563,6 +591,9 @@ export const ENVIRONMENT: readonly {
   { name: 'WRITE_BACKOFF_MAX_MS', path: ['writes', 'backoffMaxMs'], kind: 'integer' },
   { name: 'WRITE_RECORDED_WINDOW', path: ['writes', 'recordedWritesWindow'], kind: 'integer' },
   { name: 'WRITE_RULESET_CHARS_IN_FLIGHT', path: ['writes', 'rulesetCharsInFlight'], kind: 'integer' },
+  { name: 'READ_CACHE_MAX_ENTRIES', path: ['reads', 'cacheMaxEntries'], kind: 'integer' },
+  { name: 'READ_CACHE_MAX_BYTES', path: ['reads', 'cacheMaxBytes'], kind: 'integer' },
+  { name: 'READ_CACHE_MAX_STALENESS_MS', path: ['reads', 'maxStalenessMs'], kind: 'integer' },
   { name: 'HEAP_GROWING_PERCENT', path: ['runtime', 'heapGrowingPercent'], kind: 'integer' },
   { name: 'MAX_REQUEST_BYTES', path: ['limits', 'maxRequestBytes'], kind: 'integer' },
   { name: 'MAX_JSON_DEPTH', path: ['limits', 'maxJsonDepth'], kind: 'integer' },

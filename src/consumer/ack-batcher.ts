@@ -8,7 +8,8 @@ export interface AckChannel {
  * worker writes (one socket write each) and the broker handles, as costly
  * as the reply itself on a small request.
  *
- * Acks wait at most until the next turn of the event loop. Then the oldest
+ * Acks wait at most until the next turn of the event loop (none when every
+ * delivery open is answered: then at once). Then the oldest
  * run of answered deliveries goes in one `ack(tag, allUpTo)` — only a run
  * that starts at the oldest unsettled delivery, since `allUpTo` covers every
  * delivery up to that tag — and each answered delivery after a gap is acked
@@ -35,9 +36,18 @@ export class AckBatcher {
     this.#open.push(tag);
   }
 
-  /** The delivery was answered: ack it soon. */
+  /**
+   * The delivery was answered: ack it soon, or now when it was the last one
+   * open. A lone request (c = 1) is then acked in the same turn as its
+   * reply, so both frames leave in one socket write instead of two; under
+   * load the acks of a turn still go together.
+   */
   answered(tag: number): void {
     this.#answered.add(tag);
+    if (this.#answered.size === this.#open.length) {
+      this.flush();
+      return;
+    }
     if (this.#scheduled) return;
     this.#scheduled = true;
     this.#schedule(() => {

@@ -159,20 +159,25 @@ export class RequestEnvelope {
       if (change.type === 'm.push_rules') this.#options.changes?.pushRulesChanged(change.user_id);
       else this.#options.changes?.pushersChanged?.(change.user_id);
     }
-    progress.replied = true;
+    // A change event wakes the users' /sync streams and drops the user from
+    // every worker's caches. The reply waits until the broker has confirmed
+    // every event (routed to every queue bound, replicas included), so a
+    // caller that has the reply of a write reads it back from any worker:
+    // the event is on that worker's event queue before the reply leaves.
+    // Unconfirmed, the request goes back to the queue unanswered, and its
+    // redelivery announces the change again and replies.
+    const announced = await this.announce(confirms, changes);
     // The reply needs no confirm: it goes out on the channel the ack takes
     // after it, so a broker that has the ack has the reply.
-    const replied = answerable
-      ? this.#publish(channel, '', replyTo, outcome.reply, { correlationId, contentType: JSON_CONTENT })
-      : true;
-    // A change event wakes the users' /sync streams: the request is acked
-    // only once the broker has confirmed every event (routed to every queue
-    // bound, replicas included); otherwise it goes back to the queue, and
-    // its redelivery announces the change again.
-    const announced = replied && (await this.announce(confirms, changes));
+    const replied =
+      announced &&
+      (answerable
+        ? this.#publish(channel, '', replyTo, outcome.reply, { correlationId, contentType: JSON_CONTENT })
+        : true);
+    progress.replied = replied;
     progress.settled = true;
     const refused = !outcome.reply.ok && lane.consumed.deadLetterRefusals === true;
-    this.#settle(lane, message, !announced ? 'requeue' : refused ? 'reject' : 'ack');
+    this.#settle(lane, message, !replied ? 'requeue' : refused ? 'reject' : 'ack');
     const seconds = (performance.now() - started) / 1000;
     this.#logOutcome(outcome, { correlationId, publisher, redelivered, ms: Math.round(seconds * 100_000) / 100 });
     report(outcome.op ?? 'unknown', outcome.reply.ok ? 'ok' : outcome.reply.error.kind, {

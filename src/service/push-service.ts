@@ -33,6 +33,7 @@ import { backoffDelay, type BackoffPolicy } from '../retry/backoff.js';
 import { beforeDeadline, BoundedStore, type StoreBoundsObserver } from './bounded-store.js';
 import { failureOutcome } from './failure-reply.js';
 import { KeyedSerializer } from './keyed-serializer.js';
+import type { RulesetCache } from './ruleset-cache.js';
 import { failure, success, successEncoded, type Reply } from '../contract/reply.js';
 import { WeightedBudget } from './weighted-budget.js';
 
@@ -58,6 +59,14 @@ export interface PushServiceOptions {
   /** The clock deadlines are read on (`Date.now`). */
   readonly now?: () => number;
   readonly random?: () => number;
+  /**
+   * Push rules kept for reads (`get_pushrules`, `get_pushrule*`): a read
+   * of a user kept here reads nothing from the store. The service drops a
+   * user when its own write of their rules completes; the worker drops them
+   * on every change event (`invalidate`) and everyone when the event
+   * subscription is lost (`clear`). Absent: every read goes to the store.
+   */
+  readonly readCache?: RulesetCache<LoadedPushRules>;
 }
 
 /** Limits on what a user may accumulate (per-request limits are checked when parsing). */
@@ -145,7 +154,15 @@ export class PushService {
       ? new BoundedStore(this.#store, { deadline, operationTimeoutMs, now: this.#now, observer })
       : this.#store;
     try {
-      return await beforeDeadline(this.#dispatch(store, command, messageId), deadline, this.#now);
+      const dispatched = this.#dispatch(store, command, messageId);
+      const { readCache } = this.#options;
+      // On the dispatch, not on what `beforeDeadline` answers: a write that
+      // completes after its deadline still drops what it changed.
+      if (readCache !== undefined)
+        void dispatched.then((outcome) => {
+          dropChanged(readCache, outcome);
+        }, ignore);
+      return await beforeDeadline(dispatched, deadline, this.#now);
     } catch (error) {
       return { ...failureOutcome(error), conflicts: 0 };
     }
@@ -197,7 +214,7 @@ export class PushService {
 
   async #getPushRules(store: PushStore, userId: string): Promise<HandleOutcome> {
     return this.#withRetries(async () => {
-      const loaded = await store.loadPushRules(userId);
+      const loaded = await this.#loadForRead(store, userId);
       const decision = getPushRules(loaded.lookup, userId);
       if (!decision.ok) return { done: failure(decision.error) };
       const { ruleset, persist } = decision.value;
@@ -223,9 +240,25 @@ export class PushService {
     userId: string,
     operation: (view: PushRulesEventView) => Result<unknown>,
   ): Promise<HandleOutcome> {
-    const loaded = await store.loadPushRules(userId);
+    const loaded = await this.#loadForRead(store, userId);
     const result = operation(viewOf(loaded, userId));
     return { reply: result.ok ? success(result.value) : failure(result.error), conflicts: 0 };
+  }
+
+  /**
+   * A user's rules for a read: from the read cache when kept there, else
+   * from the store, kept for the next read unless a change of the user came
+   * while it was read (the cache's ticket) or the stored data is bad.
+   */
+  async #loadForRead(store: PushStore, userId: string): Promise<LoadedPushRules> {
+    const cache = this.#options.readCache;
+    if (cache === undefined) return store.loadPushRules(userId);
+    const kept = cache.get(userId);
+    if (kept !== undefined) return kept;
+    const ticket = cache.ticket();
+    const loaded = await store.loadPushRules(userId);
+    if (loaded.lookup.found !== 'failed') cache.set(userId, loaded, readCacheBytes(loaded), ticket);
+    return loaded;
   }
 
   async #write(
@@ -539,4 +572,22 @@ function replayOf(recorded: RecordedWrite): Reply {
 /** A lookup that failed is, for every op but `get_pushrules`, an unreadable event. */
 function viewOf(loaded: LoadedPushRules, userId: string): PushRulesEventView {
   return loaded.lookup.found === 'failed' ? { status: 'undecodable' } : viewPushRulesEvent(loaded.lookup, userId);
+}
+
+/**
+ * What a kept ruleset is weighed at: its parsed form takes a few times its
+ * stored text (one-byte strings, objects per rule and condition), plus the
+ * entry itself. A user without stored rules weighs the entry alone; their
+ * defaults are built per read.
+ */
+function readCacheBytes(loaded: LoadedPushRules): number {
+  return 256 + 4 * (loaded.storedChars ?? 0);
+}
+
+function dropChanged(cache: RulesetCache<LoadedPushRules>, outcome: HandleOutcome): void {
+  for (const change of outcome.changes ?? []) if (change.type === 'm.push_rules') cache.invalidate(change.user_id);
+}
+
+function ignore(): void {
+  // The failure is the caller's, through `beforeDeadline`.
 }

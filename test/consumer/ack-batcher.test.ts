@@ -29,6 +29,20 @@ describe('AckBatcher', () => {
     expect(flushes).toHaveLength(1);
   });
 
+  it.each<[string, number[], number[], [number, boolean][], number]>([
+    ['a lone delivery (c = 1)', [1], [1], [[1, true]], 0],
+    ['the last open one of a batch: the whole run at once', [1, 2, 3], [2, 1, 3], [[3, true]], 1],
+    ['one of several open: waits for the turn', [1, 2], [1], [], 1],
+  ])(
+    'acks at once, in the turn of the answer, when every open delivery is answered: %s',
+    (_, delivered, answered, acksNow, scheduled) => {
+      const { batcher, acks, flushes } = batcherWith(...delivered);
+      for (const tag of answered) batcher.answered(tag);
+      expect(acks).toEqual(acksNow);
+      expect(flushes).toHaveLength(scheduled);
+    },
+  );
+
   it('acks an answered run from the oldest delivery with one multiple ack', () => {
     const { batcher, acks, runScheduled } = batcherWith(1, 2, 3, 4);
     batcher.answered(2);
