@@ -114,7 +114,10 @@ const MODES = [
   [
     'in an evaluation thread, small requests on the event loop',
     1,
-    { inlineMaxRecipients: DEFAULT_CONFIG.evaluate.inlineMaxRecipients, inlineMaxBytes: 16_384 },
+    {
+      inlineMaxRecipients: DEFAULT_CONFIG.evaluate.inlineMaxRecipients,
+      inlineMaxBytes: DEFAULT_CONFIG.evaluate.inlineMaxBytes,
+    },
     'event_loop',
     'thread',
   ],
