@@ -4,7 +4,6 @@ import { setFlagsFromString } from 'node:v8';
 import { MongoClient } from 'mongodb';
 import type { Config } from './config/config-schema.js';
 import { ConfigError } from './config/load-config.js';
-import type { CompiledRuleset } from './evaluation/compiled-ruleset.js';
 import type { ServiceProcess } from './lifecycle/run-process.js';
 import type { Logger } from './logging/logger.js';
 import { BrokerQueueProbe } from './observability/broker-queue-probe.js';
@@ -31,16 +30,16 @@ import { NotifyIntake } from './delivery-service/notify-intake.js';
 import { RejectedPushers } from './delivery-service/rejected-pushers.js';
 import { DeliveryMetrics } from './observability/delivery-metrics.js';
 import { MongoDeliveryStore } from './store/mongo-delivery-store.js';
-import { evaluateInProcess, evaluateLimits, evaluateQueue, type EvaluateRunner } from './consumer/evaluate-queue.js';
-import { EvaluatePool } from './evaluate-threads/evaluate-pool.js';
+import { evaluateQueue } from './consumer/evaluate-queue.js';
+import { summedCacheView } from './evaluate-threads/cache-view.js';
+import { Evaluator } from './evaluate-threads/evaluator.js';
 import { RpcWorker } from './consumer/rpc-worker.js';
 import { mongoClientOptions } from './store/mongo-client-options.js';
 import { MongoPushStore } from './store/mongo-push-store.js';
 import type { LoadedPushRules } from './store/push-store.js';
-import { EvaluateService } from './service/evaluate-service.js';
+import { RulesetCache } from './service/ruleset-cache.js';
 import { PushService } from './service/push-service.js';
 import { retryUntilDone } from './retry/retry-until-done.js';
-import { RulesetCache } from './service/ruleset-cache.js';
 
 /** Users whose pushers a worker keeps at most (the byte budget, `delivery.pusherCacheMaxBytes`, usually binds first). */
 const PUSHER_CACHE_MAX_USERS = 2_000_000;
@@ -76,19 +75,9 @@ export function createWorkerProcess(
     routerClient?: RpcClient;
     pushers?: CachedPusherLookup;
     journal?: DeliveryJournal;
+    evaluator?: Evaluator;
   } = {};
 
-  // Compiled rulesets for `evaluate`, kept current by the change events:
-  // in the evaluation threads, or here with `evaluate.threads` 0.
-  const cache =
-    config.evaluate.threads > 0
-      ? undefined
-      : new RulesetCache<CompiledRuleset>({
-          maxEntries: config.evaluate.cacheMaxEntries,
-          maxBytes: config.evaluate.cacheMaxBytes,
-          maxStalenessMs: config.evaluate.maxStalenessMs,
-        });
-  const threads: { pool?: EvaluatePool } = {};
   const readCache =
     config.reads.cacheMaxEntries > 0
       ? new RulesetCache<LoadedPushRules>({
@@ -98,31 +87,8 @@ export function createWorkerProcess(
         })
       : undefined;
   const metrics = new WorkerMetrics(() => running.worker?.inFlight ?? 0, {
-    cache: cache ?? {
-      get size() {
-        return threads.pool?.cache.size ?? 0;
-      },
-      get bytes() {
-        return threads.pool?.cache.bytes ?? 0;
-      },
-      stats: {
-        get hits() {
-          return threads.pool?.cache.stats.hits ?? 0;
-        },
-        get misses() {
-          return threads.pool?.cache.stats.misses ?? 0;
-        },
-        get invalidations() {
-          return threads.pool?.cache.stats.invalidations ?? 0;
-        },
-        get staleRefreshes() {
-          return threads.pool?.cache.stats.staleRefreshes ?? 0;
-        },
-        get evictions() {
-          return threads.pool?.cache.stats.evictions ?? 0;
-        },
-      },
-    },
+    // The compiled rulesets of `evaluate`, on the event loop and in the threads, kept current by the change events.
+    cache: summedCacheView(() => (running.evaluator === undefined ? [] : [running.evaluator.cache])),
     queues: { all: ['request', 'read', 'evaluate', 'deliver'], consumed: () => running.worker?.consumedQueues ?? [] },
   });
   if (readCache !== undefined) registerReadCacheMetrics(metrics.registry, readCache);
@@ -209,7 +175,15 @@ export function createWorkerProcess(
       observer: metrics,
       ...(readCache === undefined ? {} : { readCache }),
     });
-    const evaluate = evaluateRunner(config, log, metrics, store, cache, threads);
+    const evaluator = new Evaluator({
+      evaluate: config.evaluate,
+      mongodb: config.mongodb,
+      maxJsonDepth: config.limits.maxJsonDepth,
+      store,
+      logger: log,
+      observer: metrics,
+    });
+    running.evaluator = evaluator;
     const deliveryStore = new MongoDeliveryStore(db, {
       pendingCollection: config.delivery.pendingCollection,
       acceptedCollection: config.delivery.acceptedCollection,
@@ -342,7 +316,7 @@ export function createWorkerProcess(
         evaluateQueue({
           amqp: config.amqp,
           evaluate: config.evaluate,
-          run: evaluate,
+          run: evaluator.run,
           observer: metrics,
         }),
         notifyQueue({ amqp: config.amqp, delivery: config.delivery, maxJsonDepth: config.limits.maxJsonDepth, router }),
@@ -350,8 +324,7 @@ export function createWorkerProcess(
       changes: {
         pushRulesChanged: (userId) => {
           readCache?.invalidate(userId);
-          cache?.invalidate(userId);
-          threads.pool?.invalidate(userId);
+          evaluator.invalidate(userId);
         },
         pushersChanged: (userId) => {
           pushers.pushersChanged(userId);
@@ -359,8 +332,7 @@ export function createWorkerProcess(
         },
         subscriptionReset: () => {
           readCache?.clear();
-          cache?.clear();
-          threads.pool?.clear();
+          evaluator.clear();
           pushers.clear();
           scheduler.changesMissed();
         },
@@ -400,54 +372,13 @@ export function createWorkerProcess(
       await running.partitions?.close();
       await running.routerClient?.close();
       await gateways.close();
-      await threads.pool?.close();
+      await running.evaluator?.close();
       await depth.close();
       await mongo.close().catch(() => undefined);
       await health?.close();
     },
     start,
   };
-}
-
-/** Where `evaluate` bodies are served: a pool of threads (`evaluate.threads`), or this event loop. */
-function evaluateRunner(
-  config: Readonly<Config>,
-  log: Logger,
-  metrics: WorkerMetrics,
-  store: MongoPushStore,
-  cache: RulesetCache<CompiledRuleset> | undefined,
-  threads: { pool?: EvaluatePool },
-): EvaluateRunner {
-  const { evaluate, mongodb, limits } = config;
-  if (cache === undefined) {
-    threads.pool = new EvaluatePool({
-      threads: evaluate.threads,
-      data: {
-        evaluate,
-        mongodb,
-        maxJsonDepth: limits.maxJsonDepth,
-        cacheMaxEntries: evaluate.cacheMaxEntries,
-        cacheMaxBytes: evaluate.cacheMaxBytes,
-      },
-      ...(evaluate.threadYoungGenerationMb > 0
-        ? { resourceLimits: { maxYoungGenerationSizeMb: evaluate.threadYoungGenerationMb } }
-        : {}),
-      logger: log,
-      observer: metrics,
-    });
-    return threads.pool.run;
-  }
-  const service = new EvaluateService(store, {
-    cache,
-    loadChunkSize: evaluate.loadChunkSize,
-    sliceMs: evaluate.sliceMs,
-    operationTimeoutMs: mongodb.operationTimeoutMs,
-    observer: metrics,
-    onUndecodable: (userId) => {
-      log.warn({ userId }, 'stored push rules cannot be decoded: evaluated as the server defaults');
-    },
-  });
-  return evaluateInProcess(service, evaluateLimits(evaluate, limits.maxJsonDepth));
 }
 
 /** The broker user of the first URL (amqplib's default when none is given): whom parts are published as. */

@@ -363,7 +363,27 @@ export const ConfigSchema = Type.Object(
           minimum: 0,
           maximum: 64,
           description:
-            'Evaluation threads (parsing, cache, compiling, reply off the event loop); 0: on the event loop itself. The cache bounds are shared out between them.',
+            'Evaluation threads (parsing, cache, compiling, reply off the event loop); 0: on the event loop itself. The cache bounds are shared out between them (and the event loop, when it evaluates small requests).',
+        }),
+        /**
+         * A request this small is evaluated on the event loop, not handed to
+         * a thread: below it the hand-off (the body posted, the thread woken,
+         * the reply posted back: some 30 µs at c = 1, and 25-35 µs of the
+         * event loop's own CPU) costs more than the evaluation itself
+         * (bench/evaluate-handoff.ts; docs/architecture.md). Recipients are
+         * counted in the raw body, before any parse; both bounds must hold.
+         */
+        inlineMaxRecipients: Type.Integer({
+          minimum: 0,
+          maximum: 10000,
+          description:
+            'With evaluation threads, a request naming at most this many recipients (and within `evaluate.inlineMaxBytes`) is evaluated on the event loop, the hand-off costing more than the work; 0: every request goes to a thread.',
+        }),
+        inlineMaxBytes: Type.Integer({
+          minimum: 0,
+          maximum: 1024 * 1024,
+          description:
+            'With evaluation threads, a request body of at most this many bytes (and within `evaluate.inlineMaxRecipients`) is evaluated on the event loop; 0: every request goes to a thread.',
         }),
         /**
          * A thread's young generation, like the main thread's (`npm start`
@@ -642,6 +662,8 @@ export const ENVIRONMENT: readonly {
   { name: 'PUSH_GATEWAY_IP_ALLOWLIST', path: ['delivery', 'gatewayIpAllowlist'], kind: 'list' },
   { name: 'EVALUATE_THREADS', path: ['evaluate', 'threads'], kind: 'integer' },
   { name: 'EVALUATE_THREAD_YOUNG_GENERATION_MB', path: ['evaluate', 'threadYoungGenerationMb'], kind: 'integer' },
+  { name: 'EVALUATE_INLINE_MAX_RECIPIENTS', path: ['evaluate', 'inlineMaxRecipients'], kind: 'integer' },
+  { name: 'EVALUATE_INLINE_MAX_BYTES', path: ['evaluate', 'inlineMaxBytes'], kind: 'integer' },
   { name: 'SHUTDOWN_TIMEOUT_MS', path: ['shutdown', 'timeoutMs'], kind: 'integer' },
   { name: 'HEALTH_ENABLED', path: ['health', 'enabled'], kind: 'boolean' },
   { name: 'HEALTH_HOST', path: ['health', 'host'], kind: 'string' },

@@ -1,5 +1,6 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { EvaluateObserver } from '../consumer/evaluate-queue.js';
+import type { EvaluatedOn, EvaluatedOnObserver } from '../consumer/split-evaluate-runner.js';
 import { BrokerMetrics } from './broker-metrics.js';
 import type { RequestReport, WorkerObserver } from '../consumer/worker-observer.js';
 import type { AbandonReason, StoreBoundsObserver } from '../service/bounded-store.js';
@@ -10,7 +11,7 @@ import type { RulesetCache } from '../service/ruleset-cache.js';
  * The worker's Prometheus metrics, on a registry of its own (not the
  * library's global one) so that tests and embedders get a clean set.
  */
-export class WorkerMetrics implements WorkerObserver, EvaluateObserver, StoreBoundsObserver {
+export class WorkerMetrics implements WorkerObserver, EvaluateObserver, EvaluatedOnObserver, StoreBoundsObserver {
   readonly registry = new Registry();
   readonly #requests: Counter<'op' | 'outcome' | 'queue'>;
   readonly #duration: Histogram<'op'>;
@@ -27,6 +28,7 @@ export class WorkerMetrics implements WorkerObserver, EvaluateObserver, StoreBou
   readonly #storeQueries: Counter;
   readonly #cacheHits: Counter;
   readonly #loaded: Counter;
+  readonly #evaluatedOn: Counter<'on'>;
   readonly #broker: BrokerMetrics;
 
   /** `inFlight` is read at scrape time, so the gauge never drifts. */
@@ -143,6 +145,12 @@ export class WorkerMetrics implements WorkerObserver, EvaluateObserver, StoreBou
       help: 'Recipients whose rules were read from the store (not cached, or cached too long ago).',
       registers,
     });
+    this.#evaluatedOn = new Counter({
+      name: 'push_worker_evaluations_total',
+      help: 'Evaluate requests taken, by where they were evaluated: event_loop (small ones, or evaluate.threads 0) or thread.',
+      labelNames: ['on'],
+      registers,
+    });
     if (options.cache !== undefined) {
       const stats = options.cache.stats;
       const cache = options.cache;
@@ -197,6 +205,10 @@ export class WorkerMetrics implements WorkerObserver, EvaluateObserver, StoreBou
     this.#storeQueries.inc(stats.storeQueries);
     this.#cacheHits.inc(stats.cacheHits);
     this.#loaded.inc(stats.loaded);
+  }
+
+  evaluatedOn(where: EvaluatedOn): void {
+    this.#evaluatedOn.inc({ on: where });
   }
 
   requestSettled(report: RequestReport): void {

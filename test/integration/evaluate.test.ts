@@ -5,8 +5,13 @@ import { PushRulesClient } from '../../src/client/push-rules-client.js';
 import { RpcCaller, type ContractReply } from './support/rpc-caller.js';
 import { openTestDatabase, startEvaluatingWorker, type EvaluatingWorker } from './support/evaluate-harness.js';
 import { wrapStore } from '../support/store-doubles.js';
+import { DEFAULT_CONFIG } from '../support/default-config.js';
+import type { Config } from '../../src/config/config-schema.js';
+import type { EvaluatedOn } from '../../src/consumer/split-evaluate-runner.js';
 
 const ALICE = '@alice:example.org';
+/** Every request to a thread, when there are threads. */
+const NO_INLINE = { inlineMaxRecipients: 0, inlineMaxBytes: 0 };
 const BOB = '@bob:example.org';
 const SENDER = '@sender:example.org';
 /** Each mode's tests get users of their own (the modes share the database). */
@@ -29,9 +34,22 @@ afterAll(async () => {
 
 /** Where the workers of the tests running now evaluate: on the event loop (0) or in that many threads. */
 let threads = 0;
+/** With threads: the bounds of the requests evaluated on the event loop all the same (0: none). */
+let inline: Pick<Config['evaluate'], 'inlineMaxRecipients' | 'inlineMaxBytes'> = NO_INLINE;
+/** Where the workers of the tests running now evaluated each request. */
+let evaluatedOn: EvaluatedOn[] = [];
 
 async function aWorker(options: Omit<Parameters<typeof startEvaluatingWorker>[0], 'db'> = {}) {
-  const worker = await startEvaluatingWorker({ db: database.db, threads, ...options });
+  const worker = await startEvaluatingWorker({
+    db: database.db,
+    threads,
+    ...options,
+    evaluate: { ...inline, ...options.evaluate },
+    observer: {
+      evaluatedOn: (where) => evaluatedOn.push(where),
+      storeOperationAbandoned: () => undefined,
+    },
+  });
   workers.push(worker);
   return worker;
 }
@@ -91,17 +109,30 @@ async function msUntilRule(
 }
 
 const MODES = [
-  ['on the event loop', 0],
-  ['in an evaluation thread', 1],
+  ['on the event loop', 0, NO_INLINE, 'event_loop', 'event_loop'],
+  ['in an evaluation thread', 1, NO_INLINE, 'thread', 'thread'],
+  [
+    'in an evaluation thread, small requests on the event loop',
+    1,
+    {
+      inlineMaxRecipients: DEFAULT_CONFIG.evaluate.inlineMaxRecipients,
+      inlineMaxBytes: DEFAULT_CONFIG.evaluate.inlineMaxBytes,
+    },
+    'event_loop',
+    'thread',
+  ],
 ] as const;
 
-describe.each(MODES)('evaluate through a real worker, %s', (_mode, modeThreads) => {
+describe.each(MODES)('evaluate through a real worker, %s', (_mode, modeThreads, modeInline, smallOn, bigOn) => {
   beforeAll(() => {
     threads = modeThreads;
-    offset = 100_000 * modeThreads;
+    inline = modeInline;
+    offset = 100_000 * MODES.findIndex((mode) => mode[0] === _mode);
+    evaluatedOn = [];
   });
   afterAll(() => {
     threads = 0;
+    inline = NO_INLINE;
     offset = 0;
   });
 
@@ -123,6 +154,27 @@ describe.each(MODES)('evaluate through a real worker, %s', (_mode, modeThreads) 
       ok: true,
       body: { notify: { [ALICE]: ['notify', { set_tweak: 'highlight' }] }, evaluated: 1 },
     });
+  });
+
+  it(`answers a small request (${smallOn}) and one over the inline bounds (${bigOn}) from the same rules`, async () => {
+    const worker = await aWorker({ evaluate: { maxStalenessMs: 600_000 } });
+    const frank = user(104);
+    const crowd = Array.from({ length: DEFAULT_CONFIG.evaluate.inlineMaxRecipients + 8 }, (_, i) => user(200 + i));
+    await caller.call(worker.names.queue, { op: 'get_pushrules', user_id: frank });
+    await write(worker, frank, keywordRule('pizza'));
+    evaluatedOn = [];
+    const small = await evaluate(worker, anEvaluate('pizza tonight?', [frank]));
+    const big = await evaluate(worker, anEvaluate('pizza tonight?', [...crowd, frank]));
+    expect(evaluatedOn).toEqual([smallOn, bigOn]);
+    expect(ruleOf(small, frank)).toBe('kw-pizza');
+    expect(ruleOf(big, frank)).toBe('kw-pizza');
+    expect(ruleOf(big, crowd[0] ?? '')).toBe('.m.rule.message');
+    // A write between the two: both paths see it at once (the change event reached every cache).
+    await write(worker, frank, { op: 'delete_pushrule', scope: 'global', kind: 'content', rule_id: 'kw-pizza' });
+    expect(ruleOf(await evaluate(worker, anEvaluate('pizza tonight?', [frank])), frank)).toBe('.m.rule.message');
+    expect(ruleOf(await evaluate(worker, anEvaluate('pizza tonight?', [...crowd, frank])), frank)).toBe(
+      '.m.rule.message',
+    );
   });
 
   it('reflects a write at once on the worker that made it (its cache was warm)', async () => {
@@ -240,12 +292,14 @@ describe.each(MODES)('evaluate through a real worker, %s', (_mode, modeThreads) 
   );
 });
 
-describe.each(MODES)('PushRulesClient.evaluate through a real worker, %s', (_mode, modeThreads) => {
+describe.each(MODES)('PushRulesClient.evaluate through a real worker, %s', (_mode, modeThreads, modeInline) => {
   beforeAll(() => {
     threads = modeThreads;
+    inline = modeInline;
   });
   afterAll(() => {
     threads = 0;
+    inline = NO_INLINE;
   });
 
   it('resolves with the reply body, and rejects with PushRulesError for bad input', async () => {

@@ -131,6 +131,13 @@ describe('the monitoring files and the metrics the processes export', () => {
     expect(missing).toEqual([]);
   });
 
+  it('the worker counts where it evaluated: a request of two recipients on the event loop, its users in its cache', () => {
+    const { workerText = '' } = pages;
+    expect(workerText).toContain('push_worker_evaluations_total{on="event_loop"} 1');
+    expect(workerText).not.toContain('push_worker_evaluations_total{on="thread"}');
+    expect(workerText).toMatch(/^push_worker_evaluate_cache_entries 2$/m);
+  });
+
   it('the worker counts its queues on the broker, and both processes export memory and event-loop lag', () => {
     const { worker: workerPage, gateway: gatewayPage, workerText = '' } = pages;
     expect(workerPage).toBeDefined();

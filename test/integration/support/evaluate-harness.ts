@@ -2,21 +2,15 @@ import amqp from 'amqplib';
 import { MongoClient, type Db } from 'mongodb';
 import { inject } from 'vitest';
 import type { Config } from '../../../src/config/config-schema.js';
-import type { CompiledRuleset } from '../../../src/evaluation/compiled-ruleset.js';
 import { createLogger } from '../../../src/logging/logger.js';
-import {
-  evaluateInProcess,
-  evaluateLimits,
-  evaluateQueue,
-  type EvaluateRunner,
-} from '../../../src/consumer/evaluate-queue.js';
-import { EvaluatePool } from '../../../src/evaluate-threads/evaluate-pool.js';
+import { evaluateQueue } from '../../../src/consumer/evaluate-queue.js';
+import type { EvaluatedOnObserver } from '../../../src/consumer/split-evaluate-runner.js';
+import { Evaluator } from '../../../src/evaluate-threads/evaluator.js';
+import type { StoreBoundsObserver } from '../../../src/service/bounded-store.js';
 import { RpcWorker } from '../../../src/consumer/rpc-worker.js';
 import { MongoPushStore } from '../../../src/store/mongo-push-store.js';
 import type { PushStore } from '../../../src/store/push-store.js';
-import { EvaluateService } from '../../../src/service/evaluate-service.js';
 import { PushService } from '../../../src/service/push-service.js';
-import { RulesetCache } from '../../../src/service/ruleset-cache.js';
 import { DEFAULT_CONFIG } from '../../support/default-config.js';
 import { deleteTopology, TEST_LIMITS, uniqueNames, type Names } from './worker-harness.js';
 
@@ -38,6 +32,8 @@ export interface EvaluatingWorkerOptions {
   readonly trustedPublishers?: readonly string[];
   /** Evaluation threads (the real evaluate-thread.ts, on the same database); 0 or absent: on the event loop. */
   readonly threads?: number;
+  /** Hears where each request was evaluated, and the store operations given up. */
+  readonly observer?: StoreBoundsObserver & EvaluatedOnObserver;
 }
 
 /** One in-process worker consuming a request queue and an evaluate queue of its own. */
@@ -62,11 +58,6 @@ export async function startEvaluatingWorker(options: EvaluatingWorkerOptions): P
   });
   await mongoStore.ensureIndexes();
   const store = options.wrapStore?.(mongoStore) ?? mongoStore;
-  const cache = new RulesetCache<CompiledRuleset>({
-    maxEntries: evaluateSettings.cacheMaxEntries,
-    maxBytes: evaluateSettings.cacheMaxBytes,
-    maxStalenessMs: evaluateSettings.maxStalenessMs,
-  });
   const service = new PushService(store, {
     maxWriteAttempts: 12,
     backoff: { baseMs: 2, maxMs: 100 },
@@ -76,30 +67,15 @@ export async function startEvaluatingWorker(options: EvaluatingWorkerOptions): P
   const logger = createLogger(process.env['TEST_LOG_LEVEL'] ?? 'silent');
   const threads = options.threads ?? 0;
   if (threads > 0 && options.wrapStore !== undefined) throw new Error('a thread reads its own store: no wrapStore');
-  const pool =
-    threads > 0
-      ? new EvaluatePool({
-          threads,
-          data: {
-            evaluate: evaluateSettings,
-            mongodb: { ...DEFAULT_CONFIG.mongodb, url: inject('mongoUrl'), database: options.db.databaseName },
-            maxJsonDepth: TEST_LIMITS.maxJsonDepth,
-            cacheMaxEntries: evaluateSettings.cacheMaxEntries,
-            cacheMaxBytes: evaluateSettings.cacheMaxBytes,
-          },
-          logger,
-        })
-      : undefined;
-  const run: EvaluateRunner =
-    pool?.run ??
-    evaluateInProcess(
-      new EvaluateService(store, {
-        cache,
-        loadChunkSize: evaluateSettings.loadChunkSize,
-        sliceMs: evaluateSettings.sliceMs,
-      }),
-      evaluateLimits(evaluateSettings, TEST_LIMITS.maxJsonDepth),
-    );
+  // Wired as the worker process wires it: small requests on the event loop (unless `evaluate.inline*` is 0), the rest in the threads.
+  const evaluator = new Evaluator({
+    evaluate: { ...evaluateSettings, threads },
+    mongodb: { ...DEFAULT_CONFIG.mongodb, url: inject('mongoUrl'), database: options.db.databaseName },
+    maxJsonDepth: TEST_LIMITS.maxJsonDepth,
+    store,
+    logger,
+    ...(options.observer === undefined ? {} : { observer: options.observer }),
+  });
   const worker = new RpcWorker(service, {
     amqp: names.amqp,
     limits: TEST_LIMITS,
@@ -108,17 +84,15 @@ export async function startEvaluatingWorker(options: EvaluatingWorkerOptions): P
       evaluateQueue({
         amqp: names.amqp,
         evaluate: evaluateSettings,
-        run,
+        run: evaluator.run,
       }),
     ],
     changes: {
       pushRulesChanged: (userId) => {
-        cache.invalidate(userId);
-        pool?.invalidate(userId);
+        evaluator.invalidate(userId);
       },
       subscriptionReset: () => {
-        cache.clear();
-        pool?.clear();
+        evaluator.clear();
       },
     },
   });
@@ -129,7 +103,7 @@ export async function startEvaluatingWorker(options: EvaluatingWorkerOptions): P
     worker,
     close: async () => {
       await worker.close();
-      await pool?.close();
+      await evaluator.close();
       await deleteTopology(names).catch(() => undefined);
       await deleteQueue(names.amqp.url, evaluateSettings.queue);
     },

@@ -1,0 +1,32 @@
+/** How small an `evaluate` body must be to be evaluated on the event loop (`evaluate.inline*`); either 0: none is. */
+export interface InlineBounds {
+  /** The body's bytes: bounds the parse, whatever the recipients. */
+  readonly maxBytes: number;
+  /** `"user_id"` keys in the body: bounds the evaluation. */
+  readonly maxRecipients: number;
+}
+
+const USER_ID_KEY = Buffer.from('"user_id"');
+
+/**
+ * Whether a raw `evaluate` body is small enough that handing it to a thread
+ * would cost more than evaluating it (bench/evaluate-handoff.ts), decided
+ * before any parse: its length, then its `"user_id"` keys counted with a
+ * byte search that stops past `maxRecipients`, within at most `maxBytes`.
+ *
+ * A count, not a parse, so it may be off either way, and either way is
+ * safe: a `"user_id"` key inside the event counts too (the request goes to
+ * a thread), and a key spelled with escapes is missed, but the byte bound
+ * still caps what can reach the event loop. Never wrong about answers: both
+ * paths parse and evaluate the same way.
+ */
+export function isSmallEvaluate(body: Uint8Array, bounds: InlineBounds): boolean {
+  if (bounds.maxBytes <= 0 || bounds.maxRecipients <= 0 || body.byteLength > bounds.maxBytes) return false;
+  const bytes = Buffer.from(body.buffer, body.byteOffset, body.byteLength);
+  let recipients = 0;
+  for (let at = bytes.indexOf(USER_ID_KEY); at !== -1; at = bytes.indexOf(USER_ID_KEY, at + USER_ID_KEY.length)) {
+    recipients += 1;
+    if (recipients > bounds.maxRecipients) return false;
+  }
+  return true;
+}

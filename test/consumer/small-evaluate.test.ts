@@ -1,0 +1,46 @@
+import { describe, expect, it } from 'vitest';
+import { isSmallEvaluate } from '../../src/consumer/small-evaluate.js';
+
+const bounds = { maxBytes: 2048, maxRecipients: 3 };
+const recipients = (count: number) => Array.from({ length: count }, (_, i) => ({ user_id: `@u${i}:example.org` }));
+const anEvaluate = (count: number, content: object = { body: 'hi' }) =>
+  JSON.stringify({
+    op: 'evaluate',
+    event: { type: 'm.room.message', sender: '@s:example.org', content },
+    room: { member_count: count + 1 },
+    recipients: recipients(count),
+  });
+const bytes = (text: string) => new TextEncoder().encode(text);
+
+describe('isSmallEvaluate: whether a raw evaluate body is evaluated on the event loop', () => {
+  it.each([
+    ['no recipients', anEvaluate(0), true],
+    ['one recipient', anEvaluate(1), true],
+    ['as many recipients as the bound', anEvaluate(3), true],
+    ['one recipient more than the bound', anEvaluate(4), false],
+    ['many recipients', anEvaluate(50), false],
+    ['a body over the byte bound, one recipient', anEvaluate(1, { body: 'x'.repeat(2100) }), false],
+    ['whitespace around the key', '{"recipients":[{ "user_id" : "@a:b" },\n{"user_id":"@c:d"}]}', true],
+    // Counted too: safe, the request goes to a thread.
+    ['a "user_id" key inside the event', anEvaluate(3, { user_id: '@x:example.org' }), false],
+    // Escaped quotes inside a string are not a key.
+    ['"user_id" as text in the event', anEvaluate(3, { body: 'my "user_id" is' }), true],
+  ])('%s: %s', (_case, body, small) => {
+    expect(isSmallEvaluate(bytes(body), bounds)).toBe(small);
+  });
+
+  it.each([
+    ['maxRecipients 0', { maxBytes: 2048, maxRecipients: 0 }],
+    ['maxBytes 0', { maxBytes: 0, maxRecipients: 3 }],
+  ])('with %s, no body is small, not even an empty one', (_case, off) => {
+    expect(isSmallEvaluate(bytes(anEvaluate(1)), off)).toBe(false);
+    expect(isSmallEvaluate(new Uint8Array(0), off)).toBe(false);
+  });
+
+  it('reads only the bytes of its view, as a delivery may be a slice of a larger buffer', () => {
+    const whole = bytes(`${anEvaluate(2)}${anEvaluate(40)}`);
+    const first = whole.subarray(0, bytes(anEvaluate(2)).byteLength);
+    expect(isSmallEvaluate(first, bounds)).toBe(true);
+    expect(isSmallEvaluate(whole.subarray(first.byteLength), { ...bounds, maxBytes: 1 << 20 })).toBe(false);
+  });
+});
