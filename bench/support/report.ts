@@ -127,7 +127,40 @@ export function checkTargets(results: readonly ScenarioResult[], peaks: readonly
       met: peak.bytes <= RSS_TARGET_BYTES,
     });
   }
-  checks.push(...checkReadTargets(results));
+  checks.push(...checkReadTargets(results), ...checkReadFloorTargets(results));
+  return checks;
+}
+
+/** Issue 35: a read is at the transport's floor, the classic echo alone, with no store in the bound. */
+const FLOOR_P50_MARGIN_MS = 0.1;
+const FLOOR_RATE_SHARE = 0.6;
+
+function checkReadFloorTargets(results: readonly ScenarioResult[]): TargetCheck[] {
+  const checks: TargetCheck[] = [];
+  const classic = (concurrency: number) => find(results, { group: 'broker', op: 'echo-classic', concurrency });
+  const worker = (op: string, concurrency: number) => find(results, { group: 'worker', op, concurrency, workers: 1 });
+  for (const op of ['get_pushrule_enabled', 'get_pushrules'] as const) {
+    const w = worker(op, 1);
+    const b = classic(1);
+    if (w === undefined || b === undefined) continue;
+    const over = w.p50Ms - b.p50Ms;
+    checks.push({
+      target: `${op} p50 at c=1 − classic echo p50 ≤ ${FLOOR_P50_MARGIN_MS} ms`,
+      measured: `${ms(w.p50Ms)} − ${ms(b.p50Ms)} = ${ms(over)}`,
+      met: Number.isFinite(over) && over <= FLOOR_P50_MARGIN_MS,
+    });
+  }
+  for (const op of ['get_pushrules', 'get_pushrule_enabled'] as const) {
+    const w = worker(op, 64);
+    const b = classic(64);
+    if (w === undefined || b === undefined) continue;
+    const ratio = w.throughput / b.throughput;
+    checks.push({
+      target: `${op} at c=64 ÷ classic echo ≥ ${FLOOR_RATE_SHARE}`,
+      measured: `${fmt(w.throughput)}/s ÷ ${fmt(b.throughput)}/s = ${ratio.toFixed(2)}`,
+      met: Number.isFinite(ratio) && ratio >= FLOOR_RATE_SHARE,
+    });
+  }
   return checks;
 }
 

@@ -160,7 +160,12 @@ describe('checkTargets for reads on the read queue (issue 17)', () => {
     aResult({ group: 'store', op: 'rules-read', concurrency, p50Ms: 0.2, throughput: 8_000 }),
   ];
   const issue17 = (checks: readonly { target: string; met: boolean }[]) =>
-    checks.filter((c) => c.target.includes('classic echo') || c.target.includes('CPU'));
+    checks.filter(
+      (c) =>
+        (c.target.includes('classic echo') || c.target.includes('CPU')) &&
+        !c.target.includes('− classic echo') &&
+        !c.target.includes('÷ classic echo'),
+    );
 
   it('judges p50 at c=1 against classic echo p50 + store p50 + 0.15 ms', () => {
     const base = at(1, 0.5, 2_000);
@@ -236,5 +241,32 @@ describe('workerNodeFlags', () => {
     expect(flags).toContain('--max-semi-space-size=8');
     const dockerfile = readFileSync(new URL('../../Dockerfile', import.meta.url), 'utf8');
     expect(dockerfile).toContain(`CMD ${JSON.stringify(['node', ...flags, 'dist/main.js']).replaceAll(',', ', ')}`);
+  });
+});
+
+describe('checkTargets for reads at the transport floor (issue 35)', () => {
+  const floor = (checks: readonly { target: string; met: boolean }[]) =>
+    checks.filter((c) => c.target.includes('− classic echo') || c.target.includes('÷ classic echo'));
+  const classic = (concurrency: number, p50Ms: number, throughput: number) =>
+    aResult({ group: 'broker', op: 'echo-classic', concurrency, p50Ms, throughput });
+
+  it.each<[string, number, boolean]>([
+    ['0.1 ms over the echo', 0.6, true],
+    ['just over 0.1 ms', 0.61, false],
+  ])('judges p50 at c=1 against the classic echo alone: %s', (_, p50Ms, met) => {
+    const checks = floor(
+      checkTargets([classic(1, 0.5, 2_000), aResult({ op: 'get_pushrule_enabled', concurrency: 1, p50Ms })], []),
+    );
+    expect(checks.map((c) => [c.target, c.met])).toEqual([
+      ['get_pushrule_enabled p50 at c=1 − classic echo p50 ≤ 0.1 ms', met],
+    ]);
+  });
+
+  it.each<[number, boolean]>([
+    [6_000, true],
+    [5_999, false],
+  ])('judges get_pushrules at c=64 at %i/s against 0.6 of the classic echo', (throughput, met) => {
+    const checks = floor(checkTargets([classic(64, 5, 10_000), aResult({ op: 'get_pushrules', throughput })], []));
+    expect(checks.map((c) => [c.target, c.met])).toEqual([['get_pushrules at c=64 ÷ classic echo ≥ 0.6', met]]);
   });
 });
