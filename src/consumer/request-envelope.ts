@@ -269,6 +269,8 @@ export class RequestEnvelope {
   }
 
   #logOutcome(outcome: ServeOutcome, context: Record<string, unknown>): void {
+    // A request served is logged at debug: off in production, so skip building its line.
+    if (outcome.reply.ok && outcome.failure === undefined && !this.#log.isLevelEnabled('debug')) return;
     const fields = {
       op: outcome.op,
       ...context,

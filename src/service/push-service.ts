@@ -5,6 +5,7 @@ import { getPushRule } from '../push-rules/get-push-rule.js';
 import { encodeRulesetContent, rulesetContentJson } from '../push-rules/decode-ruleset.js';
 import { getPushRules } from '../push-rules/get-push-rules.js';
 import type { Ruleset } from '../push-rules/push-rule.js';
+import type { RuleAddress } from '../push-rules/rule-address.js';
 import { getPushRuleActions, setPushRuleActions } from '../push-rules/push-rule-actions.js';
 import { getPushRuleEnabled, setPushRuleEnabled } from '../push-rules/push-rule-enabled.js';
 import { viewPushRulesEvent, type PushRulesEventView } from '../push-rules/push-rules-event.js';
@@ -147,6 +148,10 @@ export class PushService {
    * afterwards.
    */
   async handle(command: Command, context: RequestContext = {}): Promise<HandleOutcome> {
+    // A read of rules kept in memory is answered here, with no store, so no
+    // deadline timer and no bounded store are worth setting up for it.
+    const kept = this.#answerFromReadCache(command);
+    if (kept !== undefined) return kept;
     const { deadline, messageId } = context;
     const { operationTimeoutMs, observer } = this.#options;
     const bounded = deadline !== undefined || (operationTimeoutMs ?? 0) > 0;
@@ -174,15 +179,9 @@ export class PushService {
       case 'get_pushrules':
         return this.#getPushRules(store, userId);
       case 'get_pushrule':
-        return this.#read(store, userId, (view) => getPushRule(view, command.address));
       case 'get_pushrule_actions':
-        return this.#read(store, userId, (view) =>
-          mapResult(getPushRuleActions(view, command.address), (actions) => ({ actions })),
-        );
       case 'get_pushrule_enabled':
-        return this.#read(store, userId, (view) =>
-          mapResult(getPushRuleEnabled(view, command.address), (enabled) => ({ enabled })),
-        );
+        return this.#read(store, userId, ruleRead(command.op, command.address));
       case 'set_pushrule':
         return this.#write(store, userId, messageId, (view) => setPushRule(view, command.request));
       case 'delete_pushrule':
@@ -246,15 +245,43 @@ export class PushService {
   }
 
   /**
-   * A user's rules for a read: from the read cache when kept there, else
-   * from the store, kept for the next read unless a change of the user came
-   * while it was read (the cache's ticket) or the stored data is bad.
+   * A push-rule read answered from the read cache, or undefined when the
+   * user is not kept there (or is, but `get_pushrules` must store their
+   * defaults first): then `#dispatch` reads the store.
+   */
+  #answerFromReadCache(command: Command): HandleOutcome | undefined {
+    const cache = this.#options.readCache;
+    if (cache === undefined) return undefined;
+    if (
+      command.op !== 'get_pushrules' &&
+      command.op !== 'get_pushrule' &&
+      command.op !== 'get_pushrule_actions' &&
+      command.op !== 'get_pushrule_enabled'
+    )
+      return undefined;
+    const { userId } = command;
+    const kept = cache.get(userId);
+    if (kept === undefined) return undefined;
+    if (command.op !== 'get_pushrules') {
+      const result = ruleRead(command.op, command.address)(viewOf(kept, userId));
+      return { reply: result.ok ? success(result.value) : failure(result.error), conflicts: 0 };
+    }
+    const decision = getPushRules(kept.lookup, userId);
+    if (!decision.ok) return { reply: failure(decision.error), conflicts: 0 };
+    const { ruleset, persist } = decision.value;
+    if (persist !== 'none') return undefined;
+    return { reply: successEncoded(encodeRulesetContent(ruleset), rulesetContentJson(ruleset)), conflicts: 0 };
+  }
+
+  /**
+   * A user's rules for a read the read cache did not answer
+   * (`#answerFromReadCache` looked first): from the store, kept for the
+   * next read unless a change of the user came while it was read (the
+   * cache's ticket) or the stored data is bad.
    */
   async #loadForRead(store: PushStore, userId: string): Promise<LoadedPushRules> {
     const cache = this.#options.readCache;
     if (cache === undefined) return store.loadPushRules(userId);
-    const kept = cache.get(userId);
-    if (kept !== undefined) return kept;
     const ticket = cache.ticket();
     const loaded = await store.loadPushRules(userId);
     if (loaded.lookup.found !== 'failed') cache.set(userId, loaded, readCacheBytes(loaded), ticket);
@@ -582,6 +609,20 @@ function viewOf(loaded: LoadedPushRules, userId: string): PushRulesEventView {
  */
 function readCacheBytes(loaded: LoadedPushRules): number {
   return 256 + 4 * (loaded.storedChars ?? 0);
+}
+
+type RuleRead = 'get_pushrule' | 'get_pushrule_actions' | 'get_pushrule_enabled';
+
+/** What a single-rule read answers from the user's rules. */
+function ruleRead(op: RuleRead, address: RuleAddress): (view: PushRulesEventView) => Result<unknown> {
+  switch (op) {
+    case 'get_pushrule':
+      return (view) => getPushRule(view, address);
+    case 'get_pushrule_actions':
+      return (view) => mapResult(getPushRuleActions(view, address), (actions) => ({ actions }));
+    case 'get_pushrule_enabled':
+      return (view) => mapResult(getPushRuleEnabled(view, address), (enabled) => ({ enabled }));
+  }
 }
 
 function dropChanged(cache: RulesetCache<LoadedPushRules>, outcome: HandleOutcome): void {
