@@ -1,4 +1,4 @@
-import type { EvaluateReplyBody } from '../contract/ops.js';
+import type { EvaluateReplyBody, EvaluateRequestBody } from '../contract/ops.js';
 import type { Reply } from '../contract/reply.js';
 import type { EvaluateCompactReply } from '../evaluation/evaluate-request.js';
 import type { PushAction } from '../push-rules/push-rule.js';
@@ -38,7 +38,14 @@ export interface EvaluateManyEvent {
  * the bytes to carry and parse for a large room; `evaluateAnswer` hands
  * back the default shape.
  */
-export function evaluateItem(call: EvaluateManyEvent): object {
+export function evaluateItem(call: EvaluateManyEvent): Omit<EvaluateRequestBody, 'op'> {
   const { event, room, recipients, explain } = call;
-  return { event, room, recipients, ...(explain === true ? { explain: true } : {}), compact: true };
+  // Typed by the schema the workers validate it with; the cast only drops `readonly`.
+  return {
+    event,
+    room,
+    recipients: recipients as EvaluationRecipient[],
+    ...(explain === true ? { explain: true } : {}),
+    compact: true,
+  };
 }
