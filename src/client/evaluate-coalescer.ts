@@ -127,10 +127,10 @@ export class EvaluateCoalescer {
   async evaluateMany(items: readonly EvaluateItem[], timeoutMs?: number): Promise<PromiseSettledResult<Reply>[]> {
     const deadline = this.#now() + (timeoutMs ?? this.#defaultTimeoutMs);
     const answers = new Array<Promise<Reply>>(items.length);
-    let batch: { waiting: Waiting; index: number }[] = [];
+    let batch: Waiting[] = [];
     let bytes = 0;
     const sendBatch = () => {
-      if (batch.length > 0) this.#sendMessage(batch.map((entry) => entry.waiting));
+      if (batch.length > 0) this.#sendMessage(batch);
       batch = [];
       bytes = 0;
     };
@@ -145,7 +145,7 @@ export class EvaluateCoalescer {
       const size = Buffer.byteLength(json);
       if (batch.length > 0 && (batch.length >= this.#maxEvents || bytes + size > this.#maxBytes)) sendBatch();
       answers[index] = new Promise<Reply>((resolve, reject) => {
-        batch.push({ waiting: { json, deadline, resolve, reject, settled: false }, index });
+        batch.push({ json, deadline, resolve, reject, settled: false });
       });
       bytes += size;
     });

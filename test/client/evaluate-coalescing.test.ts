@@ -234,6 +234,14 @@ describe('PushRulesClient.evaluate, coalesced', () => {
     await expect(good).resolves.toEqual(valueOf(3));
   });
 
+  it('fails the calls still waiting with closed when the client is closed', async () => {
+    const { client } = heldTransport(QUIET);
+    ignore(client.evaluate(eventOf(1), ROOM, recipients));
+    const waiting = client.evaluate(eventOf(2), ROOM, recipients);
+    await client.close();
+    await expect(waiting).rejects.toMatchObject({ kind: 'Unavailable', reason: 'closed' });
+  });
+
   it('sends every call alone and at once when coalescing is off', () => {
     const { client, sent } = heldTransport(false);
     for (const n of [1, 2, 3]) ignore(client.evaluate(eventOf(n), ROOM, recipients));
