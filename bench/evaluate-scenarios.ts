@@ -53,6 +53,7 @@ import {
 import { freePort, startChild, startEchoConsumer, startWorkerWithHealth, type Child } from './support/processes.js';
 import { cpuSeconds, runQueueWaitSeconds, rssBytes, startCpuWatch } from './support/proc-stats.js';
 import { runSynapseAnchor } from './support/synapse-anchor.js';
+import { runCoalescedRows } from './evaluate-coalesced.js';
 import { echoCall, seedRulesetDocuments, UserPool, workerCall } from './support/workloads.js';
 
 export interface EvaluateContext {
@@ -76,7 +77,7 @@ export interface EvaluateContext {
   readonly coldSamples: number;
   /** Take heap snapshots even when the memory target is met. */
   readonly heapProfile: boolean;
-  /** Whether a part (`evaluate/kernel`, `evaluate/latency`, `evaluate/isolation`, `evaluate/cold`, `evaluate/mentions`, `evaluate/memory`) runs. */
+  /** Whether a part (`evaluate/kernel`, `evaluate/latency`, `evaluate/isolation`, `evaluate/cold`, `evaluate/mentions`, `evaluate/coalesced`, `evaluate/memory`) runs. */
   readonly selected: (part: string) => boolean;
 }
 
@@ -186,6 +187,21 @@ export async function runEvaluateScenarios(ctx: EvaluateContext): Promise<Evalua
       const w = await startWorker('mentions');
       try {
         results.mentions = await mentionsRows(ctx, client, w);
+      } finally {
+        await stop(w.child);
+      }
+    }
+    if (ctx.selected('evaluate/coalesced')) {
+      const w = await startWorker('coalesced');
+      try {
+        results.coalesced = await runCoalescedRows({
+          amqpUrl: ctx.amqpUrl,
+          evaluateQueue,
+          db: w.db,
+          warmupMs: ctx.warmupMs,
+          measureMs: ctx.measureMs,
+          log,
+        });
       } finally {
         await stop(w.child);
       }

@@ -9,7 +9,7 @@
  *                 baselines run with any other scenario); `--only evaluate`
  *                 runs only the evaluate part (issue 14), whose parts are
  *                 evaluate/kernel, evaluate/latency, evaluate/isolation,
- *                 evaluate/cold, evaluate/mentions and evaluate/memory
+ *                 evaluate/cold, evaluate/mentions, evaluate/coalesced and evaluate/memory
  *                 (issue 23's table: `--only 'evaluate/(latency|isolation|cold|mentions)'`)
  *   --profile     workers write V8 CPU profiles to bench/results/profiles/
  *   --reps N      evaluate kernel and Synapse: at least N samples per row (5)
@@ -128,6 +128,7 @@ const EVALUATE_PARTS = [
   'evaluate/isolation',
   'evaluate/cold',
   'evaluate/mentions',
+  'evaluate/coalesced',
   'evaluate/memory',
 ];
 const runsClassic = ONLY === undefined || CLASSIC_IDS.some((scenario) => ONLY.test(scenario));

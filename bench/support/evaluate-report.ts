@@ -1,3 +1,4 @@
+import { checkCoalescedTargets, coalescedMarkdown, type CoalescedResults } from './evaluate-coalesced-report.js';
 import type { KernelRowResult } from '../evaluate-kernel.js';
 import { percentile } from './closed-loop.js';
 import type { EvaluateCounters, OpenLoopResult } from './evaluate-load.js';
@@ -179,6 +180,8 @@ export interface EvaluateResults {
   readonly isolation: readonly IsolationResult[];
   readonly memory?: MemoryResult;
   readonly mentions?: readonly MentionsRow[];
+  /** Every workload row end to end, calls coalesced (issue 35). */
+  readonly coalesced?: CoalescedResults;
   /** What each part of the run means, for the report. */
   readonly notes: readonly string[];
 }
@@ -211,6 +214,7 @@ export function checkEvaluateTargets(e: EvaluateResults): TargetCheck[] {
       }
     }
   }
+  if (e.coalesced !== undefined) checks.push(...checkCoalescedTargets(e.coalesced, e.synapse));
   for (const row of e.latency) {
     if (row.targetP99Ms === undefined) continue;
     checks.push({
@@ -366,6 +370,7 @@ export function evaluateMarkdown(e: EvaluateResults): string {
         `| ${m.id} | ${m.concurrency} | ${m.requests} | ${Math.round(m.throughput).toLocaleString('en-US')} | ${ms(m.p50Ms)} | ${ms(m.p99Ms)} | ${us(usPerPair(m))} | ${m.errors} |`,
       );
   }
+  if (e.coalesced !== undefined) lines.push('', coalescedMarkdown(e.coalesced, e.synapse));
   if (e.latency.length > 0) {
     lines.push(
       '',

@@ -1,18 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import type {
-  EmptyBody,
-  EvaluateReplyBody,
-  EvaluateRequestBody,
-  NotifyRequestBody,
-  ReadOp,
-  ReplyOf,
-  WriteOp,
-} from '../contract/ops.js';
+import type { EmptyBody, EvaluateReplyBody, NotifyRequestBody, ReadOp, ReplyOf, WriteOp } from '../contract/ops.js';
 import { DEFAULT_QUEUES } from '../contract/queue-names.js';
 import type { Reply } from '../contract/reply.js';
 import type { RequestOf } from '../contract/request-schemas.js';
 import type { EvaluationEvent, EvaluationRecipient, EvaluationRoom } from '../evaluation/evaluation-input.js';
-import type { EvaluateCompactReply } from '../evaluation/evaluate-request.js';
 import type { PushAction, RuleBody, RuleKind } from '../push-rules/push-rule.js';
 import type { RuleAddress } from '../push-rules/rule-address.js';
 import type { PusherSetAction } from '../pushers/pusher.js';
@@ -20,7 +11,16 @@ import type { Logger } from '../logging/logger.js';
 import type { BrokerUrls } from '../config/broker-urls.js';
 import type { BrokerConnectionObserver } from '../amqp/broker-connection.js';
 import { PushRulesError } from './push-rules-error.js';
-import { RpcClient, RpcRequestError, RpcTransportError, type ReadFallback, type RequestOptions } from './rpc-client.js';
+import { EvaluateCoalescer, type EvaluateCoalescing } from './evaluate-coalescer.js';
+import { evaluateAnswer, evaluateItem, type EvaluateManyEvent } from './evaluate-call.js';
+import {
+  DEFAULT_TIMEOUT_MS,
+  RpcClient,
+  RpcRequestError,
+  RpcTransportError,
+  type ReadFallback,
+  type RequestOptions,
+} from './rpc-client.js';
 
 // The package entry (`matrix-push-worker/client`) is this file, so its error type and address type come with it.
 export { PushRulesError } from './push-rules-error.js';
@@ -28,6 +28,8 @@ export type { RuleAddress } from '../push-rules/rule-address.js';
 export type { PusherSetAction, WirePusher } from '../pushers/pusher.js';
 export type { EvaluateReply } from '../evaluation/evaluate-request.js';
 export type { EmptyBody } from '../contract/ops.js';
+export type { EvaluateCoalescing } from './evaluate-coalescer.js';
+export type { EvaluateManyEvent } from './evaluate-call.js';
 export type { EvaluationEvent, EvaluationRecipient, EvaluationRoom } from '../evaluation/evaluation-input.js';
 
 /** The part of `RpcClient` this client needs; tests fake it with an object literal. */
@@ -61,6 +63,13 @@ export interface PushRulesClientOptions {
   readonly evaluateQueue?: string;
   /** The workers' delivery queue; `matrix.push.deliver` unless they are configured otherwise. */
   readonly deliverQueue?: string;
+  /**
+   * How `evaluate()` calls made while another is out are sent together, as
+   * one message of the batch form (`{windowMs: 0.5, maxEvents: 64,
+   * maxBytes: 1 MiB}` unless given); `false`: each call alone, as before.
+   * The workers must know the batch form (this version or later).
+   */
+  readonly evaluateCoalescing?: EvaluateCoalescing | false;
   /** The broker user of `url`; needed when the workers have trusted publishers. */
   readonly publisherUserId?: string;
   /** Hears which node the client is connected to, and each loss (for metrics). */
@@ -164,10 +173,18 @@ export class PushRulesClient {
   readonly #transport: RpcTransport;
   readonly #evaluateQueue: string;
   readonly #deliverQueue: string;
+  readonly #coalescer: EvaluateCoalescer;
 
   constructor(options: PushRulesClientOptions, transport?: RpcTransport) {
     this.#evaluateQueue = options.evaluateQueue ?? DEFAULT_EVALUATE_QUEUE;
     this.#deliverQueue = options.deliverQueue ?? DEFAULT_DELIVER_QUEUE;
+    const coalescing = options.evaluateCoalescing;
+    this.#coalescer = new EvaluateCoalescer({
+      send: async (body, sendOptions) => this.#transport.request(body, { ...sendOptions, queue: this.#evaluateQueue }),
+      defaultTimeoutMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
+      // Off: a message of one event, always at once (a single event is never held back).
+      ...(coalescing === false ? { maxEvents: 1 } : coalescing),
+    });
     this.#transport =
       transport ??
       new RpcClient({
@@ -309,13 +326,17 @@ export class PushRulesClient {
    * `recipients` get notified, and with which actions. Sent to the evaluate
    * queue; needs no user (the publisher must be trusted like for any op).
    * Resolves with `notify` (only the notified, by user ID), `evaluated`,
-   * and `rule_ids` when `explain` is set.
+   * and `rule_ids` when `explain` is set; rejects with this event's own
+   * `PushRulesError`.
    *
-   * It asks for the compact reply (recipients grouped by identical actions:
-   * a fraction of the bytes to carry and parse for a large room) and hands
-   * back the same shape as the default one; the recipients of a group share
-   * one actions array. A worker that answers the default form (one that
-   * predates `compact`) is understood as well.
+   * A call made while another evaluation is out waits up to
+   * `evaluateCoalescing.windowMs` and goes with the calls made meanwhile as
+   * one message (evaluate-coalescer.ts); a call made while none is out
+   * goes at once. It asks for the compact reply (recipients grouped by
+   * identical actions: a fraction of the bytes to carry and parse for a
+   * large room) and hands back the same shape as the default one; the
+   * recipients of a group share one actions array. A worker that answers
+   * the default form (one that predates `compact`) is understood as well.
    */
   async evaluate(
     event: EvaluationEvent,
@@ -323,19 +344,33 @@ export class PushRulesClient {
     recipients: readonly EvaluationRecipient[],
     options: EvaluateOptions = {},
   ): Promise<EvaluateReplyBody> {
-    const body: EvaluateRequestBody = {
-      op: 'evaluate',
-      event,
-      room,
-      recipients: recipients as EvaluationRecipient[],
-      ...(options.explain === true ? { explain: true } : {}),
-      compact: true,
-    };
-    const reply = await this.#call<EvaluateReplyBody | EvaluateCompactReply>(body, {
-      queue: this.#evaluateQueue,
-      ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
+    const reply = await this.#replyOf(
+      this.#coalescer.evaluate(evaluateItem({ event, room, recipients, ...options }), options.timeoutMs),
+    );
+    return evaluateAnswer(reply);
+  }
+
+  /**
+   * Several events at once, as a homeserver persisting a batch of events
+   * has them: sent now as one message of the batch form (more when they
+   * pass `evaluateCoalescing`'s caps), each answered on its own, in order:
+   * `{status: 'fulfilled', value}` with what `evaluate()` would resolve
+   * with, or `{status: 'rejected', reason}` with its own `PushRulesError`
+   * (a bad event, or no reply for its message). One deadline for all.
+   */
+  async evaluateMany(
+    events: readonly EvaluateManyEvent[],
+    options: CallOptions = {},
+  ): Promise<PromiseSettledResult<EvaluateReplyBody>[]> {
+    const replies = await this.#coalescer.evaluateMany(events.map(evaluateItem), options.timeoutMs);
+    return replies.map((settled): PromiseSettledResult<EvaluateReplyBody> => {
+      if (settled.status === 'rejected') return { status: 'rejected', reason: pushRulesErrorOf(settled.reason) };
+      try {
+        return { status: 'fulfilled', value: evaluateAnswer(settled.value) };
+      } catch (error) {
+        return { status: 'rejected', reason: error };
+      }
     });
-    return 'notify_groups' in reply ? expandCompactReply(reply) : reply;
   }
 
   /**
@@ -385,6 +420,7 @@ export class PushRulesClient {
 
   /** Rejects pending calls (`reason: 'closed'`) and disconnects. Idempotent. */
   async close(): Promise<void> {
+    this.#coalescer.close();
     await this.#transport.close();
   }
 
@@ -408,27 +444,28 @@ export class PushRulesClient {
   }
 
   async #call<T>(body: object, options: RequestOptions): Promise<T> {
-    let reply: Reply;
-    try {
-      reply = await this.#transport.request(body, options);
-    } catch (error) {
-      if (error instanceof RpcTransportError) throw PushRulesError.fromTransport(error.reason);
-      // Nothing was sent: the caller's own argument is at fault, not the service.
-      if (error instanceof RpcRequestError) throw PushRulesError.unserializable();
-      throw error;
-    }
+    const reply = await this.#replyOf(this.#transport.request(body, options));
     if (!reply.ok) throw new PushRulesError(reply.error);
     // The worker validated what it stored and answers the contract's shapes.
     return reply.body as T;
   }
+
+  /** The reply envelope, or the `PushRulesError` for why there is none. */
+  async #replyOf(sent: Promise<Reply>): Promise<Reply> {
+    try {
+      return await sent;
+    } catch (error) {
+      throw pushRulesErrorOf(error);
+    }
+  }
 }
 
-/** The default form of an `evaluate` reply from its compact form. */
-function expandCompactReply(compact: EvaluateCompactReply): EvaluateReplyBody {
-  const notify: Record<string, readonly PushAction[]> = {};
-  for (const group of compact.notify_groups) for (const userId of group.user_ids) notify[userId] = group.actions;
-  const { evaluated, rule_ids: ruleIds } = compact;
-  return ruleIds === undefined ? { notify, evaluated } : { notify, evaluated, rule_ids: ruleIds };
+/** What a call rejects with when it got no reply envelope. */
+function pushRulesErrorOf(error: unknown): unknown {
+  if (error instanceof RpcTransportError) return PushRulesError.fromTransport(error.reason);
+  // Nothing was sent: the caller's own argument is at fault, not the service.
+  if (error instanceof RpcRequestError) return PushRulesError.unserializable();
+  return error;
 }
 
 function wireAddress(address: RuleAddress): { scope: string; kind: string; rule_id: string } {

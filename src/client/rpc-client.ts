@@ -10,6 +10,7 @@ import {
 } from '../amqp/broker-connection.js';
 import type { BackoffPolicy } from '../retry/backoff.js';
 import type { Reply } from '../contract/reply.js';
+import { EncodedBody } from './encoded-body.js';
 
 const REPLY_QUEUE = 'amq.rabbitmq.reply-to';
 /** The error amqplib (2.x) gives a confirm callback for a nack; any other means the channel closed. */
@@ -87,6 +88,8 @@ export interface RpcClientOptions {
 
 export type ReadFallback = 'returned' | 'no-consumer';
 
+/** A call's deadline when neither the call nor the client gives one. */
+export const DEFAULT_TIMEOUT_MS = 10_000;
 const DEFAULT_HEARTBEAT_SECONDS = 10;
 const DEFAULT_CONNECT_TIMEOUT_MS = 5_000;
 const DEFAULT_RECONNECT: BackoffPolicy = { baseMs: 100, maxMs: 1_000 };
@@ -179,6 +182,7 @@ export class RpcClient {
   /**
    * Resolves with the reply envelope; rejects with `RpcTransportError` when
    * there is none, or `RpcRequestError` when `body` cannot be serialized.
+   * An `EncodedBody` is sent as its text.
    */
   async request(body: object, options: RequestOptions = {}): Promise<Reply> {
     const { content, timeoutMs, session, leftMs } = await this.#ready(body, options);
@@ -294,7 +298,7 @@ export class RpcClient {
     // the publish's `try` was taken for a closed channel, and the connection
     // was dropped under every other caller's pending call.
     const content = serialize(body);
-    const timeoutMs = options.timeoutMs ?? this.#options.timeoutMs ?? 10_000;
+    const timeoutMs = options.timeoutMs ?? this.#options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     // The deadline runs from the call, the wait for a connection included.
     const deadline = Date.now() + timeoutMs;
     const session = await this.#connectedWithin(timeoutMs);
@@ -466,6 +470,7 @@ export class RpcClient {
 }
 
 function serialize(body: object): Buffer {
+  if (body instanceof EncodedBody) return Buffer.from(body.json);
   try {
     return Buffer.from(JSON.stringify(body));
   } catch (error) {

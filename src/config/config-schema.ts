@@ -323,7 +323,12 @@ export const ConfigSchema = Type.Object(
         maxRecipients: Type.Integer({
           minimum: 1,
           maximum: 1000000,
-          description: 'Recipients of one request (`TooLarge`).',
+          description: 'Recipients of one event (`TooLarge`).',
+        }),
+        maxBatchEvents: Type.Integer({
+          minimum: 1,
+          maximum: 10000,
+          description: 'Events of one request in the batch form (`events`; `TooLarge`).',
         }),
         /** Uncached recipients read from the store per query. */
         loadChunkSize: Type.Integer({
@@ -629,6 +634,7 @@ export const ENVIRONMENT: readonly {
   { name: 'EVALUATE_MAX_REQUEST_BYTES', path: ['evaluate', 'maxRequestBytes'], kind: 'integer' },
   { name: 'EVALUATE_MAX_EVENT_BYTES', path: ['evaluate', 'maxEventBytes'], kind: 'integer' },
   { name: 'EVALUATE_MAX_RECIPIENTS', path: ['evaluate', 'maxRecipients'], kind: 'integer' },
+  { name: 'EVALUATE_MAX_BATCH_EVENTS', path: ['evaluate', 'maxBatchEvents'], kind: 'integer' },
   { name: 'EVALUATE_LOAD_CHUNK_SIZE', path: ['evaluate', 'loadChunkSize'], kind: 'integer' },
   { name: 'EVALUATE_SLICE_MS', path: ['evaluate', 'sliceMs'], kind: 'integer' },
   { name: 'EVALUATE_CACHE_MAX_ENTRIES', path: ['evaluate', 'cacheMaxEntries'], kind: 'integer' },

@@ -33,6 +33,7 @@ export function evaluateLimits(evaluate: Config['evaluate'], maxJsonDepth: numbe
     maxJsonDepth,
     maxEventBytes: evaluate.maxEventBytes,
     maxRecipients: evaluate.maxRecipients,
+    maxBatchEvents: evaluate.maxBatchEvents,
   };
 }
 
@@ -42,7 +43,10 @@ export function evaluateInProcess(service: EvaluateService, limits: EvaluateLimi
     try {
       const parsed = parseEvaluateRequest(body, limits);
       if (!parsed.ok) return { reply: failure(parsed.error) };
-      return await service.handle(parsed.value, { deadline: context.deadline });
+      const command = parsed.value;
+      return command.op === 'evaluate'
+        ? await service.handle(command, { deadline: context.deadline })
+        : await service.handleBatch(command, { deadline: context.deadline });
     } catch (error) {
       // Parsing and the service answer every refusal; this is a bug, and the caller still gets an answer.
       return failureOutcome(error);

@@ -1,42 +1,50 @@
 import { Ajv } from 'ajv';
-import type { EvaluateRequestBody } from '../contract/ops.js';
-import { EvaluateRequestSchema } from '../contract/request-schemas.js';
+import { EvaluateEventSchema, EvaluateRequestSchema } from '../contract/request-schemas.js';
 import { LIMIT_MESSAGES, matrixError } from '../errors/error-catalogue.js';
+import type { EvaluateRequest } from '../evaluation/evaluate-request.js';
 import { isJsonObject, type JsonObject } from '../matrix/json.js';
 import { userIdValidator } from '../matrix/user-id.js';
 import { fail, ok, type Result } from '../result/result.js';
 import { parseSingleOpBody } from './single-op-body.js';
-import type { EvaluateCommand } from '../service/command.js';
+import type { EvaluateBatchCommand, EvaluateCommand } from '../service/command.js';
 import { describeSchemaError } from './schema-error.js';
 
 export interface EvaluateLimits {
-  /** The message body, in bytes (TooLarge). */
+  /** The message body, in bytes (TooLarge), whichever form it has. */
   readonly maxRequestBytes: number;
   /** Arrays and objects nested deeper than this (the envelope counts) are BadJson, checked before parsing. */
   readonly maxJsonDepth: number;
   /** The event's compact JSON encoding, in UTF-8 bytes (the spec's event size limit). */
   readonly maxEventBytes: number;
+  /** Recipients of one event. */
   readonly maxRecipients: number;
+  /** Entries of the batch form's `events` (TooLarge). */
+  readonly maxBatchEvents: number;
 }
 
 /**
  * Turns the body of a message on the evaluate queue into a command, or the
- * contract's error for it. Unlike the user's requests, keys such as
- * `constructor` are not refused here: an event may carry any key, refusing
- * one would silence notifications for it, and the evaluator reads only own
- * properties and never merges the event into anything.
+ * contract's error for it: the single form (`event`, `room`, `recipients`)
+ * or the batch form (`events`: a list of those). Unlike the user's
+ * requests, keys such as `constructor` are not refused here: an event may
+ * carry any key, refusing one would silence notifications for it, and the
+ * evaluator reads only own properties and never merges the event into
+ * anything.
  */
-export function parseEvaluateRequest(body: Uint8Array, limits: EvaluateLimits): Result<EvaluateCommand> {
+export function parseEvaluateRequest(
+  body: Uint8Array,
+  limits: EvaluateLimits,
+): Result<EvaluateCommand | EvaluateBatchCommand> {
   const parsed = parseSingleOpBody(body, limits, 'evaluate');
   if (!parsed.ok) return parsed;
   const json = parsed.value;
-  return toEvaluateCommand(json, limits);
+  return Object.hasOwn(json, 'events') ? toEvaluateBatchCommand(json, limits) : toEvaluateCommand(json, limits);
 }
 
 // Compiled once per process, like the other request schemas.
-const validate = new Ajv({ strict: true, allErrors: false, coerceTypes: false, useDefaults: false }).compile(
-  EvaluateRequestSchema,
-);
+const ajv = new Ajv({ strict: true, allErrors: false, coerceTypes: false, useDefaults: false });
+const validate = ajv.compile(EvaluateRequestSchema);
+const validateEvent = ajv.compile(EvaluateEventSchema);
 
 /**
  * Checks a parsed `evaluate` body: BadJson naming the first offending field
@@ -45,7 +53,35 @@ const validate = new Ajv({ strict: true, allErrors: false, coerceTypes: false, u
  */
 export function toEvaluateCommand(json: JsonObject, limits: EvaluateLimits): Result<EvaluateCommand> {
   if (!validate(json)) return fail(matrixError('BadJson', describeSchemaError(validate.errors?.[0])));
-  const request = json as EvaluateRequestBody & JsonObject;
+  const checked = checkEvent(json, limits);
+  return checked.ok ? ok({ op: 'evaluate', request: checked.value }) : checked;
+}
+
+/**
+ * Checks the batch form. The envelope (`events`: an array of 1 to
+ * `maxBatchEvents` entries, with no `event`, `room` or `recipients` beside
+ * it) refuses the whole message; each entry is then checked on its own and
+ * gets the error the single form would have answered for it alone.
+ */
+export function toEvaluateBatchCommand(json: JsonObject, limits: EvaluateLimits): Result<EvaluateBatchCommand> {
+  const { events } = json;
+  if (!Array.isArray(events)) return fail(matrixError('BadJson', 'events must be array.'));
+  if (events.length === 0) return fail(matrixError('BadJson', 'events must not be empty.'));
+  if (events.length > limits.maxBatchEvents)
+    return fail(matrixError('TooLarge', LIMIT_MESSAGES.tooManyEvents(limits.maxBatchEvents)));
+  for (const key of ['event', 'room', 'recipients'])
+    if (Object.hasOwn(json, key)) return fail(matrixError('BadJson', `${key} is not taken beside events.`));
+  return ok({ op: 'evaluate_batch', events: events.map((entry) => toEvaluateEvent(entry, limits)) });
+}
+
+function toEvaluateEvent(entry: unknown, limits: EvaluateLimits): Result<EvaluateRequest> {
+  if (!isJsonObject(entry)) return fail(matrixError('BadJson', 'Each entry of events must be a JSON object.'));
+  if (!validateEvent(entry)) return fail(matrixError('BadJson', describeSchemaError(validateEvent.errors?.[0])));
+  return checkEvent(entry, limits);
+}
+
+/** What the schema cannot say: the recipient count, the event's size, valid and distinct user IDs. */
+function checkEvent(request: EvaluateRequest & JsonObject, limits: EvaluateLimits): Result<EvaluateRequest> {
   if (request.recipients.length > limits.maxRecipients) {
     return fail(matrixError('TooLarge', LIMIT_MESSAGES.tooManyRecipients(limits.maxRecipients)));
   }
@@ -65,5 +101,5 @@ export function toEvaluateCommand(json: JsonObject, limits: EvaluateLimits): Res
     seen.add(userId);
   }
   // The schema checked every field the evaluator relies on.
-  return ok({ op: 'evaluate', request });
+  return ok(request);
 }

@@ -270,7 +270,13 @@ export class RequestEnvelope {
 
   #logOutcome(outcome: ServeOutcome, context: Record<string, unknown>): void {
     // A request served is logged at debug: off in production, so skip building its line.
-    if (outcome.reply.ok && outcome.failure === undefined && !this.#log.isLevelEnabled('debug')) return;
+    if (
+      outcome.reply.ok &&
+      outcome.failure === undefined &&
+      outcome.cause === undefined &&
+      !this.#log.isLevelEnabled('debug')
+    )
+      return;
     const fields = {
       op: outcome.op,
       ...context,
@@ -285,6 +291,8 @@ export class RequestEnvelope {
       this.#log.error({ ...fields, err: outcome.failure }, 'request failed unexpectedly');
     else if (!outcome.reply.ok && outcome.reply.error.status >= 500) this.#log.warn(fields, 'request not served');
     else if (!outcome.reply.ok) this.#log.info(fields, 'request refused');
+    // A success with a cause: a batch of `evaluate` whose events the store did not serve were answered Unavailable each.
+    else if (outcome.cause !== undefined) this.#log.warn(fields, 'request served in part');
     else this.#log.debug(fields, 'request served');
   }
 }

@@ -104,11 +104,11 @@ export const DeletePushersRequest = Type.Object({
 export const DeleteUserDataRequest = Type.Object({ ...Envelope, op: Type.Literal('delete_user_data') });
 
 /**
- * The `evaluate` request (see docs/rpc-contract.md): the homeserver's, not a
- * user's, so it has no `user_id`. Objects are open, as in every request.
+ * One event of an `evaluate` request (see docs/rpc-contract.md): the single
+ * form's fields without its `op`, which is also what each entry of the
+ * batch form's `events` holds.
  */
-export const EvaluateRequestSchema = Type.Object({
-  op: Type.Literal('evaluate'),
+const EvaluateEventFields = {
   event: Type.Object({
     type: Type.String(),
     room_id: Type.String(),
@@ -129,7 +129,19 @@ export const EvaluateRequestSchema = Type.Object({
   ),
   explain: Type.Optional(Type.Boolean()),
   compact: Type.Optional(Type.Boolean()),
+};
+
+/**
+ * The `evaluate` request (see docs/rpc-contract.md): the homeserver's, not a
+ * user's, so it has no `user_id`. Objects are open, as in every request.
+ */
+export const EvaluateRequestSchema = Type.Object({
+  op: Type.Literal('evaluate'),
+  ...EvaluateEventFields,
 });
+
+/** An entry of the batch form's `events`: checked on its own, so that a bad one fails alone. */
+export const EvaluateEventSchema = Type.Object(EvaluateEventFields);
 
 /** A non-negative integer count, as a badge shows it. */
 const Count = Type.Integer({ minimum: 0 });

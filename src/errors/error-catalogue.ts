@@ -66,6 +66,7 @@ export const LIMIT_MESSAGES = {
   tooManyPushers: (max: number) => `Too many pushers: a user may have at most ${max}.`,
   tooManyRecipients: (max: number) => `Too many recipients: an evaluate request may name at most ${max}.`,
   eventTooLarge: (max: number) => `The event is larger than ${max} bytes.`,
+  tooManyEvents: (max: number) => `Too many events: an evaluate request may carry at most ${max}.`,
   tooManyNotifyRecipients: (max: number) => `Too many recipients: a notify message may name at most ${max}.`,
 } as const;
 

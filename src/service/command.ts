@@ -4,6 +4,7 @@ import type { SetPushRuleRequest } from '../push-rules/set-push-rule.js';
 import type { RawPusherSetAction } from '../pushers/decide-pusher-set.js';
 import type { DeviceSelector } from '../pushers/pusher-deletion.js';
 import type { EvaluateRequest } from '../evaluation/evaluate-request.js';
+import type { Result } from '../result/result.js';
 
 /**
  * A request that passed the schema and every syntax check: what the worker
@@ -54,4 +55,14 @@ export type Command =
 export interface EvaluateCommand {
   readonly op: 'evaluate';
   readonly request: EvaluateRequest;
+}
+
+/**
+ * The batch form of `evaluate`: each entry of `events` checked on its own,
+ * so that one bad event is answered with its own error and the others are
+ * evaluated (docs/rpc-contract.md#many-events-in-one-message).
+ */
+export interface EvaluateBatchCommand {
+  readonly op: 'evaluate_batch';
+  readonly events: readonly Result<EvaluateRequest>[];
 }

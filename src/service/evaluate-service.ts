@@ -5,12 +5,14 @@ import { evaluateUntil, notifiedCount, startEvaluation } from '../evaluation/eva
 import { evaluationReplyJson } from '../evaluation/evaluation-reply-json.js';
 import type { EvaluationRecipient } from '../evaluation/evaluation-input.js';
 import { getPushRules } from '../push-rules/get-push-rules.js';
-import type { EvaluateCommand } from './command.js';
+import type { EvaluateBatchCommand, EvaluateCommand } from './command.js';
 import { StoreUnavailableError, type LoadedPushRules, type PushStore } from '../store/push-store.js';
 import { beforeDeadline, BoundedStore, checkDeadline, type StoreBoundsObserver } from './bounded-store.js';
-import { failureOutcome } from './failure-reply.js';
+import { failureOutcome, type FailureOutcome } from './failure-reply.js';
 import type { RulesetCache } from './ruleset-cache.js';
 import { successEncoded, type Reply } from '../contract/reply.js';
+import { batchResultsJson, type BatchResult } from '../contract/batch-reply.js';
+import type { Evaluation } from '../evaluation/evaluate-request.js';
 
 export interface EvaluateServiceOptions {
   readonly cache: RulesetCache<CompiledRuleset>;
@@ -112,6 +114,66 @@ export class EvaluateService {
     } catch (error) {
       return { ...failureOutcome(error), stats };
     }
+  }
+
+  /**
+   * The batch form: every event's answer, in order, in one reply. The
+   * recipients of all its events are looked up once, as one list without
+   * repeats (the cache, then one bulk read of those missing), and the
+   * events are evaluated one after the other within the same slices. An
+   * entry refused when parsing keeps its own error; a failure of the shared
+   * read (the store, the deadline) is every other entry's answer.
+   */
+  async handleBatch(command: EvaluateBatchCommand, context: EvaluateContext = {}): Promise<EvaluateOutcome> {
+    const { deadline } = context;
+    const stats = { recipients: 0, notified: 0, cacheHits: 0, loaded: 0, storeQueries: 0 };
+    const union: EvaluationRecipient[] = [];
+    /** Where each user is in `union`. */
+    const unionAt = new Map<string, number>();
+    for (const entry of command.events) {
+      if (!entry.ok) continue;
+      const { recipients, event } = entry.value;
+      stats.recipients += recipients.length;
+      for (const recipient of recipients) {
+        // A user who only ever sends needs no rules; one who sends one event and receives another does.
+        if (recipient.user_id === event.sender || unionAt.has(recipient.user_id)) continue;
+        unionAt.set(recipient.user_id, union.length);
+        union.push(recipient);
+      }
+    }
+    let results: BatchResult[];
+    let failed: FailureOutcome | undefined;
+    try {
+      const rulesets = await beforeDeadline(this.#rulesetsOf(union, '', stats, deadline), deadline, this.#now);
+      const rulesetFor = (recipient: EvaluationRecipient) => {
+        const index = unionAt.get(recipient.user_id);
+        return (index === undefined ? undefined : rulesets[index]) ?? sharedDefaultRuleset();
+      };
+      const evaluations = command.events.map((entry) => (entry.ok ? startEvaluation(entry.value) : undefined));
+      let next = 0;
+      await this.#inSlices((shouldPause) => {
+        while (next < evaluations.length) {
+          const evaluation = evaluations[next];
+          if (evaluation !== undefined && !evaluateUntil(evaluation, rulesetFor, shouldPause)) return false;
+          next += 1;
+          // Between two events too: a thousand one-recipient events are a slice's worth.
+          if (shouldPause()) return next >= evaluations.length;
+        }
+        return true;
+      });
+      results = command.events.map((entry, index) => {
+        if (!entry.ok) return { ok: false, error: entry.error.toBody() };
+        const evaluation = evaluations[index] as Evaluation;
+        stats.notified += notifiedCount(evaluation);
+        return { ok: true, json: evaluationReplyJson(evaluation) };
+      });
+    } catch (error) {
+      failed = failureOutcome(error);
+      // failureOutcome always answers with an error.
+      const shared = (failed.reply as Extract<Reply, { ok: false }>).error;
+      results = command.events.map((entry) => ({ ok: false, error: entry.ok ? shared : entry.error.toBody() }));
+    }
+    return { ...failed, reply: successEncoded({}, batchResultsJson(results)), stats };
   }
 
   /**

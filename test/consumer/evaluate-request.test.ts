@@ -2,7 +2,13 @@ import { describe, expect, it } from 'vitest';
 import type { JsonObject } from '../../src/matrix/json.js';
 import { parseEvaluateRequest, toEvaluateCommand, type EvaluateLimits } from '../../src/consumer/evaluate-request.js';
 
-const LIMITS: EvaluateLimits = { maxRequestBytes: 4096, maxJsonDepth: 8, maxEventBytes: 65_536, maxRecipients: 5 };
+const LIMITS: EvaluateLimits = {
+  maxRequestBytes: 4096,
+  maxJsonDepth: 8,
+  maxEventBytes: 65_536,
+  maxRecipients: 5,
+  maxBatchEvents: 3,
+};
 
 function anEvaluateRequest(overrides: Record<string, unknown> = {}): JsonObject {
   return {
