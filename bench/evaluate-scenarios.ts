@@ -193,16 +193,26 @@ export async function runEvaluateScenarios(ctx: EvaluateContext): Promise<Evalua
     }
     if (ctx.selected('evaluate/coalesced')) {
       const w = await startWorker('coalesced');
+      // The floor of the c = 1 rows: an echo consumer on a queue like the evaluate queue.
+      const echoQueue = `bench.echo.${ctx.id}.rows`;
+      const echo = await startEchoConsumer({
+        ...ctx.childEnv(echoQueue, 'unused'),
+        RPC_QUEUE_TYPE: 'classic',
+        RPC_PREFETCH: '8',
+      });
       try {
         results.coalesced = await runCoalescedRows({
           amqpUrl: ctx.amqpUrl,
           evaluateQueue,
+          echoQueue,
           db: w.db,
           warmupMs: ctx.warmupMs,
           measureMs: ctx.measureMs,
           log,
         });
       } finally {
+        await echo.stop();
+        await ctx.deleteQueues(echoQueue).catch(() => undefined);
         await stop(w.child);
       }
     }

@@ -7,8 +7,11 @@ import type { SynapseRun } from './synapse-anchor.js';
 /** One closed loop over a workload row's events (`evaluate/coalesced`). */
 export interface CoalescedRow {
   readonly row: string;
-  /** `coalesced`: the client's default coalescing; `alone`: `evaluateCoalescing: false`. */
-  readonly mode: 'coalesced' | 'alone';
+  /**
+   * `coalesced`: the client's default coalescing; `alone`: `evaluateCoalescing: false`;
+   * `echo`: the same bodies as `alone`, to an echo consumer (the transport's floor).
+   */
+  readonly mode: 'coalesced' | 'alone' | 'echo';
   readonly concurrency: number;
   /** Recipients per event: the (event, recipient) pairs of each call. */
   readonly recipients: number;
@@ -30,6 +33,8 @@ export interface CoalescedResults {
 
 /** Per pair at c = 8 coalesced, ours ÷ Synapse in process (with evaluator construction), on every row. */
 export const COALESCED_RATIO_TARGET = 1;
+/** Per pair at c = 1, each call alone, ours ÷ the echo of the same bodies, on every row. */
+export const FLOOR_RATIO_TARGET = 1.5;
 
 /**
  * Checks each pair of `expected` (one row's) against the replies to that
@@ -78,6 +83,16 @@ export function checkCoalescedTargets(results: CoalescedResults, synapse: Synaps
       met: results.answers.right === results.answers.checked && results.answers.checked > 0,
     },
   ];
+  for (const r of results.rows.filter((row) => row.mode === 'alone' && row.concurrency === 1)) {
+    const echo = results.rows.find((e) => e.row === r.row && e.mode === 'echo' && e.concurrency === 1);
+    if (echo === undefined) continue;
+    const ratio = coalescedUsPerPair(r) / coalescedUsPerPair(echo);
+    checks.push({
+      target: `evaluate \`${r.row}\`, c = 1: µs per pair ÷ the echo of the same bodies ≤ ${FLOOR_RATIO_TARGET}`,
+      measured: `${us(coalescedUsPerPair(r))} vs ${us(coalescedUsPerPair(echo))} µs/pair = ${ratio.toFixed(2)}${r.errors > 0 ? `, ${r.errors} errors` : ''}`,
+      met: Number.isFinite(ratio) && ratio <= FLOOR_RATIO_TARGET && r.errors === 0,
+    });
+  }
   for (const r of results.rows.filter((row) => row.mode === 'coalesced' && row.concurrency === 8)) {
     const ours = coalescedUsPerPair(r);
     const s = synapseUsPerPair(r.row, synapse);
@@ -99,16 +114,22 @@ export function coalescedMarkdown(results: CoalescedResults, synapse: SynapseRun
   const lines = [
     '### Every evaluate-bench row end to end, calls coalesced (issue 35): µs per (event, recipient) pair against Synapse in process',
     '',
-    `One worker (one evaluation thread), every row's stored rules seeded, cache warm; \`PushRulesClient.evaluate\` by c callers in a closed loop over the row's events, each call one event to the row's recipients. \`coalesced\`: the client's default coalescing (calls made while a message is out go together, window 0.5 ms, at most 64 events a message); \`alone\`: \`evaluateCoalescing: false\`. µs/pair = 1 s ÷ (events answered per second × recipients). Answers: ${results.answers.right.toLocaleString('en-US')} of ${results.answers.checked.toLocaleString('en-US')} expected.json pairs right (every event of every row through the coalescing client once).`,
+    `One worker (one evaluation thread), every row's stored rules seeded, cache warm; \`PushRulesClient.evaluate\` by c callers in a closed loop over the row's events, each call one event to the row's recipients. \`coalesced\`: the client's default coalescing (calls made while a message is out go together, window 0.5 ms, at most 64 events a message); \`alone\`: \`evaluateCoalescing: false\`; \`echo\`: the bodies \`alone\` sends, to an echo consumer on a classic queue with the evaluate queue's prefetch (it answers \`{}\`), measured right before \`alone\` at c = 1. µs/pair = 1 s ÷ (events answered per second × recipients). Answers: ${results.answers.right.toLocaleString('en-US')} of ${results.answers.checked.toLocaleString('en-US')} expected.json pairs right (every event of every row through the coalescing client once).`,
     '',
-    '| row | recipients | mode | c | events/s | events/message | p50 ms | p99 ms | µs/pair | Synapse µs/pair | ÷ Synapse | errors |',
-    '|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+    '| row | recipients | mode | c | events/s | events/message | p50 ms | p99 ms | µs/pair | ÷ echo (c = 1) | Synapse µs/pair | ÷ Synapse | errors |',
+    '|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
   ];
   for (const r of results.rows) {
     const ours = coalescedUsPerPair(r);
     const s = synapseUsPerPair(r.row, synapse);
+    const echo =
+      r.mode === 'alone' && r.concurrency === 1
+        ? results.rows.find((e) => e.row === r.row && e.mode === 'echo' && e.concurrency === 1)
+        : undefined;
+    const overEcho = echo === undefined ? '–' : (ours / coalescedUsPerPair(echo)).toFixed(2);
+    const overSynapse = r.mode === 'echo' || s.us === undefined ? '–' : (ours / s.us).toFixed(2);
     lines.push(
-      `| \`${r.row}\` | ${r.recipients} | ${r.mode} | ${r.concurrency} | ${Math.round(r.throughput).toLocaleString('en-US')} | ${r.eventsPerMessage.toFixed(1)} | ${r.p50Ms.toFixed(2)} | ${r.p99Ms.toFixed(2)} | ${us(ours)} | ${s.us === undefined ? '–' : `${us(s.us)} (${s.source})`} | ${s.us === undefined ? '–' : (ours / s.us).toFixed(2)} | ${r.errors} |`,
+      `| \`${r.row}\` | ${r.recipients} | ${r.mode} | ${r.concurrency} | ${Math.round(r.throughput).toLocaleString('en-US')} | ${r.eventsPerMessage.toFixed(1)} | ${r.p50Ms.toFixed(2)} | ${r.p99Ms.toFixed(2)} | ${us(ours)} | ${overEcho} | ${s.us === undefined ? '–' : `${us(s.us)} (${s.source})`} | ${overSynapse} | ${r.errors} |`,
     );
   }
   return lines.join('\n');
