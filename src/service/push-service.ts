@@ -1,14 +1,12 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { LIMIT_MESSAGES, matrixError, MESSAGES } from '../errors/error-catalogue.js';
 import { deletePushRule } from '../push-rules/delete-push-rule.js';
-import { getPushRule } from '../push-rules/get-push-rule.js';
 import { encodeRulesetContent, rulesetContentJson } from '../push-rules/decode-ruleset.js';
 import { getPushRules } from '../push-rules/get-push-rules.js';
 import type { Ruleset } from '../push-rules/push-rule.js';
-import type { RuleAddress } from '../push-rules/rule-address.js';
-import { getPushRuleActions, setPushRuleActions } from '../push-rules/push-rule-actions.js';
-import { getPushRuleEnabled, setPushRuleEnabled } from '../push-rules/push-rule-enabled.js';
-import { viewPushRulesEvent, type PushRulesEventView } from '../push-rules/push-rules-event.js';
+import { setPushRuleActions } from '../push-rules/push-rule-actions.js';
+import { setPushRuleEnabled } from '../push-rules/push-rule-enabled.js';
+import type { PushRulesEventView } from '../push-rules/push-rules-event.js';
 import { DEFAULT_RULES_REVISION } from '../push-rules/server-default-rules.js';
 import { checkRulesetGrowth, type RulesetLimits } from '../push-rules/ruleset-limits.js';
 import { leavesRulesetUnchanged } from '../push-rules/ruleset-unchanged.js';
@@ -21,7 +19,7 @@ import {
 } from '../pushers/decide-pusher-set.js';
 import type { PusherDeletion } from '../pushers/pusher-deletion.js';
 import { pusherMatches, toWirePusher, type PusherKey, type StoredPusher } from '../pushers/pusher.js';
-import { mapResult, type Result } from '../result/result.js';
+import type { Result } from '../result/result.js';
 import type { Command } from './command.js';
 import {
   StoreFailedError,
@@ -35,6 +33,7 @@ import { beforeDeadline, BoundedStore, type StoreBoundsObserver } from './bounde
 import { failureOutcome } from './failure-reply.js';
 import { KeyedSerializer } from './keyed-serializer.js';
 import type { RulesetCache } from './ruleset-cache.js';
+import { ruleRead, RuleReads, viewOf } from './rule-reads.js';
 import { failure, success, successEncoded, type Reply } from '../contract/reply.js';
 import { WeightedBudget } from './weighted-budget.js';
 
@@ -133,12 +132,14 @@ export class PushService {
   /** Stored ruleset text that rule writes are processing at once, weighed by its length. */
   readonly #writesInFlight: WeightedBudget;
   readonly #now: () => number;
+  readonly #reads: RuleReads | undefined;
 
   constructor(store: PushStore, options: PushServiceOptions) {
     this.#store = store;
     this.#options = options;
     this.#now = options.now ?? (() => Date.now());
     this.#writesInFlight = new WeightedBudget(options.rulesetCharsInFlight ?? 0);
+    this.#reads = options.readCache === undefined ? undefined : new RuleReads(options.readCache);
   }
 
   /**
@@ -150,8 +151,8 @@ export class PushService {
   async handle(command: Command, context: RequestContext = {}): Promise<HandleOutcome> {
     // A read of rules kept in memory is answered here, with no store, so no
     // deadline timer and no bounded store are worth setting up for it.
-    const kept = this.#answerFromReadCache(command);
-    if (kept !== undefined) return kept;
+    const kept = this.#reads?.answer(command);
+    if (kept !== undefined) return { reply: kept, conflicts: 0 };
     const { deadline, messageId } = context;
     const { operationTimeoutMs, observer } = this.#options;
     const bounded = deadline !== undefined || (operationTimeoutMs ?? 0) > 0;
@@ -160,13 +161,16 @@ export class PushService {
       : this.#store;
     try {
       const dispatched = this.#dispatch(store, command, messageId);
-      const { readCache } = this.#options;
       // On the dispatch, not on what `beforeDeadline` answers: a write that
       // completes after its deadline still drops what it changed.
-      if (readCache !== undefined)
-        void dispatched.then((outcome) => {
-          dropChanged(readCache, outcome);
-        }, ignore);
+      const reads = this.#reads;
+      if (reads !== undefined)
+        void dispatched.then(
+          (outcome) => {
+            reads.dropChanged(outcome.changes);
+          },
+          () => undefined,
+        );
       return await beforeDeadline(dispatched, deadline, this.#now);
     } catch (error) {
       return { ...failureOutcome(error), conflicts: 0 };
@@ -244,48 +248,9 @@ export class PushService {
     return { reply: result.ok ? success(result.value) : failure(result.error), conflicts: 0 };
   }
 
-  /**
-   * A push-rule read answered from the read cache, or undefined when the
-   * user is not kept there (or is, but `get_pushrules` must store their
-   * defaults first): then `#dispatch` reads the store.
-   */
-  #answerFromReadCache(command: Command): HandleOutcome | undefined {
-    const cache = this.#options.readCache;
-    if (cache === undefined) return undefined;
-    if (
-      command.op !== 'get_pushrules' &&
-      command.op !== 'get_pushrule' &&
-      command.op !== 'get_pushrule_actions' &&
-      command.op !== 'get_pushrule_enabled'
-    )
-      return undefined;
-    const { userId } = command;
-    const kept = cache.get(userId);
-    if (kept === undefined) return undefined;
-    if (command.op !== 'get_pushrules') {
-      const result = ruleRead(command.op, command.address)(viewOf(kept, userId));
-      return { reply: result.ok ? success(result.value) : failure(result.error), conflicts: 0 };
-    }
-    const decision = getPushRules(kept.lookup, userId);
-    if (!decision.ok) return { reply: failure(decision.error), conflicts: 0 };
-    const { ruleset, persist } = decision.value;
-    if (persist !== 'none') return undefined;
-    return { reply: successEncoded(encodeRulesetContent(ruleset), rulesetContentJson(ruleset)), conflicts: 0 };
-  }
-
-  /**
-   * A user's rules for a read the read cache did not answer
-   * (`#answerFromReadCache` looked first): from the store, kept for the
-   * next read unless a change of the user came while it was read (the
-   * cache's ticket) or the stored data is bad.
-   */
+  /** A user's rules for a read the read cache did not answer: from the store, kept there for next time. */
   async #loadForRead(store: PushStore, userId: string): Promise<LoadedPushRules> {
-    const cache = this.#options.readCache;
-    if (cache === undefined) return store.loadPushRules(userId);
-    const ticket = cache.ticket();
-    const loaded = await store.loadPushRules(userId);
-    if (loaded.lookup.found !== 'failed') cache.set(userId, loaded, readCacheBytes(loaded), ticket);
-    return loaded;
+    return this.#reads === undefined ? store.loadPushRules(userId) : this.#reads.load(store, userId);
   }
 
   async #write(
@@ -597,38 +562,3 @@ function replayOf(recorded: RecordedWrite): Reply {
 }
 
 /** A lookup that failed is, for every op but `get_pushrules`, an unreadable event. */
-function viewOf(loaded: LoadedPushRules, userId: string): PushRulesEventView {
-  return loaded.lookup.found === 'failed' ? { status: 'undecodable' } : viewPushRulesEvent(loaded.lookup, userId);
-}
-
-/**
- * What a kept ruleset is weighed at: its parsed form takes a few times its
- * stored text (one-byte strings, objects per rule and condition), plus the
- * entry itself. A user without stored rules weighs the entry alone; their
- * defaults are built per read.
- */
-function readCacheBytes(loaded: LoadedPushRules): number {
-  return 256 + 4 * (loaded.storedChars ?? 0);
-}
-
-type RuleRead = 'get_pushrule' | 'get_pushrule_actions' | 'get_pushrule_enabled';
-
-/** What a single-rule read answers from the user's rules. */
-function ruleRead(op: RuleRead, address: RuleAddress): (view: PushRulesEventView) => Result<unknown> {
-  switch (op) {
-    case 'get_pushrule':
-      return (view) => getPushRule(view, address);
-    case 'get_pushrule_actions':
-      return (view) => mapResult(getPushRuleActions(view, address), (actions) => ({ actions }));
-    case 'get_pushrule_enabled':
-      return (view) => mapResult(getPushRuleEnabled(view, address), (enabled) => ({ enabled }));
-  }
-}
-
-function dropChanged(cache: RulesetCache<LoadedPushRules>, outcome: HandleOutcome): void {
-  for (const change of outcome.changes ?? []) if (change.type === 'm.push_rules') cache.invalidate(change.user_id);
-}
-
-function ignore(): void {
-  // The failure is the caller's, through `beforeDeadline`.
-}

@@ -1,0 +1,100 @@
+import { encodeRulesetContent, rulesetContentJson } from '../push-rules/decode-ruleset.js';
+import { getPushRule } from '../push-rules/get-push-rule.js';
+import { getPushRules } from '../push-rules/get-push-rules.js';
+import { getPushRuleActions } from '../push-rules/push-rule-actions.js';
+import { getPushRuleEnabled } from '../push-rules/push-rule-enabled.js';
+import { viewPushRulesEvent, type PushRulesEventView } from '../push-rules/push-rules-event.js';
+import type { RuleAddress } from '../push-rules/rule-address.js';
+import { mapResult, type Result } from '../result/result.js';
+import { failure, success, successEncoded, type Reply } from '../contract/reply.js';
+import type { LoadedPushRules, PushStore } from '../store/push-store.js';
+import type { Command } from './command.js';
+import type { RulesetCache } from './ruleset-cache.js';
+
+/** The reads of one rule; `get_pushrules` reads them all. */
+export type RuleRead = 'get_pushrule' | 'get_pushrule_actions' | 'get_pushrule_enabled';
+
+/** What the domain sees of a user's loaded rules. */
+export function viewOf(loaded: LoadedPushRules, userId: string): PushRulesEventView {
+  return loaded.lookup.found === 'failed' ? { status: 'undecodable' } : viewPushRulesEvent(loaded.lookup, userId);
+}
+
+/** What a single-rule read answers from the user's rules. */
+export function ruleRead(op: RuleRead, address: RuleAddress): (view: PushRulesEventView) => Result<unknown> {
+  switch (op) {
+    case 'get_pushrule':
+      return (view) => getPushRule(view, address);
+    case 'get_pushrule_actions':
+      return (view) => mapResult(getPushRuleActions(view, address), (actions) => ({ actions }));
+    case 'get_pushrule_enabled':
+      return (view) => mapResult(getPushRuleEnabled(view, address), (enabled) => ({ enabled }));
+  }
+}
+
+/**
+ * What a kept ruleset is weighed at: its parsed form takes a few times its
+ * stored text (one-byte strings, objects per rule and condition), plus the
+ * entry itself. A user without stored rules weighs the entry alone; their
+ * defaults are built per read.
+ */
+export function readCacheBytes(loaded: LoadedPushRules): number {
+  return 256 + 4 * (loaded.storedChars ?? 0);
+}
+
+/**
+ * Push-rule reads (`get_pushrules`, `get_pushrule*`) answered from the
+ * rules a worker keeps in memory (`reads.*`). The service drops a user when
+ * its own write of their rules completes (`dropChanged`); the worker drops
+ * them on every change event (`invalidate` on the cache) and everyone when
+ * the event subscription is lost (`clear`).
+ */
+export class RuleReads {
+  readonly #cache: RulesetCache<LoadedPushRules>;
+
+  constructor(cache: RulesetCache<LoadedPushRules>) {
+    this.#cache = cache;
+  }
+
+  /**
+   * The reply to a push-rule read of a user kept in memory, or undefined:
+   * another op, a user not kept, or `get_pushrules` of a user whose
+   * defaults must be stored first. Then the store is read.
+   */
+  answer(command: Command): Reply | undefined {
+    if (
+      command.op !== 'get_pushrules' &&
+      command.op !== 'get_pushrule' &&
+      command.op !== 'get_pushrule_actions' &&
+      command.op !== 'get_pushrule_enabled'
+    )
+      return undefined;
+    const { userId } = command;
+    const kept = this.#cache.get(userId);
+    if (kept === undefined) return undefined;
+    if (command.op !== 'get_pushrules') {
+      const result = ruleRead(command.op, command.address)(viewOf(kept, userId));
+      return result.ok ? success(result.value) : failure(result.error);
+    }
+    const decision = getPushRules(kept.lookup, userId);
+    if (!decision.ok) return failure(decision.error);
+    const { ruleset, persist } = decision.value;
+    return persist === 'none' ? successEncoded(encodeRulesetContent(ruleset), rulesetContentJson(ruleset)) : undefined;
+  }
+
+  /**
+   * A user's rules for a read `answer` did not serve: from the store, kept
+   * for the next read unless a change of the user came while it was read
+   * (the cache's ticket) or the stored data is bad.
+   */
+  async load(store: PushStore, userId: string): Promise<LoadedPushRules> {
+    const ticket = this.#cache.ticket();
+    const loaded = await store.loadPushRules(userId);
+    if (loaded.lookup.found !== 'failed') this.#cache.set(userId, loaded, readCacheBytes(loaded), ticket);
+    return loaded;
+  }
+
+  /** What a request changed: its users' push rules are read again. */
+  dropChanged(changes: readonly { readonly type: string; readonly user_id: string }[] | undefined): void {
+    for (const change of changes ?? []) if (change.type === 'm.push_rules') this.#cache.invalidate(change.user_id);
+  }
+}
