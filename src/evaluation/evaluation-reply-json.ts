@@ -46,6 +46,7 @@ function notifyJson(evaluation: Evaluation): string {
 function groupsJson(evaluation: Evaluation): string {
   const { recipients, outcomes, evaluated } = evaluation;
   // By the actions' text: two rules with the same actions make one group.
+  // User IDs as they are; quoted once per group (`quotedList`).
   const groups = new Map<string, string[]>();
   let last: RecipientOutcome | undefined;
   let lastGroup: string[] = [];
@@ -62,11 +63,22 @@ function groupsJson(evaluation: Evaluation): string {
       }
       lastGroup = group;
     }
-    lastGroup.push(quoted(recipients[index]?.user_id ?? ''));
+    lastGroup.push(recipients[index]?.user_id ?? '');
   }
   const entries: string[] = [];
-  for (const [json, userIds] of groups) entries.push(`{"actions":${json},"user_ids":[${userIds.join(',')}]}`);
+  for (const [json, userIds] of groups) entries.push(`{"actions":${json},"user_ids":[${quotedList(userIds)}]}`);
   return `[${entries.join(',')}]`;
+}
+
+/**
+ * The user IDs as JSON strings, comma-separated: in one join when none
+ * needs escaping (the rule), rather than one quoted copy of each of a large
+ * room's thousands of IDs.
+ */
+function quotedList(userIds: readonly string[]): string {
+  if (userIds.length === 0) return '';
+  for (const userId of userIds) if (NEEDS_ESCAPING.test(userId)) return userIds.map(quoted).join(',');
+  return `"${userIds.join('","')}"`;
 }
 
 function ruleIdsJson(evaluation: Evaluation): string {

@@ -103,6 +103,9 @@ describe('evaluationReplyJson, the compact form', () => {
   it.each([
     ['nobody notified', ids(muted, SENDER), false],
     ['with explain', ids('@a:example.org', loud, SENDER), true],
+    // One ID that needs escaping makes its group quote each ID on its own.
+    ['historical localparts with " and \\', ids('@a:example.org', '@a"b:example.org', '@c\\d:example.org'), false],
+    ['a user ID outside ASCII (not valid, still JSON)', ids('@é:example.org', '@\u{1F600}:example.org'), false],
   ])('says the same as the default form: %s', (_name, recipients, explain) => {
     const compact = JSON.parse(
       evaluationReplyJson(evaluated(recipients, { explain, compact: true })),
