@@ -8,6 +8,7 @@ import { fail, ok, type Result } from '../result/result.js';
 import { parseSingleOpBody } from './single-op-body.js';
 import type { EvaluateCommand } from '../service/command.js';
 import { describeSchemaError } from './schema-error.js';
+import { expandRecipientsByServer, recipientsByServerCount, type RecipientsByServer } from './recipients-by-server.js';
 
 export interface EvaluateLimits {
   /** The message body, in bytes (TooLarge). */
@@ -46,14 +47,13 @@ const validate = new Ajv({ strict: true, allErrors: false, coerceTypes: false, u
 export function toEvaluateCommand(json: JsonObject, limits: EvaluateLimits): Result<EvaluateCommand> {
   if (!validate(json)) return fail(matrixError('BadJson', describeSchemaError(validate.errors?.[0])));
   const request = json as EvaluateRequestBody & JsonObject;
+  const { recipients_by_server: byServer } = request;
+  if (byServer !== undefined || request.recipients === undefined) return toGroupedCommand(request, byServer, limits);
   if (request.recipients.length > limits.maxRecipients) {
     return fail(matrixError('TooLarge', LIMIT_MESSAGES.tooManyRecipients(limits.maxRecipients)));
   }
-  const event = request['event'];
-  if (!isJsonObject(event)) return fail(matrixError('BadJson', 'event must be object.'));
-  if (Buffer.byteLength(JSON.stringify(event), 'utf8') > limits.maxEventBytes) {
-    return fail(matrixError('TooLarge', LIMIT_MESSAGES.eventTooLarge(limits.maxEventBytes)));
-  }
+  const eventRefused = checkEvent(request, limits);
+  if (eventRefused !== undefined) return eventRefused;
   const seen = new Set<string>();
   const isValidUserId = userIdValidator();
   const { recipients } = request;
@@ -65,5 +65,39 @@ export function toEvaluateCommand(json: JsonObject, limits: EvaluateLimits): Res
     seen.add(userId);
   }
   // The schema checked every field the evaluator relies on.
-  return ok({ op: 'evaluate', request });
+  return ok({ op: 'evaluate', request: { ...request, recipients } });
+}
+
+/** The event's own checks, after the schema's: an object, within `maxEventBytes`. */
+function checkEvent(request: JsonObject, limits: EvaluateLimits): Result<never> | undefined {
+  const event = request['event'];
+  if (!isJsonObject(event)) return fail(matrixError('BadJson', 'event must be object.'));
+  if (Buffer.byteLength(JSON.stringify(event), 'utf8') > limits.maxEventBytes) {
+    return fail(matrixError('TooLarge', LIMIT_MESSAGES.eventTooLarge(limits.maxEventBytes)));
+  }
+  return undefined;
+}
+
+/**
+ * A request with `recipients_by_server` (recipients-by-server.ts), checked
+ * in the plain form's order: which form, the count, the event, then the
+ * recipients, expanded into the list the plain form would carry.
+ */
+function toGroupedCommand(
+  request: EvaluateRequestBody & JsonObject,
+  byServer: RecipientsByServer | undefined,
+  limits: EvaluateLimits,
+): Result<EvaluateCommand> {
+  // The schema's own words for a missing list, as before the grouped form existed.
+  if (byServer === undefined) return fail(matrixError('BadJson', "request must have required property 'recipients'."));
+  if (request.recipients !== undefined)
+    return fail(matrixError('BadJson', 'evaluate takes only one of recipients and recipients_by_server.'));
+  if (recipientsByServerCount(byServer) > limits.maxRecipients) {
+    return fail(matrixError('TooLarge', LIMIT_MESSAGES.tooManyRecipients(limits.maxRecipients)));
+  }
+  const eventRefused = checkEvent(request, limits);
+  if (eventRefused !== undefined) return eventRefused;
+  const recipients = expandRecipientsByServer(byServer);
+  if (!recipients.ok) return recipients;
+  return ok({ op: 'evaluate', request: { ...request, recipients: recipients.value } });
 }

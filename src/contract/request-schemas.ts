@@ -104,8 +104,23 @@ export const DeletePushersRequest = Type.Object({
 export const DeleteUserDataRequest = Type.Object({ ...Envelope, op: Type.Literal('delete_user_data') });
 
 /**
+ * `evaluate`'s recipients grouped by server, the compact form of
+ * `recipients` (see docs/rpc-contract.md#evaluate): `display_names`, when
+ * present, one per localpart, `null` for none.
+ */
+export const RecipientsByServerSchema = Type.Array(
+  Type.Object({
+    server: Type.String(),
+    localparts: Type.Array(Type.String()),
+    display_names: Type.Optional(Type.Array(Type.Union([Type.String(), Type.Null()]))),
+  }),
+);
+
+/**
  * The `evaluate` request (see docs/rpc-contract.md): the homeserver's, not a
  * user's, so it has no `user_id`. Objects are open, as in every request.
+ * Exactly one of `recipients` and `recipients_by_server` (checked by
+ * toEvaluateCommand).
  */
 export const EvaluateRequestSchema = Type.Object({
   op: Type.Literal('evaluate'),
@@ -121,12 +136,15 @@ export const EvaluateRequestSchema = Type.Object({
     sender_power_level: Type.Optional(Type.Union([Type.Integer(), Type.Null()])),
     notification_power_levels: Type.Optional(Type.Record(Type.String(), Type.Integer())),
   }),
-  recipients: Type.Array(
-    Type.Object({
-      user_id: Type.String(),
-      display_name: Type.Optional(Type.String()),
-    }),
+  recipients: Type.Optional(
+    Type.Array(
+      Type.Object({
+        user_id: Type.String(),
+        display_name: Type.Optional(Type.String()),
+      }),
+    ),
   ),
+  recipients_by_server: Type.Optional(RecipientsByServerSchema),
   explain: Type.Optional(Type.Boolean()),
   compact: Type.Optional(Type.Boolean()),
 });
