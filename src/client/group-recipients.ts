@@ -1,0 +1,34 @@
+import type { Static } from '@sinclair/typebox';
+import type { RecipientsByServerSchema } from '../contract/request-schemas.js';
+import type { EvaluationRecipient } from '../evaluation/evaluation-input.js';
+
+type RecipientsByServer = Static<typeof RecipientsByServerSchema>;
+type Group = { server: string; localparts: string[]; display_names?: (string | null)[] };
+
+/**
+ * `evaluate`'s recipients in the grouped form (`recipients_by_server`,
+ * docs/rpc-contract.md#evaluate): one group per server, in the order of
+ * each server's first recipient, localparts in the list's order; display
+ * names only in a group where some recipient has one. Undefined when some
+ * user ID has no `@` or no `:`: the plain form then carries the list, and
+ * the worker's refusal names the recipient as it always did.
+ */
+export function groupRecipientsByServer(recipients: readonly EvaluationRecipient[]): RecipientsByServer | undefined {
+  const groups = new Map<string, Group>();
+  for (let index = 0; index < recipients.length; index += 1) {
+    const { user_id: userId, display_name: displayName } = recipients[index] as EvaluationRecipient;
+    const colon = userId.indexOf(':');
+    if (userId.charCodeAt(0) !== 0x40 /* @ */ || colon < 0) return undefined;
+    const server = userId.slice(colon + 1);
+    let group = groups.get(server);
+    if (group === undefined) {
+      group = { server, localparts: [] };
+      groups.set(server, group);
+    }
+    if (displayName !== undefined && group.display_names === undefined)
+      group.display_names = new Array<string | null>(group.localparts.length).fill(null);
+    group.localparts.push(userId.slice(1, colon));
+    group.display_names?.push(displayName ?? null);
+  }
+  return [...groups.values()];
+}

@@ -1,0 +1,89 @@
+import { describe, expect, it } from 'vitest';
+import { PushRulesClient, PushRulesError, type RpcTransport } from '../../src/client/push-rules-client.js';
+import type { Reply } from '../../src/contract/reply.js';
+
+const EVENT = { type: 'm.room.message', room_id: '!r:x.org', sender: '@s:x.org', content: { body: 'hi' } };
+const ROOM = { member_count: 500 };
+const members = (count: number) => Array.from({ length: count }, (_, k) => ({ user_id: `@u${k}:x.org` }));
+const grouped = (count: number) => [{ server: 'x.org', localparts: members(count).map((r) => r.user_id.slice(1, -6)) }];
+const OK: Reply = {
+  ok: true,
+  body: { notify_groups: [{ actions: ['notify'], user_ids: ['@u0:x.org'] }], evaluated: 1 },
+};
+const BAD_JSON = { kind: 'BadJson', errcode: 'M_BAD_JSON', status: 400 } as const;
+const refusal = (error: string): Reply => ({ ok: false, error: { ...BAD_JSON, error } });
+const MISSING = refusal("request must have required property 'recipients'.");
+
+/** A transport answering each request in turn with `answers` (the last one again when they run out). */
+function scriptedTransport(...answers: Reply[]) {
+  const sent: Record<string, unknown>[] = [];
+  const transport: RpcTransport = {
+    request: async (body) => {
+      sent.push(body as Record<string, unknown>);
+      return Promise.resolve(answers[Math.min(sent.length, answers.length) - 1] as Reply);
+    },
+    publish: async () => Promise.resolve(),
+    close: async () => Promise.resolve(),
+  };
+  return { client: new PushRulesClient({ url: 'amqp://unused' }, transport), sent };
+}
+const form = (body: Record<string, unknown>) => ('recipients_by_server' in body ? 'grouped' : 'plain');
+
+describe('PushRulesClient.evaluate: recipients grouped by server', () => {
+  it.each([
+    [1, 'plain'],
+    [99, 'plain'],
+    [100, 'grouped'],
+    [10_000, 'grouped'],
+  ])('%i recipients go %s', async (count, expected) => {
+    const { client, sent } = scriptedTransport(OK);
+    await client.evaluate(EVENT, ROOM, members(count));
+    expect(sent.map(form)).toEqual([expected]);
+    if (expected === 'grouped') {
+      expect(sent[0]).toEqual({
+        op: 'evaluate',
+        event: EVENT,
+        room: ROOM,
+        recipients_by_server: grouped(count),
+        compact: true,
+      });
+    }
+  });
+
+  it('sends the plain list when a user ID cannot be grouped, so the refusal names it as always', async () => {
+    const { client, sent } = scriptedTransport(OK);
+    await client.evaluate(EVENT, ROOM, [...members(150), { user_id: 'nosigil:x.org' }]);
+    expect(sent.map(form)).toEqual(['plain']);
+  });
+
+  it('a worker that predates the grouped form: the request is sent again plain, and so is every later one', async () => {
+    const { client, sent } = scriptedTransport(MISSING, OK);
+    expect(await client.evaluate(EVENT, ROOM, members(200))).toEqual({
+      notify: { '@u0:x.org': ['notify'] },
+      evaluated: 1,
+    });
+    await client.evaluate(EVENT, ROOM, members(200));
+    expect(sent.map(form)).toEqual(['grouped', 'plain', 'plain']);
+  });
+
+  it('a refused request rejects with the plain form’s refusal, and grouping goes on', async () => {
+    const plainWords = refusal('recipients.3.user_id is not a valid Matrix user ID.');
+    const { client, sent } = scriptedTransport(
+      refusal('recipients_by_server.0.localparts.3 does not make a valid Matrix user ID.'),
+      plainWords,
+      OK,
+    );
+    const thrown = await client.evaluate(EVENT, ROOM, members(200)).catch((e: unknown) => e);
+    expect(thrown).toBeInstanceOf(PushRulesError);
+    expect((thrown as PushRulesError).message).toBe('recipients.3.user_id is not a valid Matrix user ID.');
+    await client.evaluate(EVENT, ROOM, members(200));
+    expect(sent.map(form)).toEqual(['grouped', 'plain', 'grouped']);
+  });
+
+  it('any other refusal is not sent again', async () => {
+    const tooLarge: Reply = { ok: false, error: { kind: 'TooLarge', errcode: 'M_TOO_LARGE', status: 413, error: 'x' } };
+    const { client, sent } = scriptedTransport(tooLarge);
+    await expect(client.evaluate(EVENT, ROOM, members(200))).rejects.toMatchObject({ kind: 'TooLarge' });
+    expect(sent.map(form)).toEqual(['grouped']);
+  });
+});
