@@ -347,7 +347,12 @@ async function echoRows(ctx: EvaluateContext): Promise<LatencyRow[]> {
       );
       // What PushRulesClient.evaluate sends for a list this long: the recipients grouped by server.
       const { recipients, ...rest } = body;
-      const grouped = { ...rest, recipients_by_server: groupRecipientsByServer(recipients), compact: true };
+      const grouped = {
+        ...rest,
+        recipients_by_server: groupRecipientsByServer(recipients)?.groups,
+        compact: true,
+        runs: true,
+      };
       await run(
         `broker/echo/evaluate-${n}-grouped`,
         'echo consumer, the body the client sends (recipients grouped by server; reply `{}`)',

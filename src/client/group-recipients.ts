@@ -5,6 +5,12 @@ import type { EvaluationRecipient } from '../evaluation/evaluation-input.js';
 type RecipientsByServer = Static<typeof RecipientsByServerSchema>;
 type Group = { server: string; localparts: string[]; display_names?: (string | null)[] };
 
+/** The grouped form, and the recipients in the order it names them (what a reply's positions point into). */
+export interface GroupedRecipients {
+  readonly groups: RecipientsByServer;
+  readonly order: readonly EvaluationRecipient[];
+}
+
 /**
  * `evaluate`'s recipients in the grouped form (`recipients_by_server`,
  * docs/rpc-contract.md#evaluate): one group per server, in the order of
@@ -13,22 +19,28 @@ type Group = { server: string; localparts: string[]; display_names?: (string | n
  * user ID has no `@` or no `:`: the plain form then carries the list, and
  * the worker's refusal names the recipient as it always did.
  */
-export function groupRecipientsByServer(recipients: readonly EvaluationRecipient[]): RecipientsByServer | undefined {
-  const groups = new Map<string, Group>();
+export function groupRecipientsByServer(recipients: readonly EvaluationRecipient[]): GroupedRecipients | undefined {
+  const groups = new Map<string, { group: Group; members: EvaluationRecipient[] }>();
   for (let index = 0; index < recipients.length; index += 1) {
-    const { user_id: userId, display_name: displayName } = recipients[index] as EvaluationRecipient;
+    const recipient = recipients[index] as EvaluationRecipient;
+    const { user_id: userId, display_name: displayName } = recipient;
     const colon = userId.indexOf(':');
     if (userId.charCodeAt(0) !== 0x40 /* @ */ || colon < 0) return undefined;
     const server = userId.slice(colon + 1);
-    let group = groups.get(server);
-    if (group === undefined) {
-      group = { server, localparts: [] };
-      groups.set(server, group);
+    let entry = groups.get(server);
+    if (entry === undefined) {
+      entry = { group: { server, localparts: [] }, members: [] };
+      groups.set(server, entry);
     }
+    const { group } = entry;
     if (displayName !== undefined && group.display_names === undefined)
       group.display_names = new Array<string | null>(group.localparts.length).fill(null);
     group.localparts.push(userId.slice(1, colon));
     group.display_names?.push(displayName ?? null);
+    entry.members.push(recipient);
   }
-  return [...groups.values()];
+  const entries = [...groups.values()];
+  // One server (the usual room): the order is the list's own.
+  const order = entries.length === 1 ? recipients : entries.flatMap((entry) => entry.members);
+  return { groups: entries.map((entry) => entry.group), order };
 }

@@ -147,6 +147,7 @@ export const EvaluateRequestSchema = Type.Object({
   recipients_by_server: Type.Optional(RecipientsByServerSchema),
   explain: Type.Optional(Type.Boolean()),
   compact: Type.Optional(Type.Boolean()),
+  runs: Type.Optional(Type.Boolean()),
 });
 
 /** A non-negative integer count, as a badge shows it. */

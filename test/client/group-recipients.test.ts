@@ -44,7 +44,17 @@ describe('groupRecipientsByServer: the grouped form of evaluate recipients', () 
       ],
     ],
   ])('%s', (_case, recipients, groups) => {
-    expect(groupRecipientsByServer(recipients)).toEqual(groups);
+    expect(groupRecipientsByServer(recipients)?.groups).toEqual(groups);
+  });
+
+  it.each([
+    ['one server: the list itself', ['@a:x.org', '@b:x.org'], ['@a:x.org', '@b:x.org']],
+    ['servers interleaved: group by group', ['@a:y.org', '@b:x.org', '@c:y.org'], ['@a:y.org', '@c:y.org', '@b:x.org']],
+  ])('the order the groups name the recipients in, which reply runs count in: %s', (_case, userIds, expected) => {
+    const recipients = userIds.map((user_id) => ({ user_id }));
+    const grouped = groupRecipientsByServer(recipients);
+    expect(grouped?.order.map((r) => r.user_id)).toEqual(expected);
+    if (expected === userIds) expect(grouped?.order).toBe(recipients);
   });
 
   it.each([

@@ -46,6 +46,7 @@ describe('PushRulesClient.evaluate: recipients grouped by server', () => {
         room: ROOM,
         recipients_by_server: grouped(count),
         compact: true,
+        runs: true,
       });
     }
   });
@@ -86,4 +87,36 @@ describe('PushRulesClient.evaluate: recipients grouped by server', () => {
     await expect(client.evaluate(EVENT, ROOM, members(200))).rejects.toMatchObject({ kind: 'TooLarge' });
     expect(sent.map(form)).toEqual(['grouped']);
   });
+
+  it.each([
+    ['one server', ['@a:x.org', '@b:x.org', '@c:x.org'], [0, 2], ['@a:x.org', '@b:x.org']],
+    // Sent grouped: y.org's first, so position 1 is @c:y.org.
+    ['servers interleaved', ['@a:y.org', '@b:x.org', '@c:y.org'], [1, 2], ['@c:y.org', '@b:x.org']],
+    [
+      'several runs',
+      ['@a:x.org', '@b:x.org', '@c:x.org', '@d:x.org'],
+      [0, 1, 2, 2],
+      ['@a:x.org', '@c:x.org', '@d:x.org'],
+    ],
+    [
+      'a run past the end of the list stops there',
+      ['@a:x.org', '@b:x.org'],
+      [1, 1, 101, 5, 500, 1],
+      ['@b:x.org', '@u99:pad.org'],
+    ],
+  ])(
+    'a reply in runs names the recipients at those positions of the list as sent: %s',
+    async (_case, userIds, runs, named) => {
+      const padding = members(100).map((r) => ({ user_id: r.user_id.replace(':x.org', ':pad.org') }));
+      // Grouped from 100 recipients: the padding server comes last, after the servers of the case.
+      const recipients = [...userIds.map((user_id) => ({ user_id })), ...padding];
+      const { client, sent } = scriptedTransport({
+        ok: true,
+        body: { notify_groups: [{ actions: ['notify'], runs }], evaluated: recipients.length },
+      });
+      const reply = await client.evaluate(EVENT, ROOM, recipients);
+      expect(sent.map(form)).toEqual(['grouped']);
+      expect(Object.keys(reply.notify).sort()).toEqual([...named].sort());
+    },
+  );
 });
