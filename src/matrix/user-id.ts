@@ -50,9 +50,26 @@ export function userIdValidator(): (userId: string) => boolean {
 
 /** `LOCALPART` on `userId` between the `@` and `colon`, without the slice. */
 function isLocalpartAt(userId: string, colon: number): boolean {
-  if (colon < 2) return false;
-  for (let index = 1; index < colon; index += 1) {
-    const unit = userId.charCodeAt(index);
+  return isLocalpartBetween(userId, 1, colon);
+}
+
+/**
+ * Whether `@<localpart>:<server>` is a valid user ID made of exactly these
+ * parts, `server` being a valid server name (`isValidServerName`, checked
+ * once by the caller for many localparts): the localpart by the grammar
+ * (so without `:`), the whole within 255 bytes (all of it ASCII by then).
+ */
+export function isValidLocalpartOf(localpart: string, server: string): boolean {
+  return (
+    localpart.length + server.length + 2 <= MAX_USER_ID_BYTES && isLocalpartBetween(localpart, 0, localpart.length)
+  );
+}
+
+/** `LOCALPART` on `text` from `start` to `end` (not empty). */
+function isLocalpartBetween(text: string, start: number, end: number): boolean {
+  if (end <= start) return false;
+  for (let index = start; index < end; index += 1) {
+    const unit = text.charCodeAt(index);
     if (unit < 0x21 || unit > 0x7e || unit === 0x3a) return false;
   }
   return true;

@@ -1,4 +1,6 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { isValidUserId } from '../../src/matrix/user-id.js';
 import { toEvaluateCommand, type EvaluateLimits } from '../../src/consumer/evaluate-request.js';
 import { expandRecipientsByServer, recipientsByServerCount } from '../../src/consumer/recipients-by-server.js';
 import type { JsonObject } from '../../src/matrix/json.js';
@@ -49,6 +51,35 @@ describe('expandRecipientsByServer: the recipients a grouped list stands for', (
   ])('%s', (_case, groups, recipients) => {
     expect(expandRecipientsByServer(groups)).toEqual({ ok: true, value: recipients });
     expect(recipientsByServerCount(groups)).toBe(recipients.length);
+  });
+});
+
+describe('expandRecipientsByServer: which parts make a valid user ID', () => {
+  it.each([
+    ['255 bytes', 248, true],
+    ['256 bytes', 249, false],
+  ])('the whole ID within 255 bytes: %s', (_case, length, valid) => {
+    expect(expandRecipientsByServer([{ server: 'x.org', localparts: ['a'.repeat(length)] }]).ok).toBe(valid);
+  });
+
+  it('accepts exactly the parts isValidUserId accepts as one ID, for localparts without a colon', () => {
+    const server = fc.constantFrom(
+      'example.org',
+      'exa_mple.org',
+      '[::1]:8448',
+      '[::1',
+      'example.org:http',
+      '',
+      'x.org:8',
+    );
+    const localpart = fc
+      .oneof(fc.string({ maxLength: 12 }), fc.constantFrom('a'.repeat(246), 'a'.repeat(250), 'alice', 'é', '"q\\'))
+      .filter((text) => !text.includes(':'));
+    fc.assert(
+      fc.property(localpart, server, (l, h) => {
+        expect(expandRecipientsByServer([{ server: h, localparts: [l] }]).ok).toBe(isValidUserId(`@${l}:${h}`));
+      }),
+    );
   });
 });
 
@@ -108,6 +139,25 @@ describe('toEvaluateCommand with recipients_by_server', () => {
     [
       'a bad server',
       { recipients_by_server: [{ server: 'x_y.org', localparts: ['a'] }] },
+      'BadJson',
+      'recipients_by_server.0.server is not a valid server name.',
+    ],
+    [
+      'a bad server, even in a group without localparts',
+      { recipients_by_server: [{ server: '', localparts: [] }] },
+      'BadJson',
+      'recipients_by_server.0.server is not a valid server name.',
+    ],
+    [
+      // As one string `@x.org:1:2` would be a valid ID (on server `1:2`), but not with these parts.
+      'a localpart with a colon',
+      { recipients_by_server: [{ server: '2', localparts: ['x.org:1'] }] },
+      'BadJson',
+      'recipients_by_server.0.localparts.0 does not make a valid Matrix user ID.',
+    ],
+    [
+      'a localpart outside ASCII',
+      { recipients_by_server: [{ server: 'x.org', localparts: ['é'] }] },
       'BadJson',
       'recipients_by_server.0.localparts.0 does not make a valid Matrix user ID.',
     ],
