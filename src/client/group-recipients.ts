@@ -21,16 +21,26 @@ export interface GroupedRecipients {
  */
 export function groupRecipientsByServer(recipients: readonly EvaluationRecipient[]): GroupedRecipients | undefined {
   const groups = new Map<string, { group: Group; members: EvaluationRecipient[] }>();
+  let last: { group: Group; members: EvaluationRecipient[] } | undefined;
   for (let index = 0; index < recipients.length; index += 1) {
     const recipient = recipients[index] as EvaluationRecipient;
     const { user_id: userId, display_name: displayName } = recipient;
     const colon = userId.indexOf(':');
     if (userId.charCodeAt(0) !== 0x40 /* @ */ || colon < 0) return undefined;
-    const server = userId.slice(colon + 1);
-    let entry = groups.get(server);
+    // Most recipients are on the server of the one before: recognised in place, not cut out and looked up.
+    const lastServer = last?.group.server;
+    let entry =
+      lastServer !== undefined && userId.length - colon - 1 === lastServer.length && userId.endsWith(lastServer)
+        ? last
+        : undefined;
     if (entry === undefined) {
-      entry = { group: { server, localparts: [] }, members: [] };
-      groups.set(server, entry);
+      const server = userId.slice(colon + 1);
+      entry = groups.get(server);
+      if (entry === undefined) {
+        entry = { group: { server, localparts: [] }, members: [] };
+        groups.set(server, entry);
+      }
+      last = entry;
     }
     const { group } = entry;
     if (displayName !== undefined && group.display_names === undefined)
