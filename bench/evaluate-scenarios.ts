@@ -16,6 +16,7 @@ import { RpcClient } from '../src/client/rpc-client.js';
 import type { EvaluationRecipient } from '../src/evaluation/evaluation-input.js';
 import { MongoPushStore } from '../src/store/mongo-push-store.js';
 import { runEvaluateKernel } from './evaluate-kernel.js';
+import { groupRecipientsByServer } from '../src/client/group-recipients.js';
 import { decodeRulesetContent } from '../src/push-rules/decode-ruleset.js';
 import { loadWorkload } from '../test/support/evaluate-bench-fixtures.js';
 import { runClosedLoop } from './support/closed-loop.js';
@@ -369,6 +370,20 @@ async function echoRows(ctx: EvaluateContext): Promise<LatencyRow[]> {
       };
       await run(`broker/echo/evaluate-${n}`, 'echo consumer, the same request body (reply `{}`)', n, async () =>
         rpc.request(body),
+      );
+      // What PushRulesClient.evaluate sends for a list this long: the recipients grouped by server.
+      const { recipients, ...rest } = body;
+      const grouped = {
+        ...rest,
+        recipients_by_server: groupRecipientsByServer(recipients)?.groups,
+        compact: true,
+        runs: true,
+      };
+      await run(
+        `broker/echo/evaluate-${n}-grouped`,
+        'echo consumer, the body the client sends (recipients grouped by server; reply `{}`)',
+        n,
+        async () => rpc.request(grouped),
       );
     }
   } finally {

@@ -4,6 +4,7 @@ import { percentile } from './closed-loop.js';
 import type { EvaluateCounters, OpenLoopResult } from './evaluate-load.js';
 import type { HeapGrowthRow, MemoryFigures } from './inspector.js';
 import type { TargetCheck } from './report.js';
+import { FANOUT_ECHO_RATIO_TARGET, fanoutVsEcho } from './fanout-vs-echo.js';
 import type { SynapseRun } from './synapse-anchor.js';
 
 /** Ours ÷ Synapse's "with evaluator construction" median, per row, at most this (issue 14). */
@@ -222,6 +223,19 @@ export function checkEvaluateTargets(e: EvaluateResults): TargetCheck[] {
       measured:
         row.samples === 0 ? 'no samples' : `p99 ${ms(row.p99Ms)} ms (p50 ${ms(row.p50Ms)}, ${row.samples} requests)`,
       met: row.samples > 0 && row.errors === 0 && row.p99Ms <= row.targetP99Ms,
+    });
+  }
+  const fanout = fanoutVsEcho(e.latency);
+  if (fanout !== undefined) {
+    const { warm, grouped, plain, ratio } = fanout;
+    const plainRatio =
+      plain === undefined
+        ? ''
+        : `; the plain list's echo p99 ${ms(plain.p99Ms)} ms: ${(warm.p99Ms / plain.p99Ms).toFixed(2)}`;
+    checks.push({
+      target: `evaluate cache warm, 10,000 recipients: p99 ≤ ${FANOUT_ECHO_RATIO_TARGET} × the echo's p99 of the body the client sends, same run (issue 35)`,
+      measured: `${ms(warm.p99Ms)} ÷ ${ms(grouped.p99Ms)} ms = ${ratio.toFixed(2)}${plainRatio}`,
+      met: warm.errors === 0 && ratio <= FANOUT_ECHO_RATIO_TARGET,
     });
   }
   const storeRate = coldVsStore(e.latency);

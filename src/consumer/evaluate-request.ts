@@ -1,4 +1,5 @@
 import { Ajv } from 'ajv';
+import type { EvaluateRequestBody } from '../contract/ops.js';
 import { EvaluateEventSchema, EvaluateRequestSchema } from '../contract/request-schemas.js';
 import { LIMIT_MESSAGES, matrixError } from '../errors/error-catalogue.js';
 import type { EvaluateRequest } from '../evaluation/evaluate-request.js';
@@ -8,6 +9,7 @@ import { fail, ok, type Result } from '../result/result.js';
 import { parseSingleOpBody } from './single-op-body.js';
 import type { EvaluateBatchCommand, EvaluateCommand } from '../service/command.js';
 import { describeSchemaError } from './schema-error.js';
+import { expandRecipientsByServer, recipientsByServerCount, type RecipientsByServer } from './recipients-by-server.js';
 
 export interface EvaluateLimits {
   /** The message body, in bytes (TooLarge), whichever form it has. */
@@ -69,7 +71,7 @@ export function toEvaluateBatchCommand(json: JsonObject, limits: EvaluateLimits)
   if (events.length === 0) return fail(matrixError('BadJson', 'events must not be empty.'));
   if (events.length > limits.maxBatchEvents)
     return fail(matrixError('TooLarge', LIMIT_MESSAGES.tooManyEvents(limits.maxBatchEvents)));
-  for (const key of ['event', 'room', 'recipients'])
+  for (const key of ['event', 'room', 'recipients', 'recipients_by_server'])
     if (Object.hasOwn(json, key)) return fail(matrixError('BadJson', `${key} is not taken beside events.`));
   return ok({ op: 'evaluate_batch', events: events.map((entry) => toEvaluateEvent(entry, limits)) });
 }
@@ -80,16 +82,22 @@ function toEvaluateEvent(entry: unknown, limits: EvaluateLimits): Result<Evaluat
   return checkEvent(entry, limits);
 }
 
-/** What the schema cannot say: the recipient count, the event's size, valid and distinct user IDs. */
-function checkEvent(request: EvaluateRequest & JsonObject, limits: EvaluateLimits): Result<EvaluateRequest> {
+/** One event's fields as the schema checked them: the recipients in either form. */
+type EventFields = Omit<EvaluateRequestBody, 'op'> & JsonObject;
+
+/**
+ * What the schema cannot say: which recipient form, the recipient count,
+ * the event's size, valid and distinct user IDs. The grouped form is
+ * expanded into the list the plain form would carry.
+ */
+function checkEvent(request: EventFields, limits: EvaluateLimits): Result<EvaluateRequest> {
+  const { recipients_by_server: byServer } = request;
+  if (byServer !== undefined || request.recipients === undefined) return checkGrouped(request, byServer, limits);
   if (request.recipients.length > limits.maxRecipients) {
     return fail(matrixError('TooLarge', LIMIT_MESSAGES.tooManyRecipients(limits.maxRecipients)));
   }
-  const event = request['event'];
-  if (!isJsonObject(event)) return fail(matrixError('BadJson', 'event must be object.'));
-  if (Buffer.byteLength(JSON.stringify(event), 'utf8') > limits.maxEventBytes) {
-    return fail(matrixError('TooLarge', LIMIT_MESSAGES.eventTooLarge(limits.maxEventBytes)));
-  }
+  const eventRefused = checkEventBody(request, limits);
+  if (eventRefused !== undefined) return eventRefused;
   const seen = new Set<string>();
   const isValidUserId = userIdValidator();
   const { recipients } = request;
@@ -101,5 +109,39 @@ function checkEvent(request: EvaluateRequest & JsonObject, limits: EvaluateLimit
     seen.add(userId);
   }
   // The schema checked every field the evaluator relies on.
-  return ok(request);
+  return ok({ ...request, recipients });
+}
+
+/** The event's own checks, after the schema's: an object, within `maxEventBytes`. */
+function checkEventBody(request: JsonObject, limits: EvaluateLimits): Result<never> | undefined {
+  const event = request['event'];
+  if (!isJsonObject(event)) return fail(matrixError('BadJson', 'event must be object.'));
+  if (Buffer.byteLength(JSON.stringify(event), 'utf8') > limits.maxEventBytes) {
+    return fail(matrixError('TooLarge', LIMIT_MESSAGES.eventTooLarge(limits.maxEventBytes)));
+  }
+  return undefined;
+}
+
+/**
+ * An event with `recipients_by_server` (recipients-by-server.ts), checked
+ * in the plain form's order: which form, the count, the event, then the
+ * recipients, expanded into the list the plain form would carry.
+ */
+function checkGrouped(
+  request: EventFields,
+  byServer: RecipientsByServer | undefined,
+  limits: EvaluateLimits,
+): Result<EvaluateRequest> {
+  // The schema's own words for a missing list, as before the grouped form existed.
+  if (byServer === undefined) return fail(matrixError('BadJson', "request must have required property 'recipients'."));
+  if (request.recipients !== undefined)
+    return fail(matrixError('BadJson', 'evaluate takes only one of recipients and recipients_by_server.'));
+  if (recipientsByServerCount(byServer) > limits.maxRecipients) {
+    return fail(matrixError('TooLarge', LIMIT_MESSAGES.tooManyRecipients(limits.maxRecipients)));
+  }
+  const eventRefused = checkEventBody(request, limits);
+  if (eventRefused !== undefined) return eventRefused;
+  const recipients = expandRecipientsByServer(byServer);
+  if (!recipients.ok) return recipients;
+  return ok({ ...request, recipients: recipients.value });
 }

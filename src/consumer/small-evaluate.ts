@@ -7,6 +7,8 @@ export interface InlineBounds {
 }
 
 const USER_ID_KEY = Buffer.from('"user_id"');
+const BY_SERVER_KEY = Buffer.from('"recipients_by_server"');
+const QUOTE = 0x22;
 
 /**
  * Whether a raw `evaluate` body is small enough that handing it to a thread
@@ -17,7 +19,9 @@ const USER_ID_KEY = Buffer.from('"user_id"');
  * A count, not a parse, so it may be off either way, and either way is
  * safe: a `"user_id"` key inside the event counts too (the request goes to
  * a thread), and a key spelled with escapes is missed, but the byte bound
- * still caps what can reach the event loop. Never wrong about answers: both
+ * still caps what can reach the event loop. The grouped form
+ * (`recipients_by_server`) is bounded by the strings after its key. Never
+ * wrong about answers: both
  * paths parse and evaluate the same way.
  */
 export function isSmallEvaluate(body: Uint8Array, bounds: InlineBounds): boolean {
@@ -27,6 +31,16 @@ export function isSmallEvaluate(body: Uint8Array, bounds: InlineBounds): boolean
   for (let at = bytes.indexOf(USER_ID_KEY); at !== -1; at = bytes.indexOf(USER_ID_KEY, at + USER_ID_KEY.length)) {
     recipients += 1;
     if (recipients > bounds.maxRecipients) return false;
+  }
+  // The grouped form names no `user_id`: every string after its key counts
+  // as a recipient (each localpart is one; server names, display names and
+  // any key after it count too, which only sends more to a thread).
+  const byServer = bytes.indexOf(BY_SERVER_KEY);
+  if (byServer === -1) return true;
+  let quotes = 0;
+  for (let at = bytes.indexOf(QUOTE, byServer + BY_SERVER_KEY.length); at !== -1; at = bytes.indexOf(QUOTE, at + 1)) {
+    quotes += 1;
+    if (recipients + quotes / 2 > bounds.maxRecipients) return false;
   }
   return true;
 }

@@ -104,9 +104,23 @@ export const DeletePushersRequest = Type.Object({
 export const DeleteUserDataRequest = Type.Object({ ...Envelope, op: Type.Literal('delete_user_data') });
 
 /**
+ * `evaluate`'s recipients grouped by server, the compact form of
+ * `recipients` (see docs/rpc-contract.md#evaluate): `display_names`, when
+ * present, one per localpart, `null` for none.
+ */
+export const RecipientsByServerSchema = Type.Array(
+  Type.Object({
+    server: Type.String(),
+    localparts: Type.Array(Type.String()),
+    display_names: Type.Optional(Type.Array(Type.Union([Type.String(), Type.Null()]))),
+  }),
+);
+
+/**
  * One event of an `evaluate` request (see docs/rpc-contract.md): the single
  * form's fields without its `op`, which is also what each entry of the
- * batch form's `events` holds.
+ * batch form's `events` holds. Exactly one of `recipients` and
+ * `recipients_by_server` (checked by toEvaluateCommand).
  */
 const EvaluateEventFields = {
   event: Type.Object({
@@ -121,14 +135,18 @@ const EvaluateEventFields = {
     sender_power_level: Type.Optional(Type.Union([Type.Integer(), Type.Null()])),
     notification_power_levels: Type.Optional(Type.Record(Type.String(), Type.Integer())),
   }),
-  recipients: Type.Array(
-    Type.Object({
-      user_id: Type.String(),
-      display_name: Type.Optional(Type.String()),
-    }),
+  recipients: Type.Optional(
+    Type.Array(
+      Type.Object({
+        user_id: Type.String(),
+        display_name: Type.Optional(Type.String()),
+      }),
+    ),
   ),
+  recipients_by_server: Type.Optional(RecipientsByServerSchema),
   explain: Type.Optional(Type.Boolean()),
   compact: Type.Optional(Type.Boolean()),
+  runs: Type.Optional(Type.Boolean()),
 };
 
 /**

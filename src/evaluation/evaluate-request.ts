@@ -13,6 +13,8 @@ export interface EvaluateRequest {
   readonly explain?: boolean;
   /** Answer with `notify_groups` (recipients grouped by identical actions) instead of `notify`. */
   readonly compact?: boolean;
+  /** Answer with `notify_groups` whose recipients are runs of positions in `recipients` (`NotifyRunsGroup`). */
+  readonly runs?: boolean;
 }
 
 /** The success body of an `evaluate` reply (docs/rpc-contract.md#evaluate). */
@@ -28,9 +30,19 @@ export interface NotifyGroup {
   readonly user_ids: readonly string[];
 }
 
-/** The success body of an `evaluate` reply asked for with `compact: true` (docs/rpc-contract.md#evaluate). */
+/**
+ * Recipients notified with the same actions, in the reply asked for with
+ * `runs: true`: `runs` holds pairs, the position in the request's recipient
+ * list of a run's first recipient and how many follow it, in list order.
+ */
+export interface NotifyRunsGroup {
+  readonly actions: readonly PushAction[];
+  readonly runs: readonly number[];
+}
+
+/** The success body of an `evaluate` reply asked for with `compact: true` or `runs: true` (docs/rpc-contract.md#evaluate). */
 export interface EvaluateCompactReply {
-  readonly notify_groups: readonly NotifyGroup[];
+  readonly notify_groups: readonly (NotifyGroup | NotifyRunsGroup)[];
   readonly evaluated: number;
   readonly rule_ids?: Record<string, string | null>;
 }
@@ -59,6 +71,7 @@ export interface Evaluation {
   readonly outcomes: RecipientOutcome[];
   readonly explain: boolean;
   readonly compact: boolean;
+  readonly runs: boolean;
   evaluated: number;
 }
 
@@ -69,6 +82,7 @@ export function startEvaluation(request: EvaluateRequest): Evaluation {
     outcomes: new Array<RecipientOutcome>(request.recipients.length),
     explain: request.explain === true,
     compact: request.compact === true,
+    runs: request.runs === true,
     evaluated: 0,
   };
 }

@@ -15,10 +15,18 @@ import type { Evaluation } from './evaluate-request.js';
  * identical actions: `{"notify_groups": [{"actions": [...], "user_ids":
  * [...]}, ...], "evaluated": n}`; groups in the order their first recipient
  * comes, user IDs in the request's order (docs/rpc-contract.md#evaluate).
+ *
+ * `runs` (asked for by the request) names the notified recipients by their
+ * position in the request's list instead, as runs: `{"notify_groups":
+ * [{"actions": [...], "runs": [first, count, ...]}, ...], "evaluated": n}`,
+ * the groups as with `compact`. A room whose members share a rule is then a
+ * few bytes however large it is: no user ID is sent back to the caller who
+ * sent them, and none is assembled here.
  */
 export function evaluationReplyJson(evaluation: Evaluation): string {
   const parts: string[] = [];
-  if (evaluation.compact) parts.push('{"notify_groups":', groupsJson(evaluation));
+  if (evaluation.runs) parts.push('{"notify_groups":', runsJson(evaluation));
+  else if (evaluation.compact) parts.push('{"notify_groups":', groupsJson(evaluation));
   else parts.push('{"notify":', notifyJson(evaluation));
   parts.push(',"evaluated":', String(evaluation.evaluated));
   if (evaluation.explain) parts.push(',"rule_ids":', ruleIdsJson(evaluation));
@@ -46,6 +54,7 @@ function notifyJson(evaluation: Evaluation): string {
 function groupsJson(evaluation: Evaluation): string {
   const { recipients, outcomes, evaluated } = evaluation;
   // By the actions' text: two rules with the same actions make one group.
+  // User IDs as they are; quoted once per group (`quotedList`).
   const groups = new Map<string, string[]>();
   let last: RecipientOutcome | undefined;
   let lastGroup: string[] = [];
@@ -62,10 +71,51 @@ function groupsJson(evaluation: Evaluation): string {
       }
       lastGroup = group;
     }
-    lastGroup.push(quoted(recipients[index]?.user_id ?? ''));
+    lastGroup.push(recipients[index]?.user_id ?? '');
   }
   const entries: string[] = [];
-  for (const [json, userIds] of groups) entries.push(`{"actions":${json},"user_ids":[${userIds.join(',')}]}`);
+  for (const [json, userIds] of groups) entries.push(`{"actions":${json},"user_ids":[${quotedList(userIds)}]}`);
+  return `[${entries.join(',')}]`;
+}
+
+/**
+ * The user IDs as JSON strings, comma-separated: in one join when none
+ * needs escaping (the rule), rather than one quoted copy of each of a large
+ * room's thousands of IDs.
+ */
+function quotedList(userIds: readonly string[]): string {
+  if (userIds.length === 0) return '';
+  for (const userId of userIds) if (NEEDS_ESCAPING.test(userId)) return userIds.map(quoted).join(',');
+  return `"${userIds.join('","')}"`;
+}
+
+function runsJson(evaluation: Evaluation): string {
+  const { outcomes, evaluated } = evaluation;
+  // By the actions' text, as `groupsJson`; each group's runs as flat pairs.
+  const groups = new Map<string, number[]>();
+  let last: RecipientOutcome | undefined;
+  let lastRuns: number[] = [];
+  for (let index = 0; index < evaluated; index += 1) {
+    const outcome = outcomes[index] ?? NOT_NOTIFIED;
+    if (!outcome.notify) continue;
+    if (outcome !== last) {
+      last = outcome;
+      const json = actionsJson(outcome);
+      let runs = groups.get(json);
+      if (runs === undefined) {
+        runs = [];
+        groups.set(json, runs);
+      }
+      lastRuns = runs;
+    }
+    const end = lastRuns.length;
+    // The last run of this group goes on when it ended right before this recipient.
+    if (end > 0 && (lastRuns[end - 2] as number) + (lastRuns[end - 1] as number) === index)
+      lastRuns[end - 1] = (lastRuns[end - 1] as number) + 1;
+    else lastRuns.push(index, 1);
+  }
+  const entries: string[] = [];
+  for (const [json, runs] of groups) entries.push(`{"actions":${json},"runs":[${runs.join(',')}]}`);
   return `[${entries.join(',')}]`;
 }
 

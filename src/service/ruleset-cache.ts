@@ -28,8 +28,8 @@ interface Entry<V> {
   readonly bytes: number;
   /** When the load that produced it started: the age of the data, not of the entry. */
   readonly readAt: number;
-  /** `#placed` when it was last put at the most recent end. */
-  position: number;
+  /** Served since it was last put at the most recent end: spared once by the next eviction (`#evict`). */
+  used: boolean;
 }
 
 /**
@@ -44,8 +44,8 @@ export interface LoadTicket {
 
 /**
  * The compiled rulesets of recently evaluated users, bounded by entries and
- * bytes (least recently used out first, as far as the older half of the
- * entries goes: see `get`) and by age.
+ * bytes (the least recently used out first, approximately: second chance,
+ * see `#evict`) and by age.
  *
  * Correctness rests on three things: change events drop a user's entry
  * (`invalidate`); losing the change-event subscription drops everything
@@ -63,8 +63,6 @@ export class RulesetCache<V> {
   readonly #invalidatedAt = new Map<string, { readonly sequence: number; readonly at: number }>();
   #sequence = 0;
   #clearedAt = 0;
-  /** Entries put at the most recent end so far. */
-  #placed = 0;
   #bytes = 0;
   readonly stats: RulesetCacheStats = { hits: 0, misses: 0, invalidations: 0, staleRefreshes: 0, evictions: 0 };
 
@@ -100,14 +98,10 @@ export class RulesetCache<V> {
       this.stats.misses += 1;
       return undefined;
     }
-    // Moved to the most recent end only from the older half: a large room's
-    // 10,000 hits per request would otherwise each delete and re-insert a
-    // map entry, and an entry in the newer half is not next to be evicted.
-    if (this.#placed - entry.position > this.#entries.size / 2) {
-      this.#entries.delete(userId);
-      this.#entries.set(userId, entry);
-      entry.position = this.#placed++;
-    }
+    // Only marked: a large room's 10,000 hits per request each moving a map
+    // entry to the most recent end cost more than evaluating them (issue 35);
+    // eviction, which is rare, moves the marked ones instead.
+    entry.used = true;
     this.stats.hits += 1;
     return entry.value;
   }
@@ -124,9 +118,10 @@ export class RulesetCache<V> {
     if (invalidated !== undefined && invalidated.sequence > ticket.sequence) return false;
     if (bytes > this.#options.maxBytes) return false;
     this.#remove(userId);
-    this.#entries.set(userId, { value, bytes, readAt: ticket.readAt, position: this.#placed++ });
+    // Room is made first, so the entry being cached is never the one evicted.
+    this.#evict(1, bytes);
+    this.#entries.set(userId, { value, bytes, readAt: ticket.readAt, used: false });
     this.#bytes += bytes;
-    this.#evict();
     return true;
   }
 
@@ -158,12 +153,25 @@ export class RulesetCache<V> {
     return true;
   }
 
-  #evict(): void {
+  /**
+   * Second chance: the oldest entry goes unless it was served since it was
+   * put at the most recent end; then it is put there again, unmarked, and
+   * the next oldest is looked at. Ends: each entry is spared at most once.
+   * Until `entries` more entries of `bytes` more bytes fit.
+   */
+  #evict(entries: number, bytes: number): void {
     const { maxEntries, maxBytes } = this.#options;
-    while (this.#entries.size > maxEntries || this.#bytes > maxBytes) {
-      const oldest = this.#entries.keys().next();
+    while (this.#entries.size + entries > maxEntries || this.#bytes + bytes > maxBytes) {
+      const oldest = this.#entries.entries().next();
       if (oldest.done === true) return;
-      this.#remove(oldest.value);
+      const [userId, entry] = oldest.value;
+      this.#entries.delete(userId);
+      if (entry.used) {
+        entry.used = false;
+        this.#entries.set(userId, entry);
+        continue;
+      }
+      this.#bytes -= entry.bytes;
       this.stats.evictions += 1;
     }
   }

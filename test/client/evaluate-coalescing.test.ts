@@ -58,7 +58,7 @@ const ROOM = { member_count: 2 };
 const eventOf = (n: number) => ({ type: 'm.room.message', room_id: '!r:x.org', sender: '@s:x.org', content: { n } });
 const recipients = [{ user_id: '@a:x.org' }];
 /** The entry of `events` the client sends for `evaluate(eventOf(n), ROOM, recipients)`. */
-const entry = (n: number) => ({ event: eventOf(n), room: ROOM, recipients, compact: true });
+const entry = (n: number) => ({ event: eventOf(n), room: ROOM, recipients, compact: true, runs: true });
 /** What `evaluate(eventOf(n), …)` resolves with in these tests, and the reply envelope that carries it. */
 const valueOf = (n: number) => ({ notify: { '@a:x.org': [`notify-${n}`] }, evaluated: 1 });
 const answerOf = (n: number): Reply => ({ ok: true, body: valueOf(n) });
@@ -92,7 +92,11 @@ describe('PushRulesClient.evaluate, coalesced', () => {
     const batch = await nth(sent, 1);
     expect(batch.wire).toEqual({
       op: 'evaluate',
-      events: [entry(2), { ...entry(3), explain: true, compact: true }, entry(4)],
+      events: [
+        entry(2),
+        { event: eventOf(3), room: ROOM, recipients, explain: true, compact: true, runs: true },
+        entry(4),
+      ],
     });
     batch.answer({
       ok: true,

@@ -316,17 +316,25 @@ describe('PushRulesClient.evaluate', () => {
   const ROOM = { member_count: 2, sender_power_level: 0 };
   const RECIPIENTS = [{ user_id: USER, display_name: 'Alice' }];
 
-  it('sends the request to the evaluate queue, with no user and no messageId, asking for the compact reply', async () => {
+  it('sends the request to the evaluate queue, with no user and no messageId, asking for the compact reply in runs', async () => {
     const { client, sent } = recordingTransport();
     await client.evaluate(EVENT, ROOM, RECIPIENTS);
     await client.evaluate(EVENT, ROOM, RECIPIENTS, { explain: true, timeoutMs: 50 });
     expect(sent).toEqual([
       {
-        body: { op: 'evaluate', event: EVENT, room: ROOM, recipients: RECIPIENTS, compact: true },
+        body: { op: 'evaluate', event: EVENT, room: ROOM, recipients: RECIPIENTS, compact: true, runs: true },
         options: { queue: 'matrix.push.evaluate' },
       },
       {
-        body: { op: 'evaluate', event: EVENT, room: ROOM, recipients: RECIPIENTS, explain: true, compact: true },
+        body: {
+          op: 'evaluate',
+          event: EVENT,
+          room: ROOM,
+          recipients: RECIPIENTS,
+          explain: true,
+          compact: true,
+          runs: true,
+        },
         options: { queue: 'matrix.push.evaluate', timeoutMs: 50 },
       },
     ]);

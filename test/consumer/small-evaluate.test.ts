@@ -29,6 +29,33 @@ describe('isSmallEvaluate: whether a raw evaluate body is evaluated on the event
     expect(isSmallEvaluate(bytes(body), bounds)).toBe(small);
   });
 
+  const grouped = (localparts: string[], displayNames?: string[]) =>
+    JSON.stringify({
+      op: 'evaluate',
+      event: { type: 'm.room.message', sender: '@s:example.org', content: { body: 'hi' } },
+      room: { member_count: 9 },
+      recipients_by_server: [
+        { server: 'example.org', localparts, ...(displayNames === undefined ? {} : { display_names: displayNames }) },
+      ],
+    });
+
+  // The grouped form counts every string after its key: here "server", the
+  // server, "localparts" and each localpart (and display names, and their key).
+  it.each([
+    ['two localparts: 5 strings', grouped(['a', 'b']), true],
+    ['three localparts: 6 strings', grouped(['a', 'b', 'c']), true],
+    ['four localparts: 7 strings', grouped(['a', 'b', 'c', 'd']), false],
+    ['two localparts with display names: 8 strings', grouped(['a', 'b'], ['A', 'B']), false],
+    [
+      '"user_id" keys and grouped strings add up: 1 + 6',
+      `{"recipients":[{"user_id":"@a:b"}],${grouped(['a', 'b', 'c']).slice(1)}`,
+      false,
+    ],
+    ['the grouped key only as text in the event', anEvaluate(1, { body: 'my "recipients_by_server" is' }), true],
+  ])('grouped form, maxRecipients 6: %s', (_case, body, small) => {
+    expect(isSmallEvaluate(bytes(body), { maxBytes: 2048, maxRecipients: 6 })).toBe(small);
+  });
+
   it.each([
     ['maxRecipients 0', { maxBytes: 2048, maxRecipients: 0 }],
     ['maxBytes 0', { maxBytes: 0, maxRecipients: 3 }],

@@ -91,18 +91,29 @@ describe('RulesetCache', () => {
     expect(cache.stats.evictions).toBe(1);
   });
 
-  it('reorders on a hit only from the older half: a hit in the newer half leaves the order as it is', () => {
+  it('spares an entry served since it was placed once (second chance), then evicts in placement order', () => {
     const { cache, load } = aCache({ maxEntries: 4 });
     for (const user of ['@a:x', '@b:x', '@c:x', '@d:x']) load(user);
-    cache.get('@a:x'); // the older half: now the most recent
-    cache.get('@d:x'); // the newer half: stays where it is, behind @a:x
-    load('@e:x');
-    load('@f:x');
-    load('@g:x');
+    cache.get('@a:x'); // spared by the next eviction, placed again behind @d:x
+    cache.get('@d:x'); // spared when its turn comes, placed again behind @f:x
+    load('@e:x'); // evicts @b:x
+    load('@f:x'); // evicts @c:x
+    load('@g:x'); // @d:x spared; @a:x, not served since its second chance, evicted
     expect(
       ['@a:x', '@b:x', '@c:x', '@d:x', '@e:x', '@f:x', '@g:x'].map((user) => cache.get(user) !== undefined),
-    ).toEqual([true, false, false, false, true, true, true]);
+    ).toEqual([false, false, false, true, true, true, true]);
     expect(cache.stats.evictions).toBe(3);
+  });
+
+  it('spares each served entry once, not forever, and never evicts the entry being cached', () => {
+    const { cache, load } = aCache({ maxEntries: 2 });
+    load('@a:x');
+    load('@b:x');
+    cache.get('@a:x');
+    cache.get('@b:x');
+    load('@c:x'); // both spared once, then @a:x, the older, goes
+    expect([cache.size, cache.stats.evictions]).toEqual([2, 1]);
+    expect(['@a:x', '@b:x', '@c:x'].map((user) => cache.get(user) !== undefined)).toEqual([false, true, true]);
   });
 
   it('evicts the least recently used beyond maxBytes, and never keeps one larger than the whole budget', () => {
