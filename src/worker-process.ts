@@ -9,7 +9,7 @@ import type { Logger } from './logging/logger.js';
 import { BrokerQueueProbe } from './observability/broker-queue-probe.js';
 import { HealthServer } from './observability/health-server.js';
 import { WorkerMetrics } from './observability/metrics.js';
-import { registerReadCacheMetrics } from './observability/read-cache-metrics.js';
+import { registerReadCacheMetrics } from './observability/cache-metrics.js';
 import { QueueDepthMetrics } from './observability/queue-depth-metrics.js';
 import type { Command } from './service/command.js';
 import { notifyLimits, notifyQueue, partitionQueue } from './consumer/notify-queue.js';

@@ -6,6 +6,7 @@ import type { RequestReport, WorkerObserver } from '../consumer/worker-observer.
 import type { AbandonReason, StoreBoundsObserver } from '../service/bounded-store.js';
 import type { EvaluateStats } from '../service/evaluate-service.js';
 import type { RulesetCache } from '../service/ruleset-cache.js';
+import { registerCacheMetrics } from './cache-metrics.js';
 
 /**
  * The worker's Prometheus metrics, on a registry of its own (not the
@@ -151,52 +152,14 @@ export class WorkerMetrics implements WorkerObserver, EvaluateObserver, Evaluate
       labelNames: ['on'],
       registers,
     });
-    if (options.cache !== undefined) {
-      const stats = options.cache.stats;
-      const cache = options.cache;
-      new Gauge({
-        name: 'push_worker_evaluate_cache_entries',
-        help: 'Users in the compiled-rules cache.',
-        registers,
-        collect() {
-          this.set(cache.size);
-        },
+    if (options.cache !== undefined)
+      registerCacheMetrics(this.registry, 'push_worker_evaluate_cache', options.cache, {
+        entries: 'Users in the compiled-rules cache.',
+        bytes: 'Estimated bytes of the compiled rules cached.',
+        invalidations: 'Cache entries dropped by change events or a reset of the subscription.',
+        staleRefreshes: 'Cached entries older than evaluate.maxStalenessMs, read again.',
+        evictions: 'Cache entries evicted for the entry or byte bound.',
       });
-      new Gauge({
-        name: 'push_worker_evaluate_cache_bytes',
-        help: 'Estimated bytes of the compiled rules cached.',
-        registers,
-        collect() {
-          this.set(cache.bytes);
-        },
-      });
-      // The cache counts; a scrape copies its counts into counters.
-      const counted = (name: string, help: string, read: () => number) =>
-        new Counter({
-          name,
-          help,
-          registers,
-          collect() {
-            this.reset();
-            this.inc(read());
-          },
-        });
-      counted(
-        'push_worker_evaluate_cache_invalidations_total',
-        'Cache entries dropped by change events or a reset of the subscription.',
-        () => stats.invalidations,
-      );
-      counted(
-        'push_worker_evaluate_cache_stale_refreshes_total',
-        'Cached entries older than evaluate.maxStalenessMs, read again.',
-        () => stats.staleRefreshes,
-      );
-      counted(
-        'push_worker_evaluate_cache_evictions_total',
-        'Cache entries evicted for the entry or byte bound.',
-        () => stats.evictions,
-      );
-    }
   }
 
   evaluated(stats: EvaluateStats): void {

@@ -138,6 +138,14 @@ describe('the monitoring files and the metrics the processes export', () => {
     expect(workerText).toMatch(/^push_worker_evaluate_cache_entries 2$/m);
   });
 
+  it('the worker counts its read cache: the read after the write read the store, the one after it did not', () => {
+    const { workerText = '' } = pages;
+    // get_pushrules (a miss; storing the defaults drops the user), the write (drops them), the rule (a miss), the missing rule (a hit).
+    expect(workerText).toMatch(/^push_worker_read_cache_misses_total 2$/m);
+    expect(workerText).toMatch(/^push_worker_read_cache_hits_total 1$/m);
+    expect(workerText).toMatch(/^push_worker_read_cache_entries 1$/m);
+  });
+
   it('the worker counts its queues on the broker, and both processes export memory and event-loop lag', () => {
     const { worker: workerPage, gateway: gatewayPage, workerText = '' } = pages;
     expect(workerPage).toBeDefined();
