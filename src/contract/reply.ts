@@ -37,6 +37,18 @@ export function successBytes(bytes: Uint8Array): Reply {
   return reply;
 }
 
+/**
+ * A success sent many times as it is (a read answered from memory): its
+ * body, and its whole envelope encoded once, as `successEncoded(body, json)`
+ * would encode it on every send.
+ */
+export function successKept(body: object, json: string): Reply {
+  const reply: Reply = { ok: true, body };
+  encodedBodies.set(body, json);
+  encodedReplies.set(reply, Buffer.from(`{"ok":true,"body":${json}}`));
+  return reply;
+}
+
 /** What is published: the bytes of `successBytes`, or `encodeReply` as UTF-8. */
 export function encodeReplyBytes(value: Reply | object): Buffer {
   const bytes = encodedReplies.get(value);

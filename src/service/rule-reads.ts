@@ -6,7 +6,7 @@ import { getPushRuleEnabled } from '../push-rules/push-rule-enabled.js';
 import { viewPushRulesEvent, type PushRulesEventView } from '../push-rules/push-rules-event.js';
 import type { RuleAddress } from '../push-rules/rule-address.js';
 import { mapResult, type Result } from '../result/result.js';
-import { failure, success, successEncoded, type Reply } from '../contract/reply.js';
+import { failure, success, successKept, type Reply } from '../contract/reply.js';
 import type { LoadedPushRules, PushStore } from '../store/push-store.js';
 import type { Command } from './command.js';
 import type { RulesetCache } from './ruleset-cache.js';
@@ -50,6 +50,8 @@ export function readCacheBytes(loaded: LoadedPushRules): number {
  */
 export class RuleReads {
   readonly #cache: RulesetCache<LoadedPushRules>;
+  /** `get_pushrules`' reply for a kept entry, encoded once; it goes with the entry. */
+  readonly #wholeRulesets = new WeakMap<LoadedPushRules, Reply>();
 
   constructor(cache: RulesetCache<LoadedPushRules>) {
     this.#cache = cache;
@@ -75,10 +77,16 @@ export class RuleReads {
       const result = ruleRead(command.op, command.address)(viewOf(kept, userId));
       return result.ok ? success(result.value) : failure(result.error);
     }
+    const sent = this.#wholeRulesets.get(kept);
+    if (sent !== undefined) return sent;
     const decision = getPushRules(kept.lookup, userId);
     if (!decision.ok) return failure(decision.error);
     const { ruleset, persist } = decision.value;
-    return persist === 'none' ? successEncoded(encodeRulesetContent(ruleset), rulesetContentJson(ruleset)) : undefined;
+    if (persist !== 'none') return undefined;
+    // The whole ruleset (a few KB) is encoded once per kept entry, not once per read.
+    const reply = successKept(encodeRulesetContent(ruleset), rulesetContentJson(ruleset));
+    this.#wholeRulesets.set(kept, reply);
+    return reply;
   }
 
   /**

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { encodeReply, encodeReplyBytes } from '../../src/contract/reply.js';
 import type { Command } from '../../src/service/command.js';
 import { PushService, type PushServiceOptions } from '../../src/service/push-service.js';
 import { RulesetCache } from '../../src/service/ruleset-cache.js';
@@ -62,6 +63,17 @@ describe('PushService: push-rule reads answered from the read cache', () => {
     const second = await service.handle(command);
     expect(loads.count).toBe(1);
     expect(second.reply).toEqual(first.reply);
+  });
+
+  it('get_pushrules from memory sends byte for byte what the read of the store sent, encoded once', async () => {
+    const { service } = await world();
+    const command: Command = { op: 'get_pushrules', userId: ALICE };
+    const fromStore = (await service.handle(command)).reply;
+    const kept = (await service.handle(command)).reply;
+    const again = (await service.handle(command)).reply;
+    expect(encodeReplyBytes(kept).toString('utf8')).toBe(encodeReply(fromStore));
+    // The same reply object, whose bytes are already encoded.
+    expect(again).toBe(kept);
   });
 
   it("drops the user when the service's own write of their rules completes", async () => {
