@@ -51,28 +51,46 @@ function notifyJson(evaluation: Evaluation): string {
   return `{${entries.join(',')}}`;
 }
 
-function groupsJson(evaluation: Evaluation): string {
-  const { recipients, outcomes, evaluated } = evaluation;
-  // By the actions' text: two rules with the same actions make one group.
-  // User IDs as they are; quoted once per group (`quotedList`).
-  const groups = new Map<string, string[]>();
+/**
+ * The notified recipients grouped by the text of their actions (two rules
+ * with the same actions make one group), in order of first appearance:
+ * `add` is given each one's group and position. Consecutive recipients
+ * with the same outcome object share one lookup.
+ */
+function groupByActions<G>(
+  evaluation: Evaluation,
+  start: () => G,
+  add: (group: G, index: number) => void,
+): Map<string, G> {
+  const { outcomes, evaluated } = evaluation;
+  const groups = new Map<string, G>();
   let last: RecipientOutcome | undefined;
-  let lastGroup: string[] = [];
+  let lastGroup: G | undefined;
   for (let index = 0; index < evaluated; index += 1) {
     const outcome = outcomes[index] ?? NOT_NOTIFIED;
     if (!outcome.notify) continue;
-    if (outcome !== last) {
+    if (outcome !== last || lastGroup === undefined) {
       last = outcome;
       const json = actionsJson(outcome);
-      let group = groups.get(json);
-      if (group === undefined) {
-        group = [];
-        groups.set(json, group);
+      lastGroup = groups.get(json);
+      if (lastGroup === undefined) {
+        lastGroup = start();
+        groups.set(json, lastGroup);
       }
-      lastGroup = group;
     }
-    lastGroup.push(recipients[index]?.user_id ?? '');
+    add(lastGroup, index);
   }
+  return groups;
+}
+
+function groupsJson(evaluation: Evaluation): string {
+  const { recipients } = evaluation;
+  // User IDs as they are; quoted once per group (`quotedList`).
+  const groups = groupByActions<string[]>(
+    evaluation,
+    () => [],
+    (userIds, index) => userIds.push(recipients[index]?.user_id ?? ''),
+  );
   const entries: string[] = [];
   for (const [json, userIds] of groups) entries.push(`{"actions":${json},"user_ids":[${quotedList(userIds)}]}`);
   return `[${entries.join(',')}]`;
@@ -90,30 +108,18 @@ function quotedList(userIds: readonly string[]): string {
 }
 
 function runsJson(evaluation: Evaluation): string {
-  const { outcomes, evaluated } = evaluation;
-  // By the actions' text, as `groupsJson`; each group's runs as flat pairs.
-  const groups = new Map<string, number[]>();
-  let last: RecipientOutcome | undefined;
-  let lastRuns: number[] = [];
-  for (let index = 0; index < evaluated; index += 1) {
-    const outcome = outcomes[index] ?? NOT_NOTIFIED;
-    if (!outcome.notify) continue;
-    if (outcome !== last) {
-      last = outcome;
-      const json = actionsJson(outcome);
-      let runs = groups.get(json);
-      if (runs === undefined) {
-        runs = [];
-        groups.set(json, runs);
-      }
-      lastRuns = runs;
-    }
-    const end = lastRuns.length;
-    // The last run of this group goes on when it ended right before this recipient.
-    if (end > 0 && (lastRuns[end - 2] as number) + (lastRuns[end - 1] as number) === index)
-      lastRuns[end - 1] = (lastRuns[end - 1] as number) + 1;
-    else lastRuns.push(index, 1);
-  }
+  // Each group's runs as flat pairs: [first, count, first, count, …].
+  const groups = groupByActions<number[]>(
+    evaluation,
+    () => [],
+    (runs, index) => {
+      const end = runs.length;
+      // The group's last run goes on when it ended right before this recipient.
+      if (end > 0 && (runs[end - 2] as number) + (runs[end - 1] as number) === index)
+        runs[end - 1] = (runs[end - 1] as number) + 1;
+      else runs.push(index, 1);
+    },
+  );
   const entries: string[] = [];
   for (const [json, runs] of groups) entries.push(`{"actions":${json},"runs":[${runs.join(',')}]}`);
   return `[${entries.join(',')}]`;
