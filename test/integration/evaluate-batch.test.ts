@@ -1,9 +1,8 @@
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import type { Db } from 'mongodb';
+import { beforeAll, describe, expect, inject, it } from 'vitest';
 import { PushRulesClient, type RpcTransport } from '../../src/client/push-rules-client.js';
 import { RpcClient } from '../../src/client/rpc-client.js';
-import { RpcCaller, type ContractReply } from './support/rpc-caller.js';
-import { openTestDatabase, startEvaluatingWorker, type EvaluatingWorker } from './support/evaluate-harness.js';
+import type { ContractReply } from './support/rpc-caller.js';
+import { startEvaluatingWorker, useEvaluateWorld, type EvaluatingWorker } from './support/evaluate-harness.js';
 
 /**
  * The batch form of `evaluate` end to end: a real worker answers each
@@ -17,19 +16,7 @@ const MODES = [
   ['in an evaluation thread', 1],
 ] as const;
 
-let database: { db: Db; close: () => Promise<void> };
-let caller: RpcCaller;
-const workers: EvaluatingWorker[] = [];
-
-beforeAll(async () => {
-  database = await openTestDatabase();
-  caller = await RpcCaller.open(inject('amqpUrl'));
-});
-afterAll(async () => {
-  await caller.close();
-  await Promise.all(workers.map(async (w) => w.close()));
-  await database.close();
-});
+const world = useEvaluateWorld();
 
 /** One entry of `events`: the single form without its `op`. */
 function anEntry(body: string, recipients: readonly string[], extra: { explain?: boolean; compact?: boolean } = {}) {
@@ -60,17 +47,17 @@ describe.each(MODES)('the batch form of evaluate through a real worker, %s', (_m
 
   beforeAll(async () => {
     worker = await startEvaluatingWorker({
-      db: database.db,
+      db: world.db,
       threads,
       evaluate: { maxRecipients: 4, maxBatchEvents: 5 },
     });
-    workers.push(worker);
+    world.workers.push(worker);
     for (const [n, keyword] of [
       [1, 'pizza'],
       [2, 'meeting'],
     ] as const) {
-      await caller.call(worker.names.queue, { op: 'get_pushrules', user_id: user(n) });
-      const reply = await caller.call(worker.names.queue, { ...keywordRule(keyword), user_id: user(n) });
+      await world.caller.call(worker.names.queue, { op: 'get_pushrules', user_id: user(n) });
+      const reply = await world.caller.call(worker.names.queue, { ...keywordRule(keyword), user_id: user(n) });
       expect(reply).toEqual({ ok: true, body: {} });
     }
   });
@@ -83,9 +70,10 @@ describe.each(MODES)('the batch form of evaluate through a real worker, %s', (_m
       anEntry('pizza at the meeting', [user(1), user(2), user(3), user(4), user(5)]),
       anEntry('nothing', [], { explain: true }),
     ];
-    const batch = await caller.call(worker.evaluateQueueName, { op: 'evaluate', events: entries });
+    const batch = await world.caller.call(worker.evaluateQueueName, { op: 'evaluate', events: entries });
     const alone: ContractReply[] = [];
-    for (const entry of entries) alone.push(await caller.call(worker.evaluateQueueName, { op: 'evaluate', ...entry }));
+    for (const entry of entries)
+      alone.push(await world.caller.call(worker.evaluateQueueName, { op: 'evaluate', ...entry }));
     expect(batch).toEqual({ ok: true, body: { results: alone } });
     expect(alone.map((reply) => reply.ok || reply.error?.kind)).toEqual([true, true, 'BadJson', 'TooLarge', true]);
     expect((alone[0]?.body as { rule_ids: unknown }).rule_ids).toEqual({
@@ -97,7 +85,7 @@ describe.each(MODES)('the batch form of evaluate through a real worker, %s', (_m
 
   it('refuses a message of more events than evaluate.maxBatchEvents as a whole', async () => {
     const events = Array.from({ length: 6 }, () => anEntry('hi', [user(1)]));
-    expect(await caller.call(worker.evaluateQueueName, { op: 'evaluate', events })).toMatchObject({
+    expect(await world.caller.call(worker.evaluateQueueName, { op: 'evaluate', events })).toMatchObject({
       ok: false,
       error: { kind: 'TooLarge', error: 'Too many events: an evaluate request may carry at most 5.' },
     });

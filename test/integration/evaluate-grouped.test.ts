@@ -1,11 +1,9 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Db } from 'mongodb';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
 import { PushRulesClient } from '../../src/client/push-rules-client.js';
 import { groupRecipientsByServer } from '../../src/client/group-recipients.js';
 import type { EvaluationRecipient } from '../../src/evaluation/evaluation-input.js';
-import { RpcCaller } from './support/rpc-caller.js';
-import { openTestDatabase, startEvaluatingWorker, type EvaluatingWorker } from './support/evaluate-harness.js';
+import { startEvaluatingWorker, useEvaluateWorld, type EvaluatingWorker } from './support/evaluate-harness.js';
 
 /**
  * Issue 35: the grouped recipients (`recipients_by_server`) and the reply in
@@ -36,19 +34,7 @@ const keywordUsers = ['@m1:b.example:8448', '@m4:b.example:8448', '@m9:a.example
 /** Has a rule on its display name ("Member 10"), which the event's body names. */
 const NAMED = '@m10:b.example:8448';
 
-let database: { db: Db; close: () => Promise<void> };
-let caller: RpcCaller;
-const workers: EvaluatingWorker[] = [];
-
-beforeAll(async () => {
-  database = await openTestDatabase();
-  caller = await RpcCaller.open(inject('amqpUrl'));
-});
-afterAll(async () => {
-  await caller.close();
-  await Promise.all(workers.map(async (w) => w.close()));
-  await database.close();
-});
+const world = useEvaluateWorld();
 
 const MODES = [
   ['on the event loop', 0, { inlineMaxRecipients: 0, inlineMaxBytes: 0 }],
@@ -59,12 +45,12 @@ const MODES = [
 describe.each(MODES)('grouped recipients and runs through a real worker, %s', (_mode, threads, inline) => {
   let worker: EvaluatingWorker;
   beforeAll(async () => {
-    worker = await startEvaluatingWorker({ db: database.db, threads, evaluate: inline });
-    workers.push(worker);
+    worker = await startEvaluatingWorker({ db: world.db, threads, evaluate: inline });
+    world.workers.push(worker);
     for (const userId of keywordUsers) {
       // Stores the user's defaults first, as a homeserver's first read does.
-      await caller.call(worker.names.queue, { op: 'get_pushrules', user_id: userId });
-      const reply = await caller.call(worker.names.queue, {
+      await world.caller.call(worker.names.queue, { op: 'get_pushrules', user_id: userId });
+      const reply = await world.caller.call(worker.names.queue, {
         op: 'set_pushrule',
         user_id: userId,
         scope: 'global',
@@ -74,8 +60,8 @@ describe.each(MODES)('grouped recipients and runs through a real worker, %s', (_
       });
       expect(reply).toEqual({ ok: true, body: {} });
     }
-    await caller.call(worker.names.queue, { op: 'get_pushrules', user_id: NAMED });
-    const named = await caller.call(worker.names.queue, {
+    await world.caller.call(worker.names.queue, { op: 'get_pushrules', user_id: NAMED });
+    const named = await world.caller.call(worker.names.queue, {
       op: 'set_pushrule',
       user_id: NAMED,
       scope: 'global',
@@ -105,9 +91,12 @@ describe.each(MODES)('grouped recipients and runs through a real worker, %s', (_
   ])('the grouped list is answered byte for byte as the plain list in the same order: %s', async (_case, extra) => {
     const grouped = groupRecipientsByServer(members);
     if (grouped === undefined) throw new Error('members cannot be grouped');
-    const fromPlain = await caller.call(worker.evaluateQueueName, plain(grouped.order, extra));
+    const fromPlain = await world.caller.call(worker.evaluateQueueName, plain(grouped.order, extra));
     const { recipients: _recipients, ...rest } = plain([], extra);
-    const fromGroups = await caller.call(worker.evaluateQueueName, { ...rest, recipients_by_server: grouped.groups });
+    const fromGroups = await world.caller.call(worker.evaluateQueueName, {
+      ...rest,
+      recipients_by_server: grouped.groups,
+    });
     expect(fromPlain.ok).toBe(true);
     expect(JSON.stringify(fromGroups)).toBe(JSON.stringify(fromPlain));
   });
@@ -120,7 +109,7 @@ describe.each(MODES)('grouped recipients and runs through a real worker, %s', (_
     });
     try {
       for (const explain of [false, true]) {
-        const expected = await caller.call(worker.evaluateQueueName, plain(members, explain ? { explain } : {}));
+        const expected = await world.caller.call(worker.evaluateQueueName, plain(members, explain ? { explain } : {}));
         const body = await client.evaluate(EVENT, ROOM, members, { explain });
         expect(body).toEqual(expected.body);
         const notified = Object.keys(body.notify);
@@ -141,7 +130,7 @@ describe.each(MODES)('grouped recipients and runs through a real worker, %s', (_
       room: ROOM,
       recipients_by_server: [{ server: 'a.example', localparts: ['ok', 'b c'] }],
     };
-    expect(await caller.call(worker.evaluateQueueName, bad)).toMatchObject({
+    expect(await world.caller.call(worker.evaluateQueueName, bad)).toMatchObject({
       ok: false,
       error: { kind: 'BadJson', error: 'recipients_by_server.0.localparts.1 does not make a valid Matrix user ID.' },
     });

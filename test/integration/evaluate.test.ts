@@ -1,9 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Db } from 'mongodb';
 import { inject } from 'vitest';
 import { PushRulesClient } from '../../src/client/push-rules-client.js';
-import { RpcCaller, type ContractReply } from './support/rpc-caller.js';
-import { openTestDatabase, startEvaluatingWorker, type EvaluatingWorker } from './support/evaluate-harness.js';
+import type { ContractReply } from './support/rpc-caller.js';
+import { startEvaluatingWorker, useEvaluateWorld, type EvaluatingWorker } from './support/evaluate-harness.js';
 import { wrapStore } from '../support/store-doubles.js';
 import { DEFAULT_CONFIG } from '../support/default-config.js';
 import type { Config } from '../../src/config/config-schema.js';
@@ -18,19 +17,7 @@ const SENDER = '@sender:example.org';
 let offset = 0;
 const user = (n: number) => `@u${n + offset}:example.org`;
 
-let database: { db: Db; close: () => Promise<void> };
-let caller: RpcCaller;
-const workers: EvaluatingWorker[] = [];
-
-beforeAll(async () => {
-  database = await openTestDatabase();
-  caller = await RpcCaller.open(inject('amqpUrl'));
-});
-afterAll(async () => {
-  await caller.close();
-  await Promise.all(workers.map(async (w) => w.close()));
-  await database.close();
-});
+const world = useEvaluateWorld();
 
 /** Where the workers of the tests running now evaluate: on the event loop (0) or in that many threads. */
 let threads = 0;
@@ -41,7 +28,7 @@ let evaluatedOn: EvaluatedOn[] = [];
 
 async function aWorker(options: Omit<Parameters<typeof startEvaluatingWorker>[0], 'db'> = {}) {
   const worker = await startEvaluatingWorker({
-    db: database.db,
+    db: world.db,
     threads,
     ...options,
     evaluate: { ...inline, ...options.evaluate },
@@ -50,7 +37,7 @@ async function aWorker(options: Omit<Parameters<typeof startEvaluatingWorker>[0]
       storeOperationAbandoned: () => undefined,
     },
   });
-  workers.push(worker);
+  world.workers.push(worker);
   return worker;
 }
 
@@ -80,11 +67,11 @@ const keywordRule = (keyword: string) => ({
 });
 
 async function evaluate(worker: EvaluatingWorker, request: unknown): Promise<ContractReply> {
-  return caller.call(worker.evaluateQueueName, request);
+  return world.caller.call(worker.evaluateQueueName, request);
 }
 
 async function write(worker: EvaluatingWorker, userId: string, request: Record<string, unknown>): Promise<void> {
-  const reply = await caller.call(worker.names.queue, { ...request, user_id: userId });
+  const reply = await world.caller.call(worker.names.queue, { ...request, user_id: userId });
   expect(reply).toEqual({ ok: true, body: {} });
 }
 
@@ -138,7 +125,7 @@ describe.each(MODES)('evaluate through a real worker, %s', (_mode, modeThreads, 
 
   it("answers with each recipient's actions, the sender left out, and names the rules with explain", async () => {
     const worker = await aWorker();
-    await caller.call(worker.names.queue, { op: 'get_pushrules', user_id: ALICE });
+    await world.caller.call(worker.names.queue, { op: 'get_pushrules', user_id: ALICE });
     await write(worker, ALICE, keywordRule('pizza'));
     const reply = await evaluate(worker, anEvaluate('Pizza tonight?', [ALICE, BOB, SENDER]));
     expect(reply).toEqual({
@@ -160,7 +147,7 @@ describe.each(MODES)('evaluate through a real worker, %s', (_mode, modeThreads, 
     const worker = await aWorker({ evaluate: { maxStalenessMs: 600_000 } });
     const frank = user(104);
     const crowd = Array.from({ length: DEFAULT_CONFIG.evaluate.inlineMaxRecipients + 8 }, (_, i) => user(200 + i));
-    await caller.call(worker.names.queue, { op: 'get_pushrules', user_id: frank });
+    await world.caller.call(worker.names.queue, { op: 'get_pushrules', user_id: frank });
     await write(worker, frank, keywordRule('pizza'));
     evaluatedOn = [];
     const small = await evaluate(worker, anEvaluate('pizza tonight?', [frank]));
@@ -180,7 +167,7 @@ describe.each(MODES)('evaluate through a real worker, %s', (_mode, modeThreads, 
   it('reflects a write at once on the worker that made it (its cache was warm)', async () => {
     const worker = await aWorker({ evaluate: { maxStalenessMs: 600_000 } });
     const carol = user(100);
-    await caller.call(worker.names.queue, { op: 'get_pushrules', user_id: carol });
+    await world.caller.call(worker.names.queue, { op: 'get_pushrules', user_id: carol });
     expect(ruleOf(await evaluate(worker, anEvaluate('pizza tonight?', [carol])), carol)).toBe('.m.rule.message');
     await write(worker, carol, keywordRule('pizza'));
     expect(ruleOf(await evaluate(worker, anEvaluate('pizza tonight?', [carol])), carol)).toBe('kw-pizza');
@@ -192,41 +179,41 @@ describe.each(MODES)('evaluate through a real worker, %s', (_mode, modeThreads, 
     const b = await aWorker({ ...trust, eventsExchange: a.names.amqp.eventsExchange });
     const gone = user(103);
     const asGuest = { userId: 'guest' };
-    await caller.call(a.names.queue, { op: 'get_pushrules', user_id: gone }, asGuest);
-    expect(await caller.call(a.names.queue, { ...keywordRule('pizza'), user_id: gone }, asGuest)).toEqual({
+    await world.caller.call(a.names.queue, { op: 'get_pushrules', user_id: gone }, asGuest);
+    expect(await world.caller.call(a.names.queue, { ...keywordRule('pizza'), user_id: gone }, asGuest)).toEqual({
       ok: true,
       body: {},
     });
     for (const worker of [a, b]) {
       expect(
-        ruleOf(await caller.call(worker.evaluateQueueName, anEvaluate('pizza tonight?', [gone]), asGuest), gone),
+        ruleOf(await world.caller.call(worker.evaluateQueueName, anEvaluate('pizza tonight?', [gone]), asGuest), gone),
       ).toBe('kw-pizza');
     }
-    expect(await caller.call(a.names.queue, { op: 'delete_user_data', user_id: gone }, asGuest)).toEqual({
+    expect(await world.caller.call(a.names.queue, { op: 'delete_user_data', user_id: gone }, asGuest)).toEqual({
       ok: true,
       body: {},
     });
-    expect(ruleOf(await caller.call(a.evaluateQueueName, anEvaluate('pizza tonight?', [gone]), asGuest), gone)).toBe(
-      '.m.rule.message',
-    );
+    expect(
+      ruleOf(await world.caller.call(a.evaluateQueueName, anEvaluate('pizza tonight?', [gone]), asGuest), gone),
+    ).toBe('.m.rule.message');
     for (let i = 0; i < 250; i += 1) {
       if (
-        ruleOf(await caller.call(b.evaluateQueueName, anEvaluate('pizza tonight?', [gone]), asGuest), gone) ===
+        ruleOf(await world.caller.call(b.evaluateQueueName, anEvaluate('pizza tonight?', [gone]), asGuest), gone) ===
         '.m.rule.message'
       )
         break;
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
-    expect(ruleOf(await caller.call(b.evaluateQueueName, anEvaluate('pizza tonight?', [gone]), asGuest), gone)).toBe(
-      '.m.rule.message',
-    );
+    expect(
+      ruleOf(await world.caller.call(b.evaluateQueueName, anEvaluate('pizza tonight?', [gone]), asGuest), gone),
+    ).toBe('.m.rule.message');
   });
 
   it("reflects a write through worker A on worker B by A's change event, long before the staleness bound", async () => {
     const a = await aWorker();
     const b = await aWorker({ eventsExchange: a.names.amqp.eventsExchange, evaluate: { maxStalenessMs: 600_000 } });
     const dave = user(101);
-    await caller.call(a.names.queue, { op: 'get_pushrules', user_id: dave });
+    await world.caller.call(a.names.queue, { op: 'get_pushrules', user_id: dave });
     expect(ruleOf(await evaluate(b, anEvaluate('pizza tonight?', [dave])), dave)).toBe('.m.rule.message');
     await write(a, dave, keywordRule('pizza'));
     const ms = await msUntilRule(b, dave, 'kw-pizza', 5_000);
@@ -241,7 +228,7 @@ describe.each(MODES)('evaluate through a real worker, %s', (_mode, modeThreads, 
     // B listens on another exchange: A's events never reach it.
     const b = await aWorker({ evaluate: { maxStalenessMs: 1_500 } });
     const erin = user(102);
-    await caller.call(a.names.queue, { op: 'get_pushrules', user_id: erin });
+    await world.caller.call(a.names.queue, { op: 'get_pushrules', user_id: erin });
     expect(ruleOf(await evaluate(b, anEvaluate('pizza tonight?', [erin])), erin)).toBe('.m.rule.message');
     const written = Date.now();
     await write(a, erin, keywordRule('pizza'));
@@ -395,7 +382,7 @@ describe('evaluate with bad input', () => {
   });
 
   it('is refused on the request queue, with a message naming the evaluate queue', async () => {
-    const reply = await caller.call(worker.names.queue, anEvaluate('hello', [BOB]));
+    const reply = await world.caller.call(worker.names.queue, anEvaluate('hello', [BOB]));
     expect(reply).toMatchObject({
       ok: false,
       error: {

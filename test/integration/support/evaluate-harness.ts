@@ -1,6 +1,6 @@
 import amqp from 'amqplib';
 import { MongoClient, type Db } from 'mongodb';
-import { inject } from 'vitest';
+import { afterAll, beforeAll, inject } from 'vitest';
 import type { Config } from '../../../src/config/config-schema.js';
 import { createLogger } from '../../../src/logging/logger.js';
 import { evaluateQueue } from '../../../src/consumer/evaluate-queue.js';
@@ -13,6 +13,7 @@ import type { PushStore } from '../../../src/store/push-store.js';
 import { PushService } from '../../../src/service/push-service.js';
 import { DEFAULT_CONFIG } from '../../support/default-config.js';
 import { deleteTopology, TEST_LIMITS, uniqueNames, type Names } from './worker-harness.js';
+import { RpcCaller } from './rpc-caller.js';
 
 export interface EvaluatingWorker {
   readonly names: Names;
@@ -129,4 +130,40 @@ async function deleteQueue(url: string, queue: string): Promise<void> {
   const channel = await connection.createChannel();
   await channel.deleteQueue(queue);
   await connection.close();
+}
+
+/** What a file of evaluate tests shares: a database of its own, a caller, and the workers its tests started. */
+export interface EvaluateWorld {
+  readonly db: Db;
+  readonly caller: RpcCaller;
+  /** Closed after the file's tests. */
+  readonly workers: EvaluatingWorker[];
+}
+
+/** Opens the world before the file's tests and closes it, workers first, after them. Call at the top level. */
+export function useEvaluateWorld(): EvaluateWorld {
+  const opened: { database?: { db: Db; close: () => Promise<void> }; caller?: RpcCaller } = {};
+  const workers: EvaluatingWorker[] = [];
+  beforeAll(async () => {
+    opened.database = await openTestDatabase();
+    opened.caller = await RpcCaller.open(inject('amqpUrl'));
+  });
+  afterAll(async () => {
+    await opened.caller?.close();
+    await Promise.all(workers.map(async (w) => w.close()));
+    await opened.database?.close();
+  });
+  const required = <T>(value: T | undefined, what: string): T => {
+    if (value === undefined) throw new Error(`the evaluate world's ${what} is used before beforeAll opened it`);
+    return value;
+  };
+  return {
+    get db() {
+      return required(opened.database, 'database').db;
+    },
+    get caller() {
+      return required(opened.caller, 'caller');
+    },
+    workers,
+  };
 }
