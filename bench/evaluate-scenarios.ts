@@ -31,18 +31,17 @@ import {
 } from './support/evaluate-load.js';
 import {
   COLD_P99_TARGET_MS,
-  latencyRow,
   memoryGrowth,
   MEMORY_GROWTH_TARGET_BYTES,
   WARM_P99_TARGET_MS,
   type EvaluateResults,
   type IsolationResult,
-  type LatencyRow,
   type LoopSummary,
   type MemoryResult,
   type MentionsRow,
   type MemorySample,
 } from './support/evaluate-report.js';
+import { latencyRow, type LatencyRow } from './support/latency-row.js';
 import {
   connectInspector,
   heapGrowth,

@@ -1,4 +1,4 @@
-import type { LatencyRow } from './evaluate-report.js';
+import type { LatencyRow } from './latency-row.js';
 
 /** Issue 35: the warm 10,000-recipient fan-out's p99 at most this many times the echo's of its body (same run). */
 export const FANOUT_ECHO_RATIO_TARGET = 1.5;

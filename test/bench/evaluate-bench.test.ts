@@ -7,7 +7,6 @@ import {
   isolationRatio,
   issue23Markdown,
   kernelVsSynapse,
-  latencyRow,
   memoryGrowth,
   type EvaluateResults,
   type IsolationResult,
@@ -15,6 +14,7 @@ import {
   type MemoryResult,
   type MemorySample,
 } from '../../bench/support/evaluate-report.js';
+import { latencyRow } from '../../bench/support/latency-row.js';
 import { heapGrowth, summarizeHeapSnapshot } from '../../bench/support/inspector.js';
 import { targetsTable } from '../../bench/support/report.js';
 import { parseSynapseResults, type SynapseRun } from '../../bench/support/synapse-anchor.js';
