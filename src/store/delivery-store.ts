@@ -14,7 +14,7 @@
 
 /** One gateway request waiting to be delivered. */
 export interface PendingDelivery {
-  /** `<notify id>/<device queue tag>`: the same `notify` message always plans the same IDs, which makes its intake idempotent. */
+  /** `<notify id>/<device queue tag>[.<n>]`: the same `notify` message always plans the same IDs, which makes its intake idempotent. */
   readonly id: string;
   /** The partition of `userId`: whoever holds its lease sends it. */
   readonly partition: number;
