@@ -37,6 +37,7 @@ export interface IntakeStamp {
   readonly partition: number;
   /** Intake order of the message; every request of one message has it (no two share a device queue). */
   readonly seq: number;
+  /** When the `notify` was published (not taken in): the requests' maximum age counts from it. */
   readonly acceptedAt: number;
 }
 
