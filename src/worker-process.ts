@@ -301,10 +301,12 @@ export function createWorkerProcess(
       partitions: config.delivery.partitions,
       queueOf: (partition) => partitionQueue(config.delivery, partition),
       sink: {
-        publish: async (queue, body, messageId) => routerClient.publish(body, { queue, messageId, noExpiration: true }),
+        publish: async (queue, body, messageId, publishedAt) =>
+          routerClient.publish(body, { queue, messageId, noExpiration: true, timestamp: publishedAt }),
       },
       records: deliveryStore,
       backoff,
+      replyWaitMs: config.delivery.replyWaitMs,
       // Not the shutdown's signal: a message given back while its queue is still consumed comes straight back
       // to this worker, out of order. Routing stops only after the consumers are cancelled (or the grace ran out).
       signal: routerStop.signal,

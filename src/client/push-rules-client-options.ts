@@ -118,6 +118,12 @@ export type NotifyRecipient = Omit<NotifyRequestBody['recipients'][number], 'act
 export interface NotifyReplyBody {
   readonly recipients: number;
   readonly devices: number;
+  /**
+   * Parts not taken in within `delivery.replyWaitMs` (a partition behind, or
+   * a part refused): their recipients and devices are not counted above.
+   * Absent when every part was.
+   */
+  readonly pending?: number;
 }
 
 export interface NotifyOptions extends CallOptions {

@@ -108,6 +108,8 @@ export interface RequestOptions {
    * once expired). The call's own deadline still applies to its reply.
    */
   readonly noExpiration?: boolean;
+  /** The AMQP `timestamp` (ms) of a `publish`; now unless given (the router keeps a `notify`'s publish time). */
+  readonly timestamp?: number;
 }
 
 /** What a confirmed `publish` settles its pending entry with; never seen by a caller. */
@@ -266,7 +268,7 @@ export class RpcClient {
         persistent: true,
         correlationId,
         contentType: 'application/json',
-        timestamp: Date.now(),
+        timestamp: options.timestamp ?? Date.now(),
         ...(options.messageId === undefined ? {} : { messageId: options.messageId }),
         ...(this.#options.publisherUserId === undefined ? {} : { userId: this.#options.publisherUserId }),
       };

@@ -449,6 +449,18 @@ export const ConfigSchema = Type.Object(
           description:
             'How long the record of a taken-in `notify` is kept: a republished message is recognised for this long.',
         }),
+        derivedIdWindowSeconds: Type.Integer({
+          minimum: 1,
+          maximum: 86400,
+          description:
+            "A `notify` published without `messageId`, `timestamp` or `correlationId` is named by its body and this window of the router's clock: the same bytes again in the same window count as a redelivery (sent once), in a later window as a new message.",
+        }),
+        replyWaitMs: Type.Integer({
+          minimum: 100,
+          maximum: 600000,
+          description:
+            'A `notify` that asks for a reply is answered once its parts are taken in, or after this long with what is known and `pending` (the parts not taken in yet); routing never waits for it.',
+        }),
         maxPendingPerDevice: Type.Integer({
           minimum: 1,
           maximum: 10000,
@@ -649,6 +661,8 @@ export const ENVIRONMENT: readonly {
   { name: 'DELIVERY_PENDING_COLLECTION', path: ['delivery', 'pendingCollection'], kind: 'string' },
   { name: 'DELIVERY_ACCEPTED_COLLECTION', path: ['delivery', 'acceptedCollection'], kind: 'string' },
   { name: 'DELIVERY_ACCEPTED_RETENTION_SECONDS', path: ['delivery', 'acceptedRetentionSeconds'], kind: 'integer' },
+  { name: 'DELIVERY_DERIVED_ID_WINDOW_SECONDS', path: ['delivery', 'derivedIdWindowSeconds'], kind: 'integer' },
+  { name: 'DELIVERY_REPLY_WAIT_MS', path: ['delivery', 'replyWaitMs'], kind: 'integer' },
   { name: 'DELIVERY_MAX_PENDING_PER_DEVICE', path: ['delivery', 'maxPendingPerDevice'], kind: 'integer' },
   { name: 'DELIVERY_MAX_AGE_MS', path: ['delivery', 'maxAgeMs'], kind: 'integer' },
   { name: 'DELIVERY_RETRY_BASE_MS', path: ['delivery', 'retryBaseMs'], kind: 'integer' },

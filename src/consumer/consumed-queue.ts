@@ -46,6 +46,10 @@ export interface ConsumedQueue {
 /** What the worker tells a queue's `serve` about a request beyond its body. */
 export interface ServeContext {
   readonly messageId: string | undefined;
+  /** The publisher's AMQP `timestamp`, in ms (publish-time.ts); absent when it set none. */
+  readonly publishedAt?: number | undefined;
+  /** The publisher's AMQP `correlationId`, when it set one. */
+  readonly correlationId?: string | undefined;
   /** The publisher waits for an answer (`replyTo` and `correlationId` set). */
   readonly answered?: boolean;
   /** When work on it stops (`stopWorkBy`): its reply is sent by then, and no store operation is started after. */

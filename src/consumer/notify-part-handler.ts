@@ -4,10 +4,16 @@ import type { NotifyRequestBody } from '../contract/ops.js';
 import type { Logger } from '../logging/logger.js';
 import { parseNotifyRequest, type NotifyLimits } from './notify-request.js';
 import type { PartVerdict } from './partition-queues.js';
+import { publishedAtMs } from './publish-time.js';
 
 /** The intake, as a partition queue uses it (delivery-service/notify-intake.ts). */
 export interface PartAcceptor {
-  accept(request: NotifyRequestBody, messageId: string | undefined, partition: number): Promise<IntakeResult>;
+  accept(
+    request: NotifyRequestBody,
+    messageId: string | undefined,
+    partition: number,
+    publishedAt?: number,
+  ): Promise<IntakeResult>;
 }
 
 export interface NotifyPartHandlerOptions {
@@ -30,7 +36,11 @@ export function notifyPartHandler(
 ): (partition: number, message: ConsumeMessage) => Promise<PartVerdict> {
   const { intake, limits, publishers, logger } = options;
   return async (partition, message) => {
-    const { userId, messageId } = message.properties as { userId?: unknown; messageId?: unknown };
+    const { userId, messageId, timestamp } = message.properties as {
+      userId?: unknown;
+      messageId?: unknown;
+      timestamp?: unknown;
+    };
     const id = typeof messageId === 'string' && messageId !== '' ? messageId : undefined;
     if (typeof userId !== 'string' || !publishers.has(userId)) {
       logger.warn({ partition, messageId: id }, 'a notify part from an untrusted publisher: dead-lettered');
@@ -42,7 +52,8 @@ export function notifyPartHandler(
       return 'dead-letter';
     }
     try {
-      await intake.accept(parsed.value, id, partition);
+      // The router sets the notify's publish time on each part, kept however often the part is taken in.
+      await intake.accept(parsed.value, id, partition, publishedAtMs(timestamp));
       return 'ack';
     } catch (error) {
       if (error instanceof IntakeStoppedError) return 'requeue';

@@ -1,10 +1,10 @@
-import { createHash } from 'node:crypto';
 import type { Channel } from 'amqplib';
 import type { Config } from '../config/config-schema.js';
 import { matrixError, MESSAGES } from '../errors/error-catalogue.js';
 import { failureOutcome } from '../service/failure-reply.js';
 import { failure, success } from '../contract/reply.js';
 import type { ConsumedQueue } from './consumed-queue.js';
+import { derivedMessageId } from './derived-message-id.js';
 import { parseNotifyRequest, type NotifyLimits } from './notify-request.js';
 import { RouterStoppedError, type NotifyRouter } from './notify-router.js';
 import { declarePartitionQueue } from './partition-queues.js';
@@ -15,6 +15,8 @@ export interface NotifyQueueOptions {
   readonly delivery: Config['delivery'];
   readonly maxJsonDepth: number;
   readonly router: Pick<NotifyRouter, 'route'>;
+  /** The router's clock (tests). */
+  readonly now?: () => number;
 }
 
 /** The delivery queue's limits on a `notify` (also applied to each part on a partition queue). */
@@ -45,6 +47,8 @@ export function partitionQueue(delivery: Pick<Config['delivery'], 'queue'>, part
 export function notifyQueue(options: NotifyQueueOptions): ConsumedQueue {
   const { amqp, delivery, router } = options;
   const limits = notifyLimits(delivery, options.maxJsonDepth);
+  const now = options.now ?? Date.now;
+  const windowMs = delivery.derivedIdWindowSeconds * 1000;
   return {
     role: 'deliver',
     queue: delivery.queue,
@@ -78,11 +82,24 @@ export function notifyQueue(options: NotifyQueueOptions): ConsumedQueue {
             conflicts: 0,
             op: 'notify',
           };
-        // Without one, the body names the message: the same message redelivered routes the same parts.
-        const messageId = context.messageId ?? `sha256:${createHash('sha256').update(body).digest('base64url')}`;
-        const counts = await router.route(parsed.value, messageId, context.answered === true);
+        const receivedAt = now();
+        // Without one, the same message redelivered must route the same parts, and a later publish new ones.
+        const messageId =
+          context.messageId ??
+          derivedMessageId(
+            body,
+            { timestamp: context.publishedAt, correlationId: context.correlationId, receivedAt },
+            windowMs,
+          );
+        // Its maximum age counts from here (a publisher's clock ahead of the pool's counts as now).
+        const publishedAt = Math.min(context.publishedAt ?? receivedAt, receivedAt);
+        const counts = await router.route(parsed.value, messageId, context.answered === true, publishedAt);
         return {
-          reply: success({ recipients: counts?.recipients ?? 0, devices: counts?.devices ?? 0 }),
+          reply: success({
+            recipients: counts?.recipients ?? 0,
+            devices: counts?.devices ?? 0,
+            ...(counts?.pending === undefined || counts.pending === 0 ? {} : { pending: counts.pending }),
+          }),
           conflicts: 0,
           op: 'notify',
         };

@@ -8,6 +8,7 @@ import { encodeReply, encodeReplyBytes, failure, type Reply } from '../contract/
 import type { ChangeListener } from './change-listener.js';
 import type { ServeContext, ServeOutcome } from './consumed-queue.js';
 import type { Lane } from './lane.js';
+import { publishedAtMs } from './publish-time.js';
 import { requestDeadline, stopWorkBy } from './request-deadline.js';
 import type { RequestReport, WorkerObserver } from './worker-observer.js';
 
@@ -138,6 +139,8 @@ export class RequestEnvelope {
     const { trustedPublishers, replyMarginMs } = this.#options.amqp;
     const context: ServeContext = {
       messageId: typeof messageId === 'string' && messageId !== '' ? messageId : undefined,
+      publishedAt: publishedAtMs(properties.timestamp as unknown),
+      correlationId: typeof correlationId === 'string' && correlationId !== '' ? correlationId : undefined,
       answered: answerable,
       deadline: timed
         ? stopWorkBy(properties.timestamp as unknown, properties.expiration as unknown, replyMarginMs)

@@ -135,15 +135,25 @@ export class NotifyIntake {
 
   /**
    * Resolves once the message may be acknowledged (every request it
-   * planned done with or stored); rejects with `IntakeStoppedError` (the
+   * planned done with or stored). `publishedAt` (ms): when the `notify`
+   * was published (the part's AMQP `timestamp`), the start of its
+   * requests' maximum age; now when absent. Rejects with `IntakeStoppedError` (the
    * message goes back to the queue), or with a failure the store gives for
    * good.
    */
-  async accept(request: NotifyRequestBody, messageId: string | undefined, partition: number): Promise<IntakeResult> {
+  async accept(
+    request: NotifyRequestBody,
+    messageId: string | undefined,
+    partition: number,
+    publishedAt?: number,
+  ): Promise<IntakeResult> {
     const line = this.#lines.get(partition);
     if (line === undefined || line.closed) throw new IntakeStoppedError();
     // Taken now, before any wait: the message's place in intake order.
     const acceptedAt = this.#now();
+    // The maximum age counts from the publish (a part waits in queues, and may be taken in again after a crash);
+    // a publisher's clock ahead of this worker's counts as now.
+    const sentAt = Math.min(publishedAt ?? acceptedAt, acceptedAt);
     const seq = Math.max(line.lastSeq + 1, acceptedAt * 1000);
     line.lastSeq = seq;
     const previous = line.tail;
@@ -173,7 +183,7 @@ export class NotifyIntake {
           notifyId,
           partition,
           seq,
-          acceptedAt,
+          acceptedAt: sentAt,
         });
         if (plan.emailPushers > 0) this.#options.observer?.emailPushersSkipped(plan.emailPushers);
         // Checked last, right before sending starts: a worker whose lease is in doubt must not send what another

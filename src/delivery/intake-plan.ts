@@ -37,6 +37,7 @@ export interface IntakeStamp {
   readonly partition: number;
   /** Intake order of the message; every request of one message has it (no two share a device queue). */
   readonly seq: number;
+  /** When the `notify` was published (not taken in): the requests' maximum age counts from it. */
   readonly acceptedAt: number;
 }
 
@@ -49,11 +50,13 @@ export function pushedUserIds(request: NotifyRequestBody): readonly string[] {
 
 /**
  * Every gateway request of one `notify` message, from its recipients and
- * their pushers. Request IDs are `<notifyId>/<device queue tag>`: a
- * message has one request per device queue, so the same message planned
- * again (redelivered after a crash, its pushers changed meanwhile or not)
- * gives the same ID for the same device queue, which the store takes only
- * once, and a new ID for a device queue it did not plan before.
+ * their pushers. Request IDs are `<notifyId>/<device queue tag>`, and
+ * `<notifyId>/<device queue tag>.<n>` for the n-th further request of one
+ * device queue (the same pushkey under two app IDs goes in two requests:
+ * device-batches.ts). So the same message planned again (redelivered after
+ * a crash) gives the same IDs, which the store, the journal and the
+ * scheduler take only once, and every planned request has an ID of its
+ * own: two sharing one would be taken as one, and the second never sent.
  */
 export function planIntake(
   request: NotifyRequestBody,
@@ -69,11 +72,16 @@ export function planIntake(
     emailPushers += planned.emailPushers.length;
     if (planned.requests.length === 0) continue;
     recipients += 1;
+    const perKey = new Map<string, number>();
     for (const { batch, body } of planned.requests) {
       devices += batch.pushers.length;
       const key = deviceQueueKey(recipient.user_id, batch.url, batch.format);
+      const index = perKey.get(key) ?? 0;
+      perKey.set(key, index + 1);
+      // The first keeps the plain form: IDs planned before the index existed stay the same.
+      const id = `${stamp.notifyId}/${deviceQueueTag(key)}${index === 0 ? '' : `.${String(index)}`}`;
       deliveries.push({
-        id: `${stamp.notifyId}/${deviceQueueTag(key)}`,
+        id,
         partition: stamp.partition,
         key,
         seq: stamp.seq,
@@ -86,7 +94,18 @@ export function planIntake(
       });
     }
   }
+  assertUniqueIds(deliveries);
   return { deliveries, recipients, devices, emailPushers };
+}
+
+/** A bug, not bad input: two requests under one ID would be stored, journalled and sent as one. */
+function assertUniqueIds(deliveries: readonly PlannedDelivery[]): void {
+  const seen = new Set<string>();
+  for (const delivery of deliveries) {
+    if (seen.has(delivery.id))
+      throw new Error(`internal error: two planned gateway requests share the ID ${delivery.id}`);
+    seen.add(delivery.id);
+  }
 }
 
 /** A short, stable name of a device queue for request IDs (the key itself holds a URL and a user ID). */

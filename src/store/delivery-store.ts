@@ -14,7 +14,7 @@
 
 /** One gateway request waiting to be delivered. */
 export interface PendingDelivery {
-  /** `<notify id>/<device queue tag>`: the same `notify` message always plans the same IDs, which makes its intake idempotent. */
+  /** `<notify id>/<device queue tag>[.<n>]`: the same `notify` message always plans the same IDs, which makes its intake idempotent. */
   readonly id: string;
   /** The partition of `userId`: whoever holds its lease sends it. */
   readonly partition: number;
@@ -29,7 +29,11 @@ export interface PendingDelivery {
   readonly bodyJson: string;
   /** The pushers it names (app ID and pushkey), to find the one a rejected pushkey means. */
   readonly devices: readonly PendingDevice[];
-  /** When the worker accepted the `notify` (ms): the start of its publish-to-delivery latency and of its maximum age. */
+  /**
+   * When the `notify` was published (ms; the publisher's `timestamp`, else
+   * when the router first took it), not when a partition took it in: the
+   * start of its publish-to-delivery latency and of its maximum age.
+   */
   readonly acceptedAt: number;
   /** A badge update (a `notify` without `event_id`): of several waiting for one device, only the newest is sent. */
   readonly countsOnly?: boolean | undefined;
