@@ -205,6 +205,7 @@ export function createWorkerProcess(
     const pushers = new CachedPusherLookup(store, {
       maxBytes: config.delivery.pusherCacheMaxBytes,
       maxEntries: PUSHER_CACHE_MAX_USERS,
+      maxStalenessMs: config.delivery.pusherCacheMaxStalenessMs,
     });
     running.pushers = pushers;
     // Bound late: the coordinator decides what the scheduler and the intake may do, and drives them.
