@@ -198,15 +198,22 @@ export function createWorkerProcess(
       },
     });
     if (stopped()) return;
-    const rejected = new RejectedPushers(store, async (change) => running.worker?.announce(change) ?? false, log);
     const me = `${hostname()}/${process.pid}/${randomUUID().slice(0, 8)}`;
     // The pushers of the users this worker delivers for, kept current by the m.pushers change events:
     // a fan-out to known users reads nothing from the store.
     const pushers = new CachedPusherLookup(store, {
       maxBytes: config.delivery.pusherCacheMaxBytes,
       maxEntries: PUSHER_CACHE_MAX_USERS,
+      maxStalenessMs: config.delivery.pusherCacheMaxStalenessMs,
     });
     running.pushers = pushers;
+    const rejected = new RejectedPushers(store, async (change) => running.worker?.announce(change) ?? false, log, {
+      // This worker's caches drop the user even if the event cannot be published (other workers: their age bound).
+      droppedHere: (userId) => {
+        pushers.pushersChanged(userId);
+        scheduler.pushersChanged(userId);
+      },
+    });
     // Bound late: the coordinator decides what the scheduler and the intake may do, and drives them.
     const gate = {
       sendable: (partition: number, now: number) => running.coordinator?.sendable(partition, now) ?? false,

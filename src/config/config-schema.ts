@@ -441,6 +441,12 @@ export const ConfigSchema = Type.Object(
           description:
             "Estimated bytes of recently pushed users' pushers kept in memory, so that a `notify` to users known reads nothing from the store; a user's entry goes on their pushers' change event. 0: none kept.",
         }),
+        pusherCacheMaxStalenessMs: Type.Integer({
+          minimum: 0,
+          maximum: 3600000,
+          description:
+            "A user's pushers kept for delivery longer ago than this are read again before a push, change event or not: the bound when no event comes (an import with `--no-events`, a worker that died before its event was confirmed).",
+        }),
         pendingCollection: named('MongoDB collection of the gateway requests not delivered yet.'),
         acceptedCollection: named('MongoDB collection recording each `notify` taken in (`messageId` idempotency).'),
         acceptedRetentionSeconds: Type.Integer({
@@ -658,6 +664,11 @@ export const ENVIRONMENT: readonly {
   { name: 'DELIVERY_MAX_REQUEST_BYTES', path: ['delivery', 'maxRequestBytes'], kind: 'integer' },
   { name: 'DELIVERY_MAX_RECIPIENTS', path: ['delivery', 'maxRecipients'], kind: 'integer' },
   { name: 'DELIVERY_PUSHER_CACHE_MAX_BYTES', path: ['delivery', 'pusherCacheMaxBytes'], kind: 'integer' },
+  {
+    name: 'DELIVERY_PUSHER_CACHE_MAX_STALENESS_MS',
+    path: ['delivery', 'pusherCacheMaxStalenessMs'],
+    kind: 'integer',
+  },
   { name: 'DELIVERY_PENDING_COLLECTION', path: ['delivery', 'pendingCollection'], kind: 'string' },
   { name: 'DELIVERY_ACCEPTED_COLLECTION', path: ['delivery', 'acceptedCollection'], kind: 'string' },
   { name: 'DELIVERY_ACCEPTED_RETENTION_SECONDS', path: ['delivery', 'acceptedRetentionSeconds'], kind: 'integer' },

@@ -6,6 +6,15 @@ export interface CachedPusherLookupOptions {
   readonly maxBytes: number;
   /** Most users kept, users without pushers included. */
   readonly maxEntries: number;
+  /**
+   * A list read longer ago than this is read again, change event or not:
+   * the bound on how long a change that no event announced goes unseen
+   * (see the class comment). Counted, like `RulesetCache`'s, from the start
+   * of the read that produced it.
+   */
+  readonly maxStalenessMs: number;
+  /** The clock the age is read on (`Date.now`). */
+  readonly now?: () => number;
 }
 
 /** Counters for the metrics: `hits` and `misses` only grow; `size` and `bytes` are what is kept now. */
@@ -19,10 +28,12 @@ export interface CachedPusherLookupStats {
 interface Entry {
   readonly pushers: readonly StoredPusher[];
   readonly bytes: number;
+  /** When the read that produced it started: the age of the data. */
+  readonly readAt: number;
 }
 
-/** What a user's entry costs beside its pushers: the map entry, the key, the list. */
-const ENTRY_OVERHEAD = 120;
+/** What a user's entry costs beside its pushers: the map entry, the key, the list, the read time (a boxed double). */
+const ENTRY_OVERHEAD = 144;
 /** What a pusher object costs beside its strings. */
 const PUSHER_OVERHEAD = 160;
 
@@ -63,12 +74,21 @@ export function estimateBytes(userId: string, pushers: readonly StoredPusher[]):
  * events may have been missed). A read under way when either comes for its
  * user is answered but not kept: each read takes the count of changes when
  * it starts, and is kept only if no change of its user (and no `clear`)
- * came since.
+ * came since. A few changes have no event (an import run with
+ * `--no-events`, a worker that died between a write and its event's
+ * confirm, a rejected pusher whose event could not be published): no list
+ * older than `maxStalenessMs` is served, which bounds those.
+ *
+ * Not a `RulesetCache`, which bounds age the same way: that one remembers
+ * each invalidation for the whole staleness bound; this one remembers
+ * changes only while reads are under way.
  */
 export class CachedPusherLookup implements PusherLookup {
   readonly #inner: PusherLookup;
   readonly #maxBytes: number;
   readonly #maxEntries: number;
+  readonly #maxStalenessMs: number;
+  readonly #now: () => number;
   /** Insertion order is recency order: the first key is the least recently used. */
   readonly #entries = new Map<string, Entry>();
   #bytes = 0;
@@ -85,6 +105,8 @@ export class CachedPusherLookup implements PusherLookup {
     this.#inner = inner;
     this.#maxBytes = options.maxBytes;
     this.#maxEntries = options.maxEntries;
+    this.#maxStalenessMs = options.maxStalenessMs;
+    this.#now = options.now ?? Date.now;
   }
 
   get stats(): CachedPusherLookupStats {
@@ -103,9 +125,10 @@ export class CachedPusherLookup implements PusherLookup {
   async listPushersOfUsers(userIds: readonly string[]): Promise<ReadonlyMap<string, readonly StoredPusher[]>> {
     const found = new Map<string, readonly StoredPusher[]>();
     const missing: string[] = [];
+    const now = this.#now();
     for (const userId of userIds) {
       if (found.has(userId)) continue;
-      const cached = this.#get(userId);
+      const cached = this.#get(userId, now);
       if (cached === undefined) {
         if (!missing.includes(userId)) missing.push(userId);
       } else found.set(userId, cached);
@@ -134,9 +157,11 @@ export class CachedPusherLookup implements PusherLookup {
     this.#bytes = 0;
   }
 
-  #get(userId: string): readonly StoredPusher[] | undefined {
+  #get(userId: string, now = this.#now()): readonly StoredPusher[] | undefined {
     const entry = this.#entries.get(userId);
-    if (entry === undefined) {
+    if (entry === undefined || now - entry.readAt > this.#maxStalenessMs) {
+      // A stale entry goes at once: its bytes are not held until eviction.
+      if (entry !== undefined) this.#remove(userId);
       this.#misses += 1;
       return undefined;
     }
@@ -152,13 +177,14 @@ export class CachedPusherLookup implements PusherLookup {
     read: () => Promise<ReadonlyMap<string, readonly StoredPusher[]>>,
   ): Promise<ReadonlyMap<string, readonly StoredPusher[]>> {
     const ticket = this.#changes;
+    const readAt = this.#now();
     this.#readsUnderWay += 1;
     try {
       const pushers = await read();
       if (this.#clearedAt <= ticket) {
         for (const [userId, list] of pushers) {
           if ((this.#changedAt.get(userId) ?? 0) > ticket) continue;
-          this.#put(userId, list);
+          this.#put(userId, list, readAt);
         }
       }
       return pushers;
@@ -169,11 +195,11 @@ export class CachedPusherLookup implements PusherLookup {
     }
   }
 
-  #put(userId: string, pushers: readonly StoredPusher[]): void {
+  #put(userId: string, pushers: readonly StoredPusher[], readAt: number): void {
     const bytes = estimateBytes(userId, pushers);
     this.#remove(userId);
     if (bytes > this.#maxBytes || this.#maxEntries < 1) return;
-    this.#entries.set(userId, { pushers, bytes });
+    this.#entries.set(userId, { pushers, bytes, readAt });
     this.#bytes += bytes;
     while (this.#entries.size > this.#maxEntries || this.#bytes > this.#maxBytes) {
       const oldest = this.#entries.keys().next();

@@ -26,7 +26,9 @@ import { recheckDevices } from '../delivery/pusher-recheck.js';
 import { pushkeyTag } from '../delivery/pushkey-tag.js';
 import { classifyExchange, type GatewayExchange, type ResponseOutcome } from '../delivery/response-outcome.js';
 import type { RetryPolicy } from '../delivery/retry-schedule.js';
-import type { PusherKey, StoredPusher } from '../pushers/pusher.js';
+import { sentRegistration } from '../delivery/sent-registration.js';
+import type { StoredPusher } from '../pushers/pusher.js';
+import type { RejectedRegistration } from '../pushers/rejected-registration.js';
 import type { DeliveryStore, PendingDelivery } from '../store/delivery-store.js';
 
 /** The HTTP client, as the scheduler uses it (delivery-http/gateway-client.ts). */
@@ -41,9 +43,13 @@ export interface PusherLookup {
   listPushersOfUsers(userIds: readonly string[]): Promise<ReadonlyMap<string, readonly StoredPusher[]>>;
 }
 
-/** Removes the pusher a gateway rejected and announces the change (an `m.pushers` change event). */
+/**
+ * Removes the pusher a gateway rejected, if it is still the registration
+ * the request was sent for, and announces the change (an `m.pushers`
+ * change event).
+ */
 export interface RejectedPusherRemover {
-  removeRejected(key: PusherKey): Promise<void>;
+  removeRejected(rejected: RejectedRegistration): Promise<void>;
 }
 
 /**
@@ -408,7 +414,7 @@ export class DeliveryScheduler {
     const rejectedSet = new Set(rejected);
     const gone = item.devices.filter((device) => rejectedSet.has(device.pushkey));
     for (const device of gone) {
-      const key = { userId: item.userId, appId: device.appId, pushkey: device.pushkey };
+      const key = sentRegistration(item, device);
       this.#log.info(
         { user: item.userId, appId: device.appId, pushkey: pushkeyTag(device.pushkey) },
         'the gateway rejected a pushkey: its pusher is removed',

@@ -1,6 +1,7 @@
 import type { Ruleset } from '../push-rules/push-rule.js';
 import type { PusherDeletion } from '../pushers/pusher-deletion.js';
 import type { PusherKey, StoredPusher } from '../pushers/pusher.js';
+import type { RejectedRegistration } from '../pushers/rejected-registration.js';
 import {
   StoreUnavailableError,
   type ErasureOutcome,
@@ -153,7 +154,11 @@ export class BoundedStore implements PushStore {
     return this.#bounded('deletePushers', async () => this.#inner.deletePushers(deletion));
   }
 
-  async deletePushersOfOtherUsers(key: PusherKey): Promise<number> {
+  async deleteRejectedPusher(rejected: RejectedRegistration): Promise<boolean> {
+    return this.#bounded('deleteRejectedPusher', async () => this.#inner.deleteRejectedPusher(rejected));
+  }
+
+  async deletePushersOfOtherUsers(key: PusherKey): Promise<readonly string[]> {
     return this.#bounded('deletePushersOfOtherUsers', async () => this.#inner.deletePushersOfOtherUsers(key));
   }
 
@@ -165,7 +170,7 @@ export class BoundedStore implements PushStore {
     return this.#bounded('findRecordedWrite', async () => this.#inner.findRecordedWrite(userId, messageId));
   }
 
-  async recordWrite(userId: string, record: RecordedWrite): Promise<void> {
+  async recordWrite(userId: string, record: RecordedWrite): Promise<number> {
     return this.#bounded('recordWrite', async () => this.#inner.recordWrite(userId, record));
   }
 

@@ -99,7 +99,9 @@ export interface HandleOutcome {
   readonly replayed?: true;
   /**
    * A write that changed nothing: served without storing anything but, when
-   * it has a `messageId`, its record; no version bump, no change event.
+   * it has a `messageId`, its record; no version bump, and no change event
+   * but the one a pusher write with a `messageId` makes anyway (see
+   * `PushService#pushersWritten`).
    */
   readonly unchanged?: true;
   /** Answered Unavailable because the request's deadline came before the store had served it. */
@@ -369,10 +371,15 @@ export class PushService {
    *
    * A set that leaves the user's pusher exactly as it was (the store decides
    * it in the same atomic update, see `upsertPusher`), like a delete of a
-   * pusher that is not there, bumps no version and announces nothing; its
-   * `messageId` is still recorded, for the reason given at
-   * `#recordUnchanged`. Pushers of other users removed by `append: false`
-   * are removed either way and, as before, not announced.
+   * pusher that is not there, bumps no version; its `messageId` is still
+   * recorded, for the reason given at `#recordUnchanged`, and announced (see
+   * `#pushersWritten`). Pushers of other users removed by `append: false`
+   * are removed either way, and each of those users is announced with a
+   * version bump of their own: their delivery caches would otherwise keep
+   * sending their notifications to a pushkey that is someone else's now.
+   * Should the worker die between that removal and the confirm of their
+   * events, a retry finds nothing left to remove and cannot name them: the
+   * caches' age bound (`delivery.pusherCacheMaxStalenessMs`) ends it.
    */
   async #setPusher(
     store: PushStore,
@@ -388,6 +395,7 @@ export class PushService {
     const plan = decidePusherSet(userId, action, this.#options.pusherPolicy, { deviceId });
     if (!plan.ok) return { reply: failure(plan.error), conflicts: 0 };
     let changed: boolean;
+    let others: readonly ChangeEvent[] = [];
     if (plan.value.type === 'delete') {
       changed = await store.deletePusher(plan.value.key);
     } else {
@@ -400,10 +408,12 @@ export class PushService {
       const existing = pushers.find((p) => pusherMatches(p, key));
       const enabled = existing === undefined ? plan.value.pusher.enabled : resolveEnabled(action, existing.enabled);
       const upserted = await store.upsertPusher({ ...plan.value.pusher, enabled, user_id: userId });
-      if (plan.value.removeFromOtherUsers) await store.deletePushersOfOtherUsers(key);
+      if (plan.value.removeFromOtherUsers)
+        others = await othersBumped(store, await store.deletePushersOfOtherUsers(key));
       changed = upserted !== 'unchanged';
     }
-    return this.#pushersWritten(store, userId, messageId, success({}), changed);
+    const written = await this.#pushersWritten(store, userId, messageId, success({}), changed);
+    return others.length === 0 ? written : { ...written, changes: [...(written.changes ?? []), ...others] };
   }
 
   /**
@@ -429,7 +439,21 @@ export class PushService {
     });
   }
 
-  /** After a pusher write: the record, and a version bump with its change event when something changed. */
+  /**
+   * After a pusher write: the record, and a version bump with its change
+   * event when something changed.
+   *
+   * A write with a `messageId` announces its user even when it changed
+   * nothing now. It found no record of itself (looked up first), so it may
+   * be the retry of one whose change landed while its bump and record did
+   * not (answered `Unavailable`, with no event): judged again on what is
+   * stored, it changes nothing, and it is the last chance to announce that
+   * change. A spare event costs each cache one read; a missing one leaves
+   * every worker's delivery cache with the old list. It bumps no version
+   * (consumers take any event as "read this user again", at a version seen
+   * before too), and it is recorded as a change, so that a redelivery whose
+   * event was not confirmed announces again.
+   */
   async #pushersWritten(
     store: PushStore,
     userId: string,
@@ -437,10 +461,11 @@ export class PushService {
     reply: Reply,
     changed: boolean,
   ): Promise<HandleOutcome> {
-    const record = recordOf(messageId, reply, !changed);
+    const record = recordOf(messageId, reply);
     if (!changed) {
-      if (record !== undefined) await store.recordWrite(userId, record);
-      return { reply, conflicts: 0, unchanged: true };
+      if (record === undefined) return { reply, conflicts: 0, unchanged: true };
+      const version = await store.recordWrite(userId, record);
+      return { reply, conflicts: 0, unchanged: true, changes: [{ user_id: userId, type: 'm.pushers', version }] };
     }
     const version = await store.bumpPushersVersion(userId, record);
     return { reply, changes: [{ user_id: userId, type: 'm.pushers', version }], conflicts: 0 };
@@ -504,6 +529,15 @@ type Attempt =
       readonly unchanged?: true;
     }
   | { readonly conflict: true };
+
+/** The users a `set_pusher` took a pushkey from, each with a pushers version bump and its change event. */
+async function othersBumped(store: PushStore, userIds: readonly string[]): Promise<readonly ChangeEvent[]> {
+  const changes: ChangeEvent[] = [];
+  for (const userId of userIds) {
+    changes.push({ user_id: userId, type: 'm.pushers', version: await store.bumpPushersVersion(userId) });
+  }
+  return changes;
+}
 
 /** The record of a write with a `messageId`; `unchanged` for a no-op (whose replay announces nothing). */
 function recordOf(messageId: string | undefined, reply: Reply, unchanged = false): RecordedWrite | undefined {

@@ -2,6 +2,7 @@ import type { Ruleset } from '../push-rules/push-rule.js';
 import { applyPusherSet } from '../pushers/apply-pusher-set.js';
 import { deletionSelects, type PusherDeletion } from '../pushers/pusher-deletion.js';
 import { pusherMatches, type PusherKey, type StoredPusher } from '../pushers/pusher.js';
+import { stillRejected, type RejectedRegistration } from '../pushers/rejected-registration.js';
 import type { ImportStore, ImportWriteOptions, UserImport, UserImportOutcome } from './import-store.js';
 import { planUserImport } from './import-plan.js';
 import {
@@ -194,13 +195,19 @@ export class InMemoryPushStore implements PushStore, ImportStore {
     return before - this.#pushers.length;
   }
 
-  async deletePushersOfOtherUsers(key: PusherKey): Promise<number> {
+  async deleteRejectedPusher(rejected: RejectedRegistration): Promise<boolean> {
     await Promise.resolve();
     const before = this.#pushers.length;
-    this.#pushers = this.#pushers.filter(
-      (p) => p.user_id === key.userId || p.app_id !== key.appId || p.pushkey !== key.pushkey,
-    );
-    return before - this.#pushers.length;
+    this.#pushers = this.#pushers.filter((p) => !stillRejected(p, rejected));
+    return this.#pushers.length < before;
+  }
+
+  async deletePushersOfOtherUsers(key: PusherKey): Promise<readonly string[]> {
+    await Promise.resolve();
+    const taken = (p: StoredPusher) => p.user_id !== key.userId && p.app_id === key.appId && p.pushkey === key.pushkey;
+    const owners = [...new Set(this.#pushers.filter(taken).map((p) => p.user_id))];
+    this.#pushers = this.#pushers.filter((p) => !taken(p));
+    return owners;
   }
 
   async bumpPushersVersion(userId: string, record?: RecordedWrite): Promise<number> {
@@ -218,10 +225,11 @@ export class InMemoryPushStore implements PushStore, ImportStore {
     return found === undefined ? undefined : { ...found, pushersVersion: doc.pushersVersion };
   }
 
-  async recordWrite(userId: string, record: RecordedWrite): Promise<void> {
+  async recordWrite(userId: string, record: RecordedWrite): Promise<number> {
     await Promise.resolve();
     const doc = this.#doc(userId);
     this.#users.set(userId, { ...doc, recentWrites: this.#withRecord(doc, record) });
+    return doc.pushersVersion;
   }
 
   async recordWriteAtVersion(userId: string, expectedVersion: number, record: RecordedWrite): Promise<boolean> {

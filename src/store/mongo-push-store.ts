@@ -2,6 +2,7 @@ import { type Collection, type Db, type Document, type Filter, type UpdateFilter
 import type { Ruleset } from '../push-rules/push-rule.js';
 import { deletionSelects, type PusherDeletion } from '../pushers/pusher-deletion.js';
 import type { PusherKey, StoredPusher } from '../pushers/pusher.js';
+import { stillRejected, type RejectedRegistration } from '../pushers/rejected-registration.js';
 import { classifyMongoError, isDuplicateKey, isRetryableRead } from './mongo-errors.js';
 import { fromEntry, PusherLists, type PusherDocument, type PusherListFields } from './mongo-pusher-lists.js';
 import {
@@ -279,7 +280,11 @@ export class MongoPushStore implements PushStore {
     return (await this.#lists.remove(deletion.userId, (pusher) => deletionSelects(deletion, pusher))).length;
   }
 
-  async deletePushersOfOtherUsers(key: PusherKey): Promise<number> {
+  async deleteRejectedPusher(rejected: RejectedRegistration): Promise<boolean> {
+    return (await this.#lists.remove(rejected.userId, (pusher) => stillRejected(pusher, rejected))).length > 0;
+  }
+
+  async deletePushersOfOtherUsers(key: PusherKey): Promise<readonly string[]> {
     return this.#lists.removeFromOtherUsers(key);
   }
 
@@ -359,8 +364,15 @@ export class MongoPushStore implements PushStore {
     }
   }
 
-  async recordWrite(userId: string, record: RecordedWrite): Promise<void> {
-    await guard(async () => this.#accountData.updateOne({ _id: userId }, this.#pushRecord(record), { upsert: true }));
+  async recordWrite(userId: string, record: RecordedWrite): Promise<number> {
+    const doc = await guard(async () =>
+      this.#accountData.findOneAndUpdate({ _id: userId }, this.#pushRecord(record), {
+        upsert: true,
+        returnDocument: 'after',
+        projection: { pushers_version: 1 },
+      }),
+    );
+    return doc?.pushers_version ?? 0;
   }
 
   async recordWriteAtVersion(userId: string, expectedVersion: number, record: RecordedWrite): Promise<boolean> {

@@ -222,17 +222,18 @@ export class PusherLists {
 
   /**
    * Settles the owners of a key: with `keep`, first removes the pusher from
-   * every other user that holds it (how many it removed is returned); then
+   * every other user that holds it (the users it removed it from are
+   * returned); then
    * keeps as owners only the users whose list holds it, by a
    * compare-and-set on the owners' revision read before the lists were
    * read (a user added meanwhile raised it, and the settling starts over).
    */
-  async settleOwners(appId: string, pushkey: string, keep?: string): Promise<number> {
+  async settleOwners(appId: string, pushkey: string, keep?: string): Promise<readonly string[]> {
     const _id = ownersId(appId, pushkey);
-    let removed = 0;
+    const removed = new Set<string>();
     for (let attempt = 0; attempt < OWNER_ATTEMPTS; attempt += 1) {
       const owners = await guard(async () => this.#owners.findOne({ _id }));
-      if (owners === null) return removed;
+      if (owners === null) return [...removed];
       if (keep !== undefined) {
         for (const userId of owners.user_ids) {
           if (userId === keep) continue;
@@ -241,14 +242,14 @@ export class PusherLists {
               ? { next: list.filter((e) => e.app_id !== appId || e.pushkey !== pushkey), result: true }
               : { result: false },
           );
-          if (gone) removed += 1;
+          if (gone) removed.add(userId);
         }
       }
       const lists = await guard(async () =>
         this.#accountData.find({ _id: { $in: owners.user_ids } }, { projection: { pushers: 1 } }).toArray(),
       );
       const holders = lists.filter((doc) => holds(doc.pushers, appId, pushkey)).map((doc) => doc._id);
-      if (holders.length === owners.user_ids.length) return removed;
+      if (holders.length === owners.user_ids.length) return [...removed];
       const settled = await guard(async () =>
         holders.length === 0
           ? this.#owners.deleteOne({ _id, rev: owners.rev }).then((r) => r.deletedCount)
@@ -256,11 +257,11 @@ export class PusherLists {
               .updateOne({ _id, rev: owners.rev }, { $set: { user_ids: holders }, $inc: { rev: 1 } })
               .then((r) => r.matchedCount),
       );
-      if (settled === 1) return removed;
+      if (settled === 1) return [...removed];
     }
     if (keep !== undefined) throw new StoreUnavailableError(`the owners of a pushkey kept changing under a delete`);
     // Left a superset, which is safe: the next settling of the key prunes it.
-    return removed;
+    return [...removed];
   }
 
   /** Settles the owners of keys whose pusher was removed; a failure leaves a superset, which is safe. */
@@ -298,8 +299,8 @@ export class PusherLists {
     return removed;
   }
 
-  /** Deletes the pusher with this key from every user but `key.userId`. */
-  async removeFromOtherUsers(key: PusherKey): Promise<number> {
+  /** Deletes the pusher with this key from every user but `key.userId`; the users it was deleted from. */
+  async removeFromOtherUsers(key: PusherKey): Promise<readonly string[]> {
     return this.settleOwners(key.appId, key.pushkey, key.userId);
   }
 

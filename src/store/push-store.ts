@@ -2,6 +2,7 @@ import type { PushRulesLookup } from '../push-rules/push-rules-event.js';
 import type { Ruleset } from '../push-rules/push-rule.js';
 import type { PusherDeletion } from '../pushers/pusher-deletion.js';
 import type { PusherKey, StoredPusher } from '../pushers/pusher.js';
+import type { RejectedRegistration } from '../pushers/rejected-registration.js';
 
 /**
  * A user's push-rules account data as loaded, with the version of the
@@ -153,15 +154,32 @@ export interface PushStore {
    * deleted with the values it has or kept whole.
    */
   deletePushers(deletion: PusherDeletion): Promise<number>;
-  /** Deletes pushers with this app_id and pushkey owned by anyone but `key.userId`. */
-  deletePushersOfOtherUsers(key: PusherKey): Promise<number>;
+  /**
+   * Deletes the pusher a gateway rejected only if it is still the
+   * registration the rejected request was sent for (see
+   * `RejectedRegistration`): a pusher registered again since, or moved to
+   * another gateway, stays. Whether it was deleted. One atomic step, like
+   * `deletePushers`.
+   */
+  deleteRejectedPusher(rejected: RejectedRegistration): Promise<boolean>;
+  /**
+   * Deletes pushers with this app_id and pushkey owned by anyone but
+   * `key.userId`, and returns those owners (each once, in no set order):
+   * every one of them must be announced (`m.pushers`), or their delivery
+   * caches keep pushing to a pushkey that is someone else's now.
+   */
+  deletePushersOfOtherUsers(key: PusherKey): Promise<readonly string[]>;
   /** Bumps and returns the user's pushers version (for change events), recording `record` with it. */
   bumpPushersVersion(userId: string, record?: RecordedWrite): Promise<number>;
 
   /** The recorded write with this `messageId`, if it is still in the user's window. */
   findRecordedWrite(userId: string, messageId: string): Promise<FoundWrite | undefined>;
-  /** Adds a write to the user's window (for pusher writes that changed nothing else). */
-  recordWrite(userId: string, record: RecordedWrite): Promise<void>;
+  /**
+   * Adds a write to the user's window (for pusher writes that changed
+   * nothing else) and returns the user's pushers version, which it leaves
+   * as it is (what such a write announces, see `PushService`).
+   */
+  recordWrite(userId: string, record: RecordedWrite): Promise<number>;
   /**
    * Compare-and-set without a change: adds `record` to the user's window if
    * their push rules are still at `expectedVersion` (0: a document without

@@ -39,7 +39,7 @@ function fakeStore(stored: Record<string, readonly StoredPusher[]> = { ...STORED
   return { inner, reads, stored };
 }
 
-const big = { maxBytes: 1 << 20, maxEntries: 1000 };
+const big = { maxBytes: 1 << 20, maxEntries: 1000, maxStalenessMs: 60_000 };
 
 describe('CachedPusherLookup', () => {
   it.each<[string, string[][], string[][]]>([
@@ -133,7 +133,7 @@ describe('CachedPusherLookup', () => {
     ['a list larger than the whole budget is not kept', { maxBytes: 100, maxEntries: 100 }, []],
   ])('evicts %s', async (_case, options, stillKept) => {
     const { inner, reads } = fakeStore();
-    const cache = new CachedPusherLookup(inner, options);
+    const cache = new CachedPusherLookup(inner, { ...big, ...options });
     await cache.listPushersOfUsers(['@a', '@b']);
     // @a used again, so @b is now the least recently used.
     await cache.listPushers('@a');
@@ -239,6 +239,79 @@ describe('CachedPusherLookup', () => {
       await first;
       expect(await cache.listPushers('@a')).toEqual([pusherOf('@a', 'old')]);
       expect(store.reads()).toBe(1);
+    });
+  });
+
+  describe('an age bound: what no event announced is read again after maxStalenessMs', () => {
+    /** A cache on a clock the test moves, with @a's pushers changed in the store behind its back (no event). */
+    function aCacheOnAClock(maxStalenessMs = 60_000) {
+      const clock = { now: 1_000_000 };
+      const store = fakeStore();
+      const cache = new CachedPusherLookup(store.inner, { ...big, maxStalenessMs, now: () => clock.now });
+      const changeWithoutEvent = () => {
+        store.stored['@a'] = [pusherOf('@a', 'new')];
+      };
+      return { clock, cache, store, changeWithoutEvent };
+    }
+    const pushkeysOf = (list: readonly StoredPusher[] | undefined) => (list ?? []).map((p) => p.pushkey);
+
+    it.each<[string, (cache: CachedPusherLookup) => Promise<readonly StoredPusher[] | undefined>]>([
+      ['a single read (the recheck before a send)', async (c) => c.listPushers('@a')],
+      ['a fan-out (intake)', async (c) => (await c.listPushersOfUsers(['@a', '@b'])).get('@a')],
+    ])('%s: served from memory up to the bound, read again past it', async (_case, read) => {
+      const { clock, cache, store, changeWithoutEvent } = aCacheOnAClock();
+      await read(cache);
+      changeWithoutEvent();
+      clock.now += 60_000;
+      expect(pushkeysOf(await read(cache))).toEqual(['@a-phone']);
+      clock.now += 1;
+      expect(pushkeysOf(await read(cache))).toEqual(['new']);
+      // Kept again, and its age counts afresh.
+      const reads = store.reads.length;
+      expect(pushkeysOf(await read(cache))).toEqual(['new']);
+      expect(store.reads).toHaveLength(reads);
+    });
+
+    it('counts the age from when the read started, not from when it answered', async () => {
+      const clock = { now: 0 };
+      const stored: Record<string, readonly StoredPusher[]> = { '@a': [pusherOf('@a', 'old')] };
+      let reads = 0;
+      const inner: PusherLookup = {
+        listPushers: async (userId) => {
+          reads += 1;
+          const answer = stored[userId] ?? [];
+          // The store takes 40 s to answer (what it answers is as of the start).
+          clock.now += 40_000;
+          return Promise.resolve(answer);
+        },
+        listPushersOfUsers: async () => Promise.reject(new Error('not used')),
+      };
+      const cache = new CachedPusherLookup(inner, { ...big, maxStalenessMs: 60_000, now: () => clock.now });
+      await cache.listPushers('@a');
+      stored['@a'] = [pusherOf('@a', 'new')];
+      clock.now += 20_001;
+      expect(pushkeysOf(await cache.listPushers('@a'))).toEqual(['new']);
+      expect(reads).toBe(2);
+    });
+
+    it('a bound of 0 serves nothing read before this millisecond', async () => {
+      const { clock, cache, store } = aCacheOnAClock(0);
+      await cache.listPushers('@a');
+      await cache.listPushers('@a');
+      expect(store.reads).toHaveLength(1);
+      clock.now += 1;
+      await cache.listPushers('@a');
+      expect(store.reads).toHaveLength(2);
+    });
+
+    it('a stale entry leaves the byte count with it', async () => {
+      const { clock, cache } = aCacheOnAClock();
+      await cache.listPushersOfUsers(['@a', '@b']);
+      clock.now += 60_001;
+      await cache.listPushers('@a');
+      // @b is still counted until it is looked up or evicted; @a was replaced by its new read.
+      expect(cache.stats.bytes).toBe(estimateBytes('@a', STORED['@a'] ?? []) + estimateBytes('@b', STORED['@b'] ?? []));
+      expect(cache.stats.size).toBe(2);
     });
   });
 });

@@ -9,7 +9,8 @@ import {
   type DeliverySchedulerOptions,
 } from '../../src/delivery-service/delivery-scheduler.js';
 import { createLogger } from '../../src/logging/logger.js';
-import type { PusherKey, StoredPusher } from '../../src/pushers/pusher.js';
+import type { StoredPusher } from '../../src/pushers/pusher.js';
+import type { RejectedRegistration } from '../../src/pushers/rejected-registration.js';
 import type { PendingDelivery } from '../../src/store/delivery-store.js';
 import { InMemoryDeliveryStore } from '../../src/store/in-memory-delivery-store.js';
 
@@ -111,7 +112,7 @@ interface World {
   readonly store: InMemoryDeliveryStore;
   readonly gateway: ReturnType<typeof aGateway>;
   readonly observed: ReturnType<typeof aCountingObserver>;
-  readonly removed: PusherKey[];
+  readonly removed: RejectedRegistration[];
   readonly pushers: Map<string, StoredPusher[]>;
   readonly scheduler: DeliveryScheduler;
   /** Whether the partitions' leases hold (the coordinator's gate). */
@@ -129,7 +130,7 @@ function aWorld(overrides: Partial<DeliverySchedulerOptions> = {}): World {
   const schedulerStore = overrides.store ?? store;
   const gateway = aGateway();
   const observed = aCountingObserver();
-  const removed: PusherKey[] = [];
+  const removed: RejectedRegistration[] = [];
   const pushers = new Map<string, StoredPusher[]>();
   const gate = { leaseHolds: true };
   const scheduler = new DeliveryScheduler({
@@ -273,19 +274,23 @@ describe('the delivery scheduler', () => {
     },
   );
 
-  it('removes exactly the pusher of a rejected pushkey, and counts the other devices delivered', async () => {
+  it('removes exactly the pusher of a rejected pushkey, as the request was sent to it, and counts the other devices delivered', async () => {
     const world = aWorld();
     world.gateway.answerWith(() => ({ kind: 'response', status: 200, body: '{"rejected":["tablet","unknown"]}' }));
-    await world.take([
-      aDelivery(1, {
-        devices: [
-          { appId: APP, pushkey: 'phone' },
-          { appId: 'other.app', pushkey: 'tablet' },
-        ],
-      }),
-    ]);
+    const devices = [
+      { appId: APP, pushkey: 'phone' },
+      { appId: 'other.app', pushkey: 'tablet' },
+    ];
+    const planned = aDelivery(1, { devices });
+    // The tablet's pusher was set at 1,700,000,000.5 s when the request was planned.
+    const body = JSON.parse(planned.bodyJson) as { notification: { devices: { pushkey_ts: number }[] } };
+    body.notification.devices.forEach((device, i) => (device.pushkey_ts = i === 1 ? 1_700_000_000 : 5));
+    await world.take([{ ...planned, bodyJson: JSON.stringify(body) }]);
     await vi.advanceTimersByTimeAsync(100);
-    expect(world.removed).toEqual([{ userId: ALICE, appId: 'other.app', pushkey: 'tablet' }]);
+    // Removed only while it is still that registration: at that URL, set no later than that second.
+    expect(world.removed).toEqual([
+      { userId: ALICE, appId: 'other.app', pushkey: 'tablet', url: GATEWAY, setAtMost: 1_700_000_000_999 },
+    ]);
     expect(world.observed.count('rejected')).toBe(1);
     expect(world.observed.count('delivered')).toBe(1);
   });

@@ -2,10 +2,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { DeliveryJournal } from '../../src/delivery-service/delivery-journal.js';
 import type { NotifyRequestBody } from '../../src/contract/ops.js';
 import { IntakeStoppedError, NotifyIntake } from '../../src/delivery-service/notify-intake.js';
-import { RejectedPushers } from '../../src/delivery-service/rejected-pushers.js';
 import { createLogger } from '../../src/logging/logger.js';
 import type { StoredPusher } from '../../src/pushers/pusher.js';
-import type { ChangeEvent } from '../../src/service/push-service.js';
 import type { DeliveryStore, PendingDelivery } from '../../src/store/delivery-store.js';
 import { InMemoryDeliveryStore } from '../../src/store/in-memory-delivery-store.js';
 import { planIntake } from '../../src/delivery/intake-plan.js';
@@ -259,56 +257,4 @@ describe('the intake of notify messages', () => {
     await expect(intake.accept(aNotify('$2', ['@a:x.org']), 'm2', P + 1)).rejects.toBeInstanceOf(IntakeStoppedError);
     await draining;
   });
-});
-
-describe('removing a rejected pusher', () => {
-  function aRemover(options: { readonly deleted?: boolean; readonly confirmAfter?: number } = {}) {
-    const calls: string[] = [];
-    const announced: ChangeEvent[] = [];
-    let unconfirmed = options.confirmAfter ?? 0;
-    const remover = new RejectedPushers(
-      {
-        deletePusher: async (key) => {
-          calls.push(`delete ${key.userId} ${key.appId} ${key.pushkey}`);
-          return Promise.resolve(options.deleted ?? true);
-        },
-        bumpPushersVersion: async (userId) => {
-          calls.push(`bump ${userId}`);
-          return Promise.resolve(7);
-        },
-      },
-      async (change) => {
-        await Promise.resolve();
-        if (unconfirmed > 0) {
-          unconfirmed -= 1;
-          return false;
-        }
-        announced.push(change);
-        return true;
-      },
-      SILENT,
-    );
-    return { remover, calls, announced };
-  }
-  const KEY = { userId: '@a:x.org', appId: 'org.example.app', pushkey: 'k' };
-
-  it('deletes exactly that pusher, bumps the pushers version and announces it', async () => {
-    const { remover, calls, announced } = aRemover();
-    await remover.removeRejected(KEY);
-    expect(calls).toEqual(['delete @a:x.org org.example.app k', 'bump @a:x.org']);
-    expect(announced).toEqual([{ user_id: '@a:x.org', type: 'm.pushers', version: 7 }]);
-  });
-
-  it('announces nothing when the pusher was already gone', async () => {
-    const { remover, calls, announced } = aRemover({ deleted: false });
-    await remover.removeRejected(KEY);
-    expect(calls).toEqual(['delete @a:x.org org.example.app k']);
-    expect(announced).toEqual([]);
-  });
-
-  it('tries the announcement again when the broker did not confirm it', async () => {
-    const { remover, announced } = aRemover({ confirmAfter: 1 });
-    await remover.removeRejected(KEY);
-    expect(announced).toHaveLength(1);
-  }, 10_000);
 });

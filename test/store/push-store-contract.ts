@@ -200,9 +200,60 @@ export function pushStoreContract(
       await fixture.store.upsertPusher(aPusher(user, { app_id: appId }));
       await fixture.store.upsertPusher(aPusher(other, { app_id: appId }));
       await fixture.store.upsertPusher(aPusher(other, { app_id: appId, pushkey: 'different' }));
-      expect(await fixture.store.deletePushersOfOtherUsers({ userId: user, appId, pushkey: 'key' })).toBe(1);
+      expect(await fixture.store.deletePushersOfOtherUsers({ userId: user, appId, pushkey: 'key' })).toEqual([other]);
       expect(await fixture.store.listPushers(user)).toHaveLength(1);
       expect(await valuesOf(other)).toEqual([aPusher(other, { app_id: appId, pushkey: 'different' })]);
+    });
+
+    it('returns each other owner it removed a pusher from, once, and none when the writer alone holds it', async () => {
+      const [second, third] = [aUser(), aUser()];
+      const appId = `app.${counter}`;
+      for (const owner of [second, user, third]) await fixture.store.upsertPusher(aPusher(owner, { app_id: appId }));
+      const key = { userId: user, appId, pushkey: 'key' };
+      expect([...(await fixture.store.deletePushersOfOtherUsers(key))].sort()).toEqual([second, third].sort());
+      expect(await fixture.store.deletePushersOfOtherUsers(key)).toEqual([]);
+      expect(await fixture.store.listPushers(second)).toEqual([]);
+      expect(await fixture.store.listPushers(third)).toEqual([]);
+    });
+
+    describe('deleting the pusher a gateway rejected', () => {
+      const REJECTED_URL = 'https://old-gateway.example.org/_matrix/push/v1/notify';
+      const storedTs = async () => (await fixture.store.listPushers(user))[0]?.ts ?? 0;
+
+      it.each<[string, { url?: string; setAtMost?: (ts: number) => number }, boolean]>([
+        ['the registration the request was sent for', {}, true],
+        ['one sent later than it was set (a pushkey_ts of an older second)', { setAtMost: (ts) => ts + 999 }, true],
+        [
+          'one moved to another gateway since',
+          { url: 'https://new-gateway.example.org/_matrix/push/v1/notify' },
+          false,
+        ],
+        ['one registered again since the request was planned', { setAtMost: (ts) => ts - 1 }, false],
+      ])('%s: deleted %s', async (_case, rejected, deleted) => {
+        await fixture.store.upsertPusher(aPusher(user, { data: { url: REJECTED_URL } }));
+        const ts = await storedTs();
+        const registration = {
+          userId: user,
+          appId: 'org.example.app',
+          pushkey: 'key',
+          url: rejected.url ?? REJECTED_URL,
+          setAtMost: rejected.setAtMost?.(ts) ?? ts,
+        };
+        expect(await fixture.store.deleteRejectedPusher(registration)).toBe(deleted);
+        expect(await fixture.store.listPushers(user)).toHaveLength(deleted ? 0 : 1);
+        if (deleted) expect(await fixture.store.deleteRejectedPusher(registration)).toBe(false);
+      });
+
+      it("never deletes another user's pusher, or another pushkey of the user", async () => {
+        const other = aUser();
+        await fixture.store.upsertPusher(aPusher(other, { data: { url: REJECTED_URL } }));
+        await fixture.store.upsertPusher(aPusher(user, { pushkey: 'other-key', data: { url: REJECTED_URL } }));
+        const now = Date.now() + 60_000;
+        const rejected = { userId: user, appId: 'org.example.app', pushkey: 'key', url: REJECTED_URL, setAtMost: now };
+        expect(await fixture.store.deleteRejectedPusher(rejected)).toBe(false);
+        expect(await fixture.store.listPushers(other)).toHaveLength(1);
+        expect(await fixture.store.listPushers(user)).toHaveLength(1);
+      });
     });
 
     it("reads many users' pushers at once as each user's own read gives them", async () => {
@@ -463,9 +514,19 @@ export function pushStoreContract(
         expect(await fixture.store.findRecordedWrite(user, 'lost')).toBeUndefined();
       });
 
+      it('records alone at the pushers version stored, which it returns and leaves as it is', async () => {
+        expect(await fixture.store.recordWrite(user, record('first'))).toBe(0);
+        await fixture.store.bumpPushersVersion(user);
+        expect(await fixture.store.recordWrite(user, record('second'))).toBe(1);
+        expect(await fixture.store.findRecordedWrite(user, 'second')).toEqual({
+          ...record('second'),
+          pushersVersion: 1,
+        });
+      });
+
       it('records with a pushers version bump, or alone, and keeps writes of other users apart', async () => {
         await fixture.store.bumpPushersVersion(user, record('p1'));
-        await fixture.store.recordWrite(user, record('p2'));
+        expect(await fixture.store.recordWrite(user, record('p2'))).toBe(1);
         expect(await fixture.store.findRecordedWrite(user, 'p1')).toMatchObject(record('p1'));
         expect(await fixture.store.findRecordedWrite(user, 'p2')).toMatchObject(record('p2'));
         expect(await fixture.store.findRecordedWrite(aUser(), 'p1')).toBeUndefined();

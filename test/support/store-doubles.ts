@@ -16,6 +16,7 @@ export function wrapStore(inner: PushStore, overrides: Partial<PushStore> = {}):
     upsertPusher: async (p) => inner.upsertPusher(p),
     deletePusher: async (k) => inner.deletePusher(k),
     deletePushers: async (deletion) => inner.deletePushers(deletion),
+    deleteRejectedPusher: async (rejected) => inner.deleteRejectedPusher(rejected),
     deletePushersOfOtherUsers: async (k) => inner.deletePushersOfOtherUsers(k),
     bumpPushersVersion: async (u, record) => inner.bumpPushersVersion(u, record),
     findRecordedWrite: async (u, id) => inner.findRecordedWrite(u, id),
