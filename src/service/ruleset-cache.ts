@@ -152,6 +152,24 @@ export class RulesetCache<V> {
   }
 
   /**
+   * Something kept with `userId`'s entry (an encoded reply) makes it weigh
+   * `bytes` now: others are evicted to stay under `maxBytes`, and an entry
+   * that alone is over it goes. Only while the entry still holds `value`
+   * (it may have been replaced or dropped since it was read); false when it
+   * is not kept.
+   */
+  reweigh(userId: string, value: V, bytes: number): boolean {
+    const entry = this.#entries.get(userId);
+    if (entry?.value !== value) return false;
+    this.#remove(userId);
+    if (bytes > this.#options.maxBytes) return false;
+    this.#evict(1, bytes);
+    this.#entries.set(userId, { ...entry, bytes });
+    this.#bytes += bytes;
+    return true;
+  }
+
+  /**
    * A change event for this user: drop its entry, and refuse loads already
    * under way. Remembered for such loads only while one could race it:
    * not when no load started within `maxStalenessMs` (what one older read

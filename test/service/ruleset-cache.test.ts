@@ -182,4 +182,16 @@ describe('RulesetCache', () => {
     expect(cache.rememberedInvalidations).toBe(MAX_REMEMBERED_INVALIDATIONS);
     expect(cache.set('@u0:x', 'old rules', 10, racing)).toBe(false);
   });
+
+  it('reweighs an entry that still holds the value, evicting others to stay under maxBytes', () => {
+    const { cache, load } = aCache({ maxBytes: 100 });
+    load('@a:x', 'a', 40);
+    load('@b:x', 'b', 40);
+    expect(cache.reweigh('@b:x', 'stale value', 90)).toBe(false);
+    expect(cache.reweigh('@b:x', 'b', 90)).toBe(true);
+    expect([cache.bytes, cache.get('@a:x'), cache.get('@b:x')]).toEqual([90, undefined, 'b']);
+    // Alone over the budget: it goes.
+    expect(cache.reweigh('@b:x', 'b', 101)).toBe(false);
+    expect([cache.size, cache.bytes]).toEqual([0, 0]);
+  });
 });
