@@ -460,12 +460,19 @@ export class PushService {
     return this.#perUser.run(userId, async () => {
       if (messageId !== undefined) {
         const recorded = await store.findRecordedWrite(userId, messageId);
-        if (recorded !== undefined) return pushersReplayAnnounced(userId, recorded);
+        if (recorded !== undefined)
+          return this.#withRetries(async () =>
+            userDataReplayAnnounced(userId, (await store.loadPushRules(userId)).version, recorded),
+          );
       }
       const deletedPushers = await store.deletePushers({ userId, devices: { all: true }, includeEmail: true });
       return this.#withRetries(async () => {
         const loaded = await store.loadPushRules(userId, messageId);
-        if (loaded.recorded !== undefined) return { done: replayOf(loaded.recorded), replayed: true };
+        if (loaded.recorded !== undefined) {
+          // A copy of this request got there first (a redelivery served beside it).
+          const found = messageId === undefined ? undefined : await store.findRecordedWrite(userId, messageId);
+          return userDataReplayAnnounced(userId, loaded.version, found ?? loaded.recorded);
+        }
         const reply = success({});
         // A corrupt entry is erased too.
         const pushRules = loaded.lookup.found !== false;
@@ -542,6 +549,22 @@ function pushersReplayAnnounced(userId: string, recorded: FoundWrite): HandleOut
         changes: [{ user_id: userId, type: 'm.pushers', version: recorded.pushersVersion }],
       }
     : { reply, conflicts: 0, replayed: true };
+}
+
+/**
+ * `delete_user_data` met its own record: answered from it; one that erased
+ * anything announces both types again, at the versions stored now, for the
+ * reason given at `replayAnnounced` (the record does not say which it
+ * erased: a spare event costs a re-read). Without the pushers version (a
+ * record the store no longer finds), the push rules alone.
+ */
+function userDataReplayAnnounced(userId: string, version: number, recorded: RecordedWrite | FoundWrite): Attempt {
+  const done = replayOf(recorded);
+  if (recorded.unchanged === true) return { done, replayed: true };
+  const changes: ChangeEvent[] = [{ user_id: userId, type: 'm.push_rules', version }];
+  if ('pushersVersion' in recorded)
+    changes.push({ user_id: userId, type: 'm.pushers', version: recorded.pushersVersion });
+  return { done, replayed: true, changes };
 }
 
 /**
