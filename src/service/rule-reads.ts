@@ -115,6 +115,11 @@ export class RuleReads {
     return loaded;
   }
 
+  /** A write of the user's rules may be under way: they are read again. */
+  dropUser(userId: string): void {
+    this.#cache.invalidate(userId);
+  }
+
   /** What a request changed: its users' push rules are read again. */
   dropChanged(changes: readonly { readonly type: string; readonly user_id: string }[] | undefined): void {
     for (const change of changes ?? []) if (change.type === 'm.push_rules') this.#cache.invalidate(change.user_id);
