@@ -174,6 +174,8 @@ export function createWorkerProcess(
       operationTimeoutMs: config.mongodb.operationTimeoutMs,
       observer: metrics,
       ...(readCache === undefined ? {} : { readCache }),
+      // A write answered Unavailable but applied afterwards: announced once it settled.
+      announceLate: async (changes) => Promise.all(changes.map(async (change) => running.worker?.announce(change))),
     });
     const evaluator = new Evaluator({
       evaluate: config.evaluate,

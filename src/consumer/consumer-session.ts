@@ -80,11 +80,15 @@ export class ConsumerSession {
     });
     try {
       const { queues } = options;
-      // The request queue first: its topology holds the exchanges the others use.
+      // The change events first (bound, then the caches reset): a read
+      // served before the bind could be answered from, and kept in, a cache
+      // that no event can reach yet. The request queue serves reads too
+      // (when the read queue has no consumer).
+      if (options.changes !== undefined) session.#events = await session.#subscribe(options.changes);
+      // Then the request queue: its topology holds the dead-letter exchange.
       for (const consumed of queues.filter((queue) => queue.required)) await session.#openLane(consumed);
       // Not needed to serve: the dead-letter queue only parks what nobody could answer.
       await declareDeadLetterQueue(link.connection, options.amqp, options.logger);
-      if (options.changes !== undefined) session.#events = await session.#subscribe(options.changes);
       for (const consumed of queues.filter((queue) => !queue.required)) await session.#openOptionalLane(consumed, 0);
       return session;
     } catch (error) {
@@ -332,10 +336,12 @@ export class ConsumerSession {
       listener.subscriptionReset();
       this.lose(closeReason('change-event subscription closed', channelError));
     });
+    const { eventsExchange } = this.#options.amqp;
+    // Declared as `declareTopology` does: the subscription comes before the request queue's topology.
+    await channel.assertExchange(eventsExchange, 'topic', { durable: true });
     const { queue } = await channel.assertQueue('', { exclusive: true, autoDelete: true, durable: false });
-    await channel.bindQueue(queue, this.#options.amqp.eventsExchange, 'm.push_rules');
-    if (listener.pushersChanged !== undefined)
-      await channel.bindQueue(queue, this.#options.amqp.eventsExchange, 'm.pushers');
+    await channel.bindQueue(queue, eventsExchange, 'm.push_rules');
+    if (listener.pushersChanged !== undefined) await channel.bindQueue(queue, eventsExchange, 'm.pushers');
     listener.subscriptionReset();
     await channel.consume(
       queue,

@@ -131,12 +131,14 @@ export class RpcWorker {
 
   /**
    * Publishes a change event made outside a request (delivery removing a
-   * pusher a gateway rejected), with a confirm; false when there is no
-   * session or the broker did not confirm it.
+   * pusher a gateway rejected, a write applied after its `Unavailable`),
+   * with a confirm; false when there is no session or the broker did not
+   * confirm it.
    */
   async announce(change: ChangeEvent): Promise<boolean> {
     // This worker learns of it at once, with or without a broker session.
     if (change.type === 'm.pushers') this.#options.changes?.pushersChanged?.(change.user_id);
+    else this.#options.changes?.pushRulesChanged(change.user_id);
     const session = this.#broker.current;
     if (session === undefined) return false;
     return this.#envelope.announce(session.confirms, [change]);

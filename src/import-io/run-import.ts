@@ -99,9 +99,15 @@ async function writeBatch(run: ImportRun, mapped: readonly MappedUser[]): Promis
   }
   if (run.store === undefined || imports.length === 0) return statuses;
   const events: ChangeEvent[] = [];
+  const written: string[] = [];
+  // With events, the users written stay marked as an unfinished import
+  // until their events are confirmed: a publish that fails ends the run
+  // with the marks in place, and the next run imports and announces those
+  // users again instead of finding them `unchanged`.
+  const keepMarks = run.events !== undefined;
   let pending = imports;
   for (let attempt = 0; pending.length > 0; attempt += 1) {
-    const outcomes = await run.store.importUsers(pending, { overwrite: run.overwrite });
+    const outcomes = await run.store.importUsers(pending, { overwrite: run.overwrite, keepMarks });
     const lost = new Set<string>();
     for (const outcome of outcomes) {
       if (outcome.status === 'conflict' && attempt < (run.conflictRetries ?? DEFAULT_CONFLICT_RETRIES)) {
@@ -109,11 +115,15 @@ async function writeBatch(run: ImportRun, mapped: readonly MappedUser[]): Promis
         continue;
       }
       statuses.set(outcome.userId, outcome.status);
+      if (outcome.status === 'imported') written.push(outcome.userId);
       events.push(...eventsOf(outcome));
     }
     pending = pending.filter((user) => lost.has(user.userId));
   }
-  await run.events?.publish(events);
+  if (run.events !== undefined) {
+    await run.events.publish(events);
+    await run.store.finishImports(written);
+  }
   return statuses;
 }
 

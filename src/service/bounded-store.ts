@@ -20,6 +20,12 @@ import {
  */
 export type AbandonReason = 'not-started' | 'deadline' | 'timeout';
 
+/** A store operation given up under way: it may still be applied; `settled` resolves once it is done either way. */
+export interface AbandonedOperation {
+  readonly operation: string;
+  readonly settled: Promise<void>;
+}
+
 /** Narrow hook for metrics; tests pass object literals. */
 export interface StoreBoundsObserver {
   storeOperationAbandoned(operation: string, reason: AbandonReason): void;
@@ -69,6 +75,7 @@ export class BoundedStore implements PushStore {
   readonly #timeoutMs: number;
   readonly #now: () => number;
   readonly #observer: StoreBoundsObserver | undefined;
+  readonly #abandoned: AbandonedOperation[] = [];
 
   constructor(inner: PushStore, bounds: StoreBounds) {
     this.#inner = inner;
@@ -85,9 +92,11 @@ export class BoundedStore implements PushStore {
     const byDeadline = left <= this.#timeoutMs;
     const ms = byDeadline ? left : this.#timeoutMs;
     if (!Number.isFinite(ms)) return call();
+    const work = call();
     let timer: NodeJS.Timeout | undefined;
     const givenUp = new Promise<never>((_resolve, reject) => {
       timer = setTimeout(() => {
+        this.#abandoned.push({ operation, settled: work.then(noop, noop) });
         this.#observer?.storeOperationAbandoned(operation, byDeadline ? 'deadline' : 'timeout');
         reject(
           byDeadline
@@ -98,10 +107,19 @@ export class BoundedStore implements PushStore {
     });
     try {
       // A late outcome of `call` after the timer is dropped by the race (a late failure is not left unhandled).
-      return await Promise.race([call(), givenUp]);
+      return await Promise.race([work, givenUp]);
     } finally {
       clearTimeout(timer);
     }
+  }
+
+  /**
+   * The operations given up while under way so far: the driver may still
+   * apply them (a write given up is not a write undone, see
+   * `PushService`'s late announcements).
+   */
+  get abandoned(): readonly AbandonedOperation[] {
+    return this.#abandoned;
   }
 
   async loadPushRules(userId: string, messageId?: string): Promise<LoadedPushRules> {
@@ -179,6 +197,10 @@ export class BoundedStore implements PushStore {
       this.#inner.recordWriteAtVersion(userId, expectedVersion, record),
     );
   }
+}
+
+function noop(): void {
+  // A late outcome (or failure) of an operation given up is only waited for.
 }
 
 /** Throws `DeadlinePassedError` when `deadline` has passed: what every store operation checks before it starts. */

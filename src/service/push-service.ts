@@ -20,6 +20,7 @@ import {
 import type { PusherDeletion } from '../pushers/pusher-deletion.js';
 import { pusherMatches, toWirePusher, type PusherKey, type StoredPusher } from '../pushers/pusher.js';
 import type { Result } from '../result/result.js';
+import type { ChangeEvent } from './change-event.js';
 import type { Command } from './command.js';
 import {
   StoreFailedError,
@@ -32,6 +33,7 @@ import { backoffDelay, type BackoffPolicy } from '../retry/backoff.js';
 import { beforeDeadline, BoundedStore, type StoreBoundsObserver } from './bounded-store.js';
 import { failureOutcome } from './failure-reply.js';
 import { KeyedSerializer } from './keyed-serializer.js';
+import { lateChanges, writtenTypes, type LateAnnouncer } from './late-writes.js';
 import type { RulesetCache } from './ruleset-cache.js';
 import { ruleRead, RuleReads, viewOf } from './rule-reads.js';
 import { failure, success, successEncoded, type Reply } from '../contract/reply.js';
@@ -67,6 +69,12 @@ export interface PushServiceOptions {
    * subscription is lost (`clear`). Absent: every read goes to the store.
    */
   readonly readCache?: RulesetCache<LoadedPushRules>;
+  /**
+   * Announces what a write answered `Unavailable` changed once its work
+   * has settled (see `lateChanges`); absent: not announced (the caches'
+   * staleness bounds cover it).
+   */
+  readonly announceLate?: LateAnnouncer;
 }
 
 /** Limits on what a user may accumulate (per-request limits are checked when parsing). */
@@ -74,12 +82,7 @@ export interface ServiceLimits extends RulesetLimits {
   readonly maxPushersPerUser: number;
 }
 
-/** What clients are told after a write, so `/sync` streams can wake up. */
-export interface ChangeEvent {
-  readonly user_id: string;
-  readonly type: 'm.push_rules' | 'm.pushers';
-  readonly version: number;
-}
+export type { ChangeEvent } from './change-event.js';
 
 export interface HandleOutcome {
   readonly reply: Reply;
@@ -161,8 +164,8 @@ export class PushService {
     const store = bounded
       ? new BoundedStore(this.#store, { deadline, operationTimeoutMs, now: this.#now, observer })
       : this.#store;
+    const dispatched = this.#dispatch(store, command, messageId);
     try {
-      const dispatched = this.#dispatch(store, command, messageId);
       // On the dispatch, not on what `beforeDeadline` answers: a write that
       // completes after its deadline still drops what it changed.
       const reads = this.#reads;
@@ -175,8 +178,28 @@ export class PushService {
         );
       return await beforeDeadline(dispatched, deadline, this.#now);
     } catch (error) {
+      if (store instanceof BoundedStore) this.#givenUp(command, dispatched, store);
       return { ...failureOutcome(error), conflicts: 0 };
     }
+  }
+
+  /**
+   * A request answered with a failure may still write: what it changed is
+   * dropped from this worker's read cache at once, and announced (with its
+   * change events, which every worker's caches hear) once it has settled.
+   */
+  #givenUp(command: Command, dispatched: Promise<HandleOutcome>, store: BoundedStore): void {
+    const types = writtenTypes(command);
+    if (types.length === 0) return;
+    if (types.includes('m.push_rules')) this.#reads?.dropUser(command.userId);
+    const announce = this.#options.announceLate;
+    void lateChanges(command, dispatched, () => store.abandoned, this.#store)
+      .then(async (changes) => {
+        if (changes.length === 0) return;
+        this.#reads?.dropChanged(changes);
+        await announce?.(changes);
+      })
+      .catch(() => undefined);
   }
 
   async #dispatch(store: PushStore, command: Command, messageId: string | undefined): Promise<HandleOutcome> {
@@ -485,12 +508,19 @@ export class PushService {
     return this.#perUser.run(userId, async () => {
       if (messageId !== undefined) {
         const recorded = await store.findRecordedWrite(userId, messageId);
-        if (recorded !== undefined) return pushersReplayAnnounced(userId, recorded);
+        if (recorded !== undefined)
+          return this.#withRetries(async () =>
+            userDataReplayAnnounced(userId, (await store.loadPushRules(userId)).version, recorded),
+          );
       }
       const deletedPushers = await store.deletePushers({ userId, devices: { all: true }, includeEmail: true });
       return this.#withRetries(async () => {
         const loaded = await store.loadPushRules(userId, messageId);
-        if (loaded.recorded !== undefined) return { done: replayOf(loaded.recorded), replayed: true };
+        if (loaded.recorded !== undefined) {
+          // A copy of this request got there first (a redelivery served beside it).
+          const found = messageId === undefined ? undefined : await store.findRecordedWrite(userId, messageId);
+          return userDataReplayAnnounced(userId, loaded.version, found ?? loaded.recorded);
+        }
         const reply = success({});
         // A corrupt entry is erased too.
         const pushRules = loaded.lookup.found !== false;
@@ -576,6 +606,22 @@ function pushersReplayAnnounced(userId: string, recorded: FoundWrite): HandleOut
         changes: [{ user_id: userId, type: 'm.pushers', version: recorded.pushersVersion }],
       }
     : { reply, conflicts: 0, replayed: true };
+}
+
+/**
+ * `delete_user_data` met its own record: answered from it; one that erased
+ * anything announces both types again, at the versions stored now, for the
+ * reason given at `replayAnnounced` (the record does not say which it
+ * erased: a spare event costs a re-read). Without the pushers version (a
+ * record the store no longer finds), the push rules alone.
+ */
+function userDataReplayAnnounced(userId: string, version: number, recorded: RecordedWrite | FoundWrite): Attempt {
+  const done = replayOf(recorded);
+  if (recorded.unchanged === true) return { done, replayed: true };
+  const changes: ChangeEvent[] = [{ user_id: userId, type: 'm.push_rules', version }];
+  if ('pushersVersion' in recorded)
+    changes.push({ user_id: userId, type: 'm.pushers', version: recorded.pushersVersion });
+  return { done, replayed: true, changes };
 }
 
 /**

@@ -6,7 +6,7 @@ import { getPushRuleEnabled } from '../push-rules/push-rule-enabled.js';
 import { viewPushRulesEvent, type PushRulesEventView } from '../push-rules/push-rules-event.js';
 import type { RuleAddress } from '../push-rules/rule-address.js';
 import { mapResult, type Result } from '../result/result.js';
-import { failure, success, successKept, type Reply } from '../contract/reply.js';
+import { encodeReplyBytes, failure, success, successKept, type Reply } from '../contract/reply.js';
 import type { LoadedPushRules, PushStore } from '../store/push-store.js';
 import type { Command } from './command.js';
 import type { RulesetCache } from './ruleset-cache.js';
@@ -39,6 +39,16 @@ export function ruleRead(op: RuleRead, address: RuleAddress): (view: PushRulesEv
  */
 export function readCacheBytes(loaded: LoadedPushRules): number {
   return 256 + 4 * (loaded.storedChars ?? 0);
+}
+
+/**
+ * What `get_pushrules`' reply kept with an entry adds to it: its encoded
+ * bytes (an exact-size copy, see `successKept`), the body's JSON text (one
+ * byte a character; counted even when it is the stored text itself) and
+ * the reply's objects.
+ */
+export function keptReplyBytes(reply: Reply, json: string): number {
+  return 128 + encodeReplyBytes(reply).byteLength + json.length;
 }
 
 /**
@@ -83,9 +93,13 @@ export class RuleReads {
     if (!decision.ok) return failure(decision.error);
     const { ruleset, persist } = decision.value;
     if (persist !== 'none') return undefined;
-    // The whole ruleset (a few KB) is encoded once per kept entry, not once per read.
-    const reply = successKept(encodeRulesetContent(ruleset), rulesetContentJson(ruleset));
-    this.#wholeRulesets.set(kept, reply);
+    // The whole ruleset (a few KB) is encoded once per kept entry, not once
+    // per read, and the entry is weighed with it: `maxBytes` counts what the
+    // cache holds, not only the ruleset.
+    const json = rulesetContentJson(ruleset);
+    const reply = successKept(encodeRulesetContent(ruleset), json);
+    if (this.#cache.reweigh(userId, kept, readCacheBytes(kept) + keptReplyBytes(reply, json)))
+      this.#wholeRulesets.set(kept, reply);
     return reply;
   }
 
@@ -99,6 +113,11 @@ export class RuleReads {
     const loaded = await store.loadPushRules(userId);
     if (loaded.lookup.found !== 'failed') this.#cache.set(userId, loaded, readCacheBytes(loaded), ticket);
     return loaded;
+  }
+
+  /** A write of the user's rules may be under way: they are read again. */
+  dropUser(userId: string): void {
+    this.#cache.invalidate(userId);
   }
 
   /** What a request changed: its users' push rules are read again. */

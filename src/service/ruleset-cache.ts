@@ -9,8 +9,23 @@ export interface RulesetCacheOptions {
    * event is lost or late.
    */
   readonly maxStalenessMs: number;
+  /**
+   * Most invalidations remembered for loads that could still race them
+   * (`LoadTicket`); past it the oldest is forgotten and loads that started
+   * before it are refused instead. Default `MAX_REMEMBERED_INVALIDATIONS`.
+   */
+  readonly maxRememberedInvalidations?: number;
   readonly now?: () => number;
 }
+
+/**
+ * What the invalidations remembered hold at most, whatever the rate of
+ * change events: about 150 bytes each (a user ID, a map entry), so about
+ * 0.6 MB per cache. Loads take milliseconds, so only one that started
+ * before the last 4,096 invalidations is refused for it (it reads again
+ * next time).
+ */
+export const MAX_REMEMBERED_INVALIDATIONS = 4_096;
 
 /** Counters for the metrics; they only grow. */
 export interface RulesetCacheStats {
@@ -63,6 +78,10 @@ export class RulesetCache<V> {
   readonly #invalidatedAt = new Map<string, { readonly sequence: number; readonly at: number }>();
   #sequence = 0;
   #clearedAt = 0;
+  /** Loads that started before this sequence are refused: an invalidation they could race was forgotten. */
+  #forgottenAt = 0;
+  /** When the latest load started: invalidations need remembering only while one could still be kept. */
+  #lastTicketAt = -Infinity;
   #bytes = 0;
   readonly stats: RulesetCacheStats = { hits: 0, misses: 0, invalidations: 0, staleRefreshes: 0, evictions: 0 };
 
@@ -77,6 +96,11 @@ export class RulesetCache<V> {
 
   get bytes(): number {
     return this.#bytes;
+  }
+
+  /** Invalidations remembered for loads that could still race them: bounded by count and by age. */
+  get rememberedInvalidations(): number {
+    return this.#invalidatedAt.size;
   }
 
   /** The cache's clock: read once, passed to `get` for many users. */
@@ -108,12 +132,14 @@ export class RulesetCache<V> {
 
   /** Take one before reading from the store; pass it to `set` with what was read. */
   ticket(): LoadTicket {
-    return { sequence: this.#sequence, readAt: this.#now() };
+    const readAt = this.#now();
+    this.#lastTicketAt = readAt;
+    return { sequence: this.#sequence, readAt };
   }
 
   /** Caches what a load read; false when an invalidation since the ticket makes it unsafe to keep. */
   set(userId: string, value: V, bytes: number, ticket: LoadTicket): boolean {
-    if (ticket.sequence < this.#clearedAt) return false;
+    if (ticket.sequence < this.#clearedAt || ticket.sequence < this.#forgottenAt) return false;
     const invalidated = this.#invalidatedAt.get(userId);
     if (invalidated !== undefined && invalidated.sequence > ticket.sequence) return false;
     if (bytes > this.#options.maxBytes) return false;
@@ -125,12 +151,38 @@ export class RulesetCache<V> {
     return true;
   }
 
-  /** A change event for this user: drop its entry, and refuse loads already under way. */
+  /**
+   * Something kept with `userId`'s entry (an encoded reply) makes it weigh
+   * `bytes` now: others are evicted to stay under `maxBytes`, and an entry
+   * that alone is over it goes. Only while the entry still holds `value`
+   * (it may have been replaced or dropped since it was read); false when it
+   * is not kept.
+   */
+  reweigh(userId: string, value: V, bytes: number): boolean {
+    const entry = this.#entries.get(userId);
+    if (entry?.value !== value) return false;
+    this.#remove(userId);
+    if (bytes > this.#options.maxBytes) return false;
+    this.#evict(1, bytes);
+    this.#entries.set(userId, { ...entry, bytes });
+    this.#bytes += bytes;
+    return true;
+  }
+
+  /**
+   * A change event for this user: drop its entry, and refuse loads already
+   * under way. Remembered for such loads only while one could race it:
+   * not when no load started within `maxStalenessMs` (what one older read
+   * is never served), and at most `maxRememberedInvalidations` of them
+   * (past it, the oldest is forgotten and every load that started before
+   * it is refused).
+   */
   invalidate(userId: string): void {
     this.#sequence += 1;
     const now = this.#now();
     this.#invalidatedAt.delete(userId);
-    this.#invalidatedAt.set(userId, { sequence: this.#sequence, at: now });
+    if (now - this.#lastTicketAt <= this.#options.maxStalenessMs)
+      this.#invalidatedAt.set(userId, { sequence: this.#sequence, at: now });
     if (this.#remove(userId)) this.stats.invalidations += 1;
     this.#forgetOldInvalidations(now);
   }
@@ -179,11 +231,15 @@ export class RulesetCache<V> {
   /**
    * A load that started more than `maxStalenessMs` ago produces an entry
    * that is already too old to serve, so older invalidations need not be
-   * remembered. Oldest first, in insertion order.
+   * remembered. Past `maxRememberedInvalidations`, the oldest are forgotten
+   * and the loads that could have raced them refused (`#forgottenAt`).
+   * Oldest first, in insertion order.
    */
   #forgetOldInvalidations(now: number): void {
+    const most = this.#options.maxRememberedInvalidations ?? MAX_REMEMBERED_INVALIDATIONS;
     for (const [userId, invalidated] of this.#invalidatedAt) {
-      if (now - invalidated.at <= this.#options.maxStalenessMs) return;
+      if (this.#invalidatedAt.size > most) this.#forgottenAt = invalidated.sequence;
+      else if (now - invalidated.at <= this.#options.maxStalenessMs) return;
       this.#invalidatedAt.delete(userId);
     }
   }

@@ -37,6 +37,13 @@ export type UserImportOutcome =
 export interface ImportWriteOptions {
   /** Replace what a user already has; otherwise such a user is `present` and left alone. */
   readonly overwrite: boolean;
+  /**
+   * Leave each user written marked as an unfinished import, for
+   * `finishImports` to clear once their change events are out: a run that
+   * stops before then (a publish that fails) completes and announces them
+   * again when started again.
+   */
+  readonly keepMarks?: boolean;
 }
 
 /**
@@ -60,4 +67,6 @@ export interface ImportWriteOptions {
 export interface ImportStore {
   /** One outcome per user, in the order given; user IDs are distinct. */
   importUsers(users: readonly UserImport[], options: ImportWriteOptions): Promise<readonly UserImportOutcome[]>;
+  /** Clears the marks `importUsers` left with `keepMarks` (the users' events are out). */
+  finishImports(userIds: readonly string[]): Promise<void>;
 }

@@ -60,6 +60,14 @@ export class InMemoryPushStore implements PushStore, ImportStore {
     return users.map((user) => this.#importUser(user, options));
   }
 
+  async finishImports(userIds: readonly string[]): Promise<void> {
+    await Promise.resolve();
+    for (const userId of userIds) {
+      const { importUnfinished: _done, ...rest } = this.#doc(userId);
+      this.#users.set(userId, rest);
+    }
+  }
+
   #importUser(user: UserImport, options: ImportWriteOptions): UserImportOutcome {
     const { userId } = user;
     const doc = this.#doc(userId);
@@ -79,6 +87,7 @@ export class InMemoryPushStore implements PushStore, ImportStore {
     const { importUnfinished: _done, ...rest } = doc;
     this.#users.set(userId, {
       ...rest,
+      ...(options.keepMarks === true ? { importUnfinished: true as const } : {}),
       version: plan.nextVersion,
       pushersVersion: plan.nextPushersVersion,
       ...(plan.rulesChanged

@@ -95,19 +95,7 @@ export class MongoImportStore implements ImportStore {
       const wanted = new Set(plan.user.pushers.map(pusherKey));
       await this.#lists.settleRemoved(plan.existingPushers.filter((old) => !wanted.has(pusherKey(old))).map(toEntry));
     }
-    if (won.length > 0) {
-      // By _id alone: a filter on another field keeps some servers (the
-      // test stand-in) from using the _id index. The mark is this run's:
-      // two imports of the same users at once are not supported.
-      await guard(async () =>
-        this.#accountData.bulkWrite(
-          won.map((plan) => ({
-            updateOne: { filter: { _id: plan.user.userId }, update: { $unset: { import_pending: '' } } },
-          })),
-          { ordered: false },
-        ),
-      );
-    }
+    if (options.keepMarks !== true) await this.finishImports(won.map((plan) => plan.user.userId));
     for (const plan of won) {
       const { userId } = plan.user;
       outcomes.set(userId, {
@@ -118,6 +106,21 @@ export class MongoImportStore implements ImportStore {
       });
     }
     return ids.map((userId) => outcomes.get(userId) as UserImportOutcome);
+  }
+
+  async finishImports(userIds: readonly string[]): Promise<void> {
+    if (userIds.length === 0) return;
+    // By _id alone: a filter on another field keeps some servers (the
+    // test stand-in) from using the _id index. The mark is this run's:
+    // two imports of the same users at once are not supported.
+    await guard(async () =>
+      this.#accountData.bulkWrite(
+        userIds.map((userId) => ({
+          updateOne: { filter: { _id: userId }, update: { $unset: { import_pending: '' } } },
+        })),
+        { ordered: false },
+      ),
+    );
   }
 
   /**

@@ -89,11 +89,16 @@ export class MongoPushStore implements PushStore {
 
   constructor(db: Db, options: MongoPushStoreOptions) {
     this.#db = db;
-    this.#accountData = db.collection<AccountDataDocument>(options.accountDataCollection);
-    this.#legacyPushers = db.collection<PusherDocument>(options.pushersCollection);
+    // Every read here may fill a cache (read, evaluate, delivery pushers) that
+    // only a change event drops: a read of a lagging secondary after the
+    // event would be kept, stale, for the cache's whole staleness bound. So
+    // the primary, whatever `readPreference` the URL names.
+    const onPrimary = { readPreference: 'primary' } as const;
+    this.#accountData = db.collection<AccountDataDocument>(options.accountDataCollection, onPrimary);
+    this.#legacyPushers = db.collection<PusherDocument>(options.pushersCollection, onPrimary);
     this.#lists = new PusherLists(
-      db.collection<PusherListFields>(options.accountDataCollection),
-      db.collection(`${options.pushersCollection}_by_key`),
+      db.collection<PusherListFields>(options.accountDataCollection, onPrimary),
+      db.collection(`${options.pushersCollection}_by_key`, onPrimary),
     );
     this.#migrationBatchSize = options.migrationBatchSize ?? 500;
     this.#window = options.recordedWritesWindow ?? DEFAULT_RECORDED_WRITES_WINDOW;

@@ -154,6 +154,30 @@ describe('runImport', () => {
     expect(again.events.map((event) => event.user_id)).not.toContain(user(1));
   });
 
+  it('a batch whose events could not be published is imported and announced again by the next run', async () => {
+    const store = new InMemoryPushStore();
+    const users = [rowsOf(1), rowsOf(2), rowsOf(3)];
+    const refused = new Recorded();
+    // The broker refuses the second batch's events (a nack, a lost connection): the run ends there.
+    refused.publish = async (events) => {
+      if (events.some((event) => event.user_id === user(3))) throw new Error('not confirmed');
+      await Promise.resolve();
+      refused.events.push(...events);
+    };
+    await expect(runImport(aRun(aReader(users), store, refused))).rejects.toThrow('not confirmed');
+    const again = new Recorded();
+    await runImport(aRun(aReader(users), store, again));
+    expect(again.reports.map((report) => report.status)).toEqual(['unchanged', 'unchanged', 'imported']);
+    expect(again.events).toEqual([
+      { user_id: user(3), type: 'm.push_rules', version: 1 },
+      { user_id: user(3), type: 'm.pushers', version: 1 },
+    ]);
+    // Announced now: the run after finds it done.
+    const third = new Recorded();
+    await runImport(aRun(aReader(users), store, third));
+    expect(third.events).toEqual([]);
+  });
+
   it('leaves users with data of their own alone unless overwriting', async () => {
     const store = new InMemoryPushStore();
     await store.savePushRules(user(1), 0, serverDefaultRuleset(user(1)), 'v1.19');
@@ -171,6 +195,7 @@ describe('runImport', () => {
     const inner = new InMemoryPushStore();
     let losses = 0;
     const flaky: ImportStore = {
+      finishImports: async (userIds) => inner.finishImports(userIds),
       importUsers: async (users, options) => {
         const outcomes = await inner.importUsers(
           users.filter((u) => u.userId !== user(2) || losses >= 2),
@@ -192,6 +217,7 @@ describe('runImport', () => {
     expect(recorded.reports.map((report) => report.status)).toEqual(['imported', 'imported']);
 
     const never: ImportStore = {
+      finishImports: async () => Promise.resolve(),
       importUsers: async (users) =>
         Promise.resolve(users.map((u) => ({ userId: u.userId, status: 'conflict' as const }))),
     };

@@ -47,7 +47,10 @@ importStoreContract('MongoDB', async () => {
   const pushStore = new MongoPushStore(db, options);
   const importStore = new MongoImportStore(db, options);
   return {
-    store: Object.assign(pushStore, { importUsers: importStore.importUsers.bind(importStore) }),
+    store: Object.assign(pushStore, {
+      importUsers: importStore.importUsers.bind(importStore),
+      finishImports: importStore.finishImports.bind(importStore),
+    }),
     markImportUnfinished: async (userId) => {
       await db
         .collection('account_data')

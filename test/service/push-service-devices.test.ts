@@ -317,14 +317,41 @@ describe('delete_user_data', () => {
     const first = await run({ op: 'delete_user_data', userId: ALICE }, 'deactivate');
     await run(setPusher('new', 'PHONE'));
     const retry = await run({ op: 'delete_user_data', userId: ALICE }, 'deactivate');
-    // It deleted pushers: their change is announced again at the version now.
-    expect(retry).toMatchObject({
+    // It erased both: both are announced again at the versions now (another worker may still keep the rules).
+    expect(retry).toEqual({
       reply: first.reply,
       conflicts: 0,
       replayed: true,
-      changes: [{ user_id: ALICE, type: 'm.pushers' }],
+      changes: [
+        { user_id: ALICE, type: 'm.push_rules', version: 3 },
+        { user_id: ALICE, type: 'm.pushers', version: 4 },
+      ],
     });
     expect(await pushkeys()).toEqual(['new']);
+  });
+
+  it('a copy of it that recorded first while it deleted (a redelivery beside it): replays, announcing both', async () => {
+    const { store, run } = await withData();
+    await run({ op: 'delete_user_data', userId: ALICE }, 'deactivate');
+    let finds = 0;
+    // The first look for the record comes before the copy has written it.
+    const late = wrapStore(store, {
+      findRecordedWrite: async (userId, messageId) =>
+        (finds += 1) === 1 ? undefined : store.findRecordedWrite(userId, messageId),
+    });
+    const outcome = await new PushService(late, OPTIONS).handle(
+      { op: 'delete_user_data', userId: ALICE },
+      { messageId: 'deactivate' },
+    );
+    expect(outcome).toEqual({
+      reply: { ok: true, body: {} },
+      conflicts: 0,
+      replayed: true,
+      changes: [
+        { user_id: ALICE, type: 'm.push_rules', version: 3 },
+        { user_id: ALICE, type: 'm.pushers', version: 3 },
+      ],
+    });
   });
 
   it('for a user without data: {} and no change event; with a messageId, a record a retry replays', async () => {

@@ -20,7 +20,7 @@ const setEnabled = (enabled: boolean): Command => ({
 });
 
 /** A read cache on a clock the test moves, an in-memory store that counts rule loads, and the service on both. */
-async function world(overrides: { maxStalenessMs?: number; maxEntries?: number } = {}) {
+async function world(overrides: { maxStalenessMs?: number; maxEntries?: number; maxBytes?: number } = {}) {
   const clock = { now: 1_000 };
   const store = new InMemoryPushStore();
   await store.savePushRules(ALICE, 0, serverDefaultRuleset(ALICE), 'v1.19');
@@ -35,7 +35,7 @@ async function world(overrides: { maxStalenessMs?: number; maxEntries?: number }
   });
   const readCache = new RulesetCache<LoadedPushRules>({
     maxEntries: overrides.maxEntries ?? 100,
-    maxBytes: 1 << 30,
+    maxBytes: overrides.maxBytes ?? 1 << 30,
     maxStalenessMs: overrides.maxStalenessMs ?? 10_000,
     now: () => clock.now,
   });
@@ -74,6 +74,36 @@ describe('PushService: push-rule reads answered from the read cache', () => {
     expect(encodeReplyBytes(kept).toString('utf8')).toBe(encodeReply(fromStore));
     // The same reply object, whose bytes are already encoded.
     expect(again).toBe(kept);
+  });
+
+  it("weighs an entry with the get_pushrules reply kept for it: at least the reply's bytes more", async () => {
+    const { service, readCache } = await world();
+    const command: Command = { op: 'get_pushrules', userId: ALICE };
+    await service.handle(command);
+    const ruleset = readCache.bytes;
+    const kept = (await service.handle(command)).reply;
+    expect(readCache.bytes).toBeGreaterThanOrEqual(ruleset + 2 * encodeReplyBytes(kept).byteLength);
+    // Its bytes are a copy of their own, not a slice of a shared pool slab that it would pin.
+    expect(encodeReplyBytes(kept).buffer.byteLength).toBe(encodeReplyBytes(kept).byteLength);
+  });
+
+  it('stays under maxBytes counting the kept replies: the least recently used users go', async () => {
+    const users = ['@a:example.org', '@b:example.org', '@c:example.org'];
+    const { service, store, readCache } = await world();
+    for (const user of users) await store.savePushRules(user, 0, serverDefaultRuleset(user), 'v1.19');
+    for (const user of users) await service.handle({ op: 'get_pushrules', userId: user });
+    const rulesetsOnly = readCache.bytes;
+    const maxBytes = rulesetsOnly + 100;
+    const bounded = await world({ maxBytes });
+    for (const user of users) await bounded.store.savePushRules(user, 0, serverDefaultRuleset(user), 'v1.19');
+    // Read twice each: the second read answers from memory and keeps its encoded reply.
+    for (const user of users) {
+      await bounded.service.handle({ op: 'get_pushrules', userId: user });
+      await bounded.service.handle({ op: 'get_pushrules', userId: user });
+    }
+    expect(bounded.readCache.bytes).toBeLessThanOrEqual(maxBytes);
+    expect(bounded.readCache.size).toBeLessThan(users.length);
+    expect(bounded.readCache.stats.evictions).toBeGreaterThan(0);
   });
 
   it("drops the user when the service's own write of their rules completes", async () => {

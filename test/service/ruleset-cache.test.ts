@@ -1,5 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { RulesetCache, type RulesetCacheOptions } from '../../src/service/ruleset-cache.js';
+import {
+  MAX_REMEMBERED_INVALIDATIONS,
+  RulesetCache,
+  type RulesetCacheOptions,
+} from '../../src/service/ruleset-cache.js';
 
 function aCache(overrides: Partial<RulesetCacheOptions> = {}) {
   const clock = { now: 1_000 };
@@ -143,5 +147,51 @@ describe('RulesetCache', () => {
     // The record of @a:x is gone, but what the old load read is too old to serve anyway.
     cache.set('@a:x', 'old rules', 10, old);
     expect(cache.get('@a:x')).toBeUndefined();
+  });
+
+  it('remembers no invalidation when no load started within maxStalenessMs (an import while nobody reads)', () => {
+    const { cache, clock } = aCache();
+    const old = cache.ticket();
+    clock.now += 1_001;
+    for (let i = 0; i < 1_000; i += 1) cache.invalidate(`@u${i}:x`);
+    expect(cache.rememberedInvalidations).toBe(0);
+    // What the old load read is too old to serve anyway.
+    cache.set('@u1:x', 'old rules', 10, old);
+    expect(cache.get('@u1:x')).toBeUndefined();
+  });
+
+  it('remembers at most maxRememberedInvalidations; past it, loads older than the forgotten ones are refused', () => {
+    const { cache } = aCache({ maxRememberedInvalidations: 3 });
+    const before = cache.ticket();
+    for (const user of ['@a:x', '@b:x', '@c:x', '@d:x', '@e:x']) cache.invalidate(user);
+    expect(cache.rememberedInvalidations).toBe(3);
+    // @a:x was forgotten: a load that started before it may not be kept, whoever it read.
+    expect(cache.set('@a:x', 'old rules', 10, before)).toBe(false);
+    expect(cache.set('@z:x', 'other user', 10, before)).toBe(false);
+    const between = cache.ticket();
+    cache.invalidate('@f:x');
+    expect(cache.set('@f:x', 'old rules', 10, between)).toBe(false);
+    expect(cache.set('@z:x', 'other user', 10, between)).toBe(true);
+    expect(cache.set('@a:x', 'new rules', 10, cache.ticket())).toBe(true);
+  });
+
+  it('bounds what it remembers by default, whatever the rate of change events', () => {
+    const { cache } = aCache({ maxStalenessMs: 60_000 });
+    const racing = cache.ticket();
+    for (let i = 0; i < 3 * MAX_REMEMBERED_INVALIDATIONS; i += 1) cache.invalidate(`@u${i}:x`);
+    expect(cache.rememberedInvalidations).toBe(MAX_REMEMBERED_INVALIDATIONS);
+    expect(cache.set('@u0:x', 'old rules', 10, racing)).toBe(false);
+  });
+
+  it('reweighs an entry that still holds the value, evicting others to stay under maxBytes', () => {
+    const { cache, load } = aCache({ maxBytes: 100 });
+    load('@a:x', 'a', 40);
+    load('@b:x', 'b', 40);
+    expect(cache.reweigh('@b:x', 'stale value', 90)).toBe(false);
+    expect(cache.reweigh('@b:x', 'b', 90)).toBe(true);
+    expect([cache.bytes, cache.get('@a:x'), cache.get('@b:x')]).toEqual([90, undefined, 'b']);
+    // Alone over the budget: it goes.
+    expect(cache.reweigh('@b:x', 'b', 101)).toBe(false);
+    expect([cache.size, cache.bytes]).toEqual([0, 0]);
   });
 });

@@ -137,6 +137,20 @@ export function importStoreContract(name: string, makeFixture: () => Promise<Imp
       expect(await store.importUsers([anImport(user)], WRITE)).toEqual([{ userId: user, status: 'unchanged' }]);
     });
 
+    it('with keepMarks, leaves the users unfinished until finishImports (a run stopped before its events re-announces them)', async () => {
+      const { store } = await makeFixture();
+      const user = aUser();
+      expect(await store.importUsers([anImport(user)], { ...WRITE, keepMarks: true })).toEqual([
+        { userId: user, status: 'imported', pushRulesVersion: 1, pushersVersion: 1 },
+      ]);
+      // Not finished: imported and announced again, at the versions stored.
+      expect(await store.importUsers([anImport(user)], { ...WRITE, keepMarks: true })).toEqual([
+        { userId: user, status: 'imported', pushRulesVersion: 1, pushersVersion: 1 },
+      ]);
+      await store.finishImports([user]);
+      expect(await store.importUsers([anImport(user)], WRITE)).toEqual([{ userId: user, status: 'unchanged' }]);
+    });
+
     it('keeps Synapse\u2019s ts as the pusher\u2019s ts, until a change through the service dates it anew', async () => {
       const { store } = await makeFixture();
       const user = aUser();
