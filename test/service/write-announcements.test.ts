@@ -70,7 +70,7 @@ async function world() {
     store,
     logger: createLogger('silent'),
   });
-  const pushers = new CachedPusherLookup(store, { maxBytes: 1 << 30, maxEntries: 100 });
+  const pushers = new CachedPusherLookup(store, { maxBytes: 1 << 30, maxEntries: 100, maxStalenessMs: 60_000 });
   /** Each cache holds the user: read and evaluated once, their pushers listed. */
   const fill = async (users: readonly string[]) => {
     const reader = service();
@@ -107,8 +107,6 @@ interface Row {
   readonly path: string;
   readonly run: (w: World) => Promise<readonly ChangeEvent[]>;
   readonly announces: readonly (readonly [string, ChangeEvent['type']])[];
-  /** Fixed on the pushers branch (issue 39, set_pusher and retried pusher writes): enabled after its merge. */
-  readonly pushersBranch?: true;
 }
 
 const served = (command: Command, messageId?: string) => async (w: World) =>
@@ -164,7 +162,6 @@ const ROWS: readonly Row[] = [
       [ALICE, 'm.pushers'],
       [BOB, 'm.pushers'],
     ],
-    pushersBranch: true,
   },
   {
     path: 'set_pusher retried after its version bump failed (its record missing)',
@@ -184,7 +181,6 @@ const ROWS: readonly Row[] = [
       return (await w.service(flaky).handle(command, { messageId: 'm1' })).changes ?? [];
     },
     announces: [[ALICE, 'm.pushers']],
-    pushersBranch: true,
   },
   {
     path: 'delete_pushers',
@@ -291,7 +287,15 @@ const ROWS: readonly Row[] = [
         },
         createLogger('silent'),
       );
-      await remover.removeRejected({ userId: ALICE, appId: 'org.example.app', pushkey: 'alice-phone' });
+      // The registration the rejected request was sent for: the one stored (its URL, set before now).
+      const { url } = phone('alice-phone').data;
+      await remover.removeRejected({
+        userId: ALICE,
+        appId: 'org.example.app',
+        pushkey: 'alice-phone',
+        url,
+        setAtMost: Date.now(),
+      });
       return announced;
     },
     announces: [[ALICE, 'm.pushers']],
@@ -302,9 +306,7 @@ const sortedPairs = (pairs: readonly (readonly [string, string])[]) => [...pairs
 
 describe('every write path announces what it changed, and its events drop the user from every cache', () => {
   for (const row of ROWS) {
-    // The rows fixed on the pushers branch fail here; the coordinator enables them after merging it.
-    const test = row.pushersBranch === true ? it.skip : it;
-    test(`${row.path}: announces ${row.announces.map(([u, t]) => `${t} of ${u}`).join(', ')}`, async () => {
+    it(`${row.path}: announces ${row.announces.map(([u, t]) => `${t} of ${u}`).join(', ')}`, async () => {
       const w = await world();
       const users = [...new Set(row.announces.map(([user]) => user))];
       await w.fill(users);
