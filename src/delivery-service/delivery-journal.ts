@@ -79,6 +79,14 @@ export class DeliveryJournal {
     return count;
   }
 
+  /** Requests it keeps track of, of one partition or of all (for metrics and tests: each holds its body). */
+  tracking(partition?: number): number {
+    if (partition === undefined) return this.#tracked.size;
+    let count = 0;
+    for (const tracked of this.#tracked.values()) if (tracked.delivery.partition === partition) count += 1;
+    return count;
+  }
+
   /** Looks at the parts every half `persistAfterMs`. */
   start(): void {
     this.#timer = setInterval(
@@ -165,6 +173,23 @@ export class DeliveryJournal {
    * queue for the new holder (their acknowledgement is refused).
    */
   forget(partition: number): void {
+    this.#letGo(partition);
+  }
+
+  /**
+   * The partition was handed over cleanly: its parts secured (`flush`),
+   * its sends let go, its lease about to be released. What the journal
+   * still tracks of it (the requests stored at the flush, bodies included)
+   * is the next holder's now, read from the store: kept here, it would
+   * stay for the life of the process, a partition's backlog per handover.
+   * A part the flush could not secure (the store down) goes back to the
+   * queue.
+   */
+  released(partition: number): void {
+    this.#letGo(partition);
+  }
+
+  #letGo(partition: number): void {
     const entries = this.#entries.get(partition) ?? [];
     this.#entries.delete(partition);
     for (const entry of entries) entry.reject(new IntakeStoppedError());

@@ -27,8 +27,8 @@ export interface PartitionCoordinatorOptions {
     open(partition: number, highestSeq: number): void;
     drain(partition: number, keep?: boolean): Promise<void>;
   };
-  /** Told which requests were read from the store (journal: deleted there once done). */
-  readonly journal?: { stored(deliveries: readonly PendingDelivery[]): void };
+  /** Told which requests were read from the store (journal: deleted there once done), and which partitions it let go. */
+  readonly journal?: { stored(deliveries: readonly PendingDelivery[]): void; released(partition: number): void };
   readonly scheduler: {
     hold(deliveries: readonly PendingDelivery[]): void;
     resume(): void;
@@ -213,6 +213,8 @@ export class PartitionCoordinator implements PartitionGate, IntakeGate {
           this.#options.intake.drain(partition, release),
         ]);
         await this.#options.scheduler.releasePartition(partition, release ? this.#options.graceMs : 0);
+        // After the sends let go (done ones deleted): what the journal kept of the partition is the next holder's.
+        this.#options.journal?.released(partition);
         if (release) {
           await this.#options.leases.release(partition, this.#options.me);
           this.#log.info({ partition, worker: this.#options.me }, 'handed a delivery partition over');
