@@ -21,6 +21,7 @@ import { parseBrokerAddresses } from './config/broker-urls.js';
 import { PartitionCoordinator } from './delivery-service/partition-coordinator.js';
 import { CachedPusherLookup } from './delivery-service/cached-pusher-lookup.js';
 import { DeliveryJournal } from './delivery-service/delivery-journal.js';
+import { writeGraceMs } from './delivery-service/write-grace.js';
 import { MongoPartitionLeaseStore } from './store/mongo-partition-lease-store.js';
 import { parseAddressAllowlist } from './delivery/address-allowlist.js';
 import { DEFAULT_BREAKER_POLICY } from './delivery/circuit-breaker.js';
@@ -283,7 +284,7 @@ export function createWorkerProcess(
       scheduler,
       consumer: partitions,
       graceMs: Math.floor(config.shutdown.timeoutMs / 3),
-      writeGraceMs: Math.max(0, config.mongodb.operationTimeoutMs - config.delivery.leaseMs / 3),
+      writeGraceMs: writeGraceMs(config.mongodb, config.delivery.leaseMs),
       logger: log,
     });
     const routerClient = new RpcClient({

@@ -6,6 +6,7 @@ import { createLogger } from '../../src/logging/logger.js';
 import type { PendingDelivery } from '../../src/store/delivery-store.js';
 import { InMemoryDeliveryStore } from '../../src/store/in-memory-delivery-store.js';
 import { InMemoryPartitionLeaseStore } from '../../src/store/in-memory-partition-lease-store.js';
+import { eventually } from '../support/eventually.js';
 
 const LEASE = 3_000;
 const COUNT = 4;
@@ -40,7 +41,9 @@ function aWorker(
   leases: InMemoryPartitionLeaseStore,
   store: InMemoryDeliveryStore,
   clock: { now: number },
+  writeGrace = 0,
 ) {
+  const held: string[] = [];
   const journal: DeliveryJournal = new DeliveryJournal({
     store,
     // Called only once the coordinator below exists.
@@ -64,14 +67,14 @@ function aWorker(
     },
     journal,
     scheduler: {
-      hold: () => undefined,
+      hold: (deliveries) => held.push(...deliveries.map((delivery) => delivery.id)),
       resume: () => undefined,
       releasePartition: async () => Promise.resolve(),
       close: async () => Promise.resolve(),
     },
     consumer: { subscribe: async () => Promise.resolve(), unsubscribe: async () => Promise.resolve() },
     graceMs: 0,
-    writeGraceMs: 0,
+    writeGraceMs: writeGrace,
     logger: createLogger('silent'),
     now: () => clock.now,
     random: () => 0.5,
@@ -80,7 +83,7 @@ function aWorker(
     await coordinator.close();
     journal.close();
   });
-  return { coordinator, journal };
+  return { coordinator, journal, held };
 }
 
 const settle = async () => new Promise((resolve) => setTimeout(resolve, 20));
@@ -127,5 +130,46 @@ describe('a clean handover and the journal', () => {
     for (const partition of kept) expect(a.journal.tracking(partition)).toBe(REQUESTS_PER_PARTITION);
     expect(a.journal.tracking()).toBe(kept.length * REQUESTS_PER_PARTITION);
     await Promise.all(handedOver.map(async (partition) => expect(secured[partition]).resolves.toBeUndefined()));
+  });
+});
+
+describe('taking over a partition whose holder stalled past its lease', () => {
+  it('reads it a second time a write grace later: a write the last holder started in time may land after the first read', async () => {
+    const clock = { now: 1_000_000 };
+    const leases = new InMemoryPartitionLeaseStore();
+    const store = new InMemoryDeliveryStore();
+    await leases.heartbeat('stalled', clock.now + LEASE);
+    for (let partition = 0; partition < COUNT; partition += 1)
+      await leases.claim(partition, 'stalled', clock.now + LEASE, clock.now);
+    await store.accept({ id: 'm-early', recipients: 1, devices: 1, acceptedAt: clock.now }, [aRequest(0, 1)]);
+    clock.now += LEASE + 1;
+    const b = aWorker('b', leases, store, clock, 40);
+    await b.coordinator.round();
+    await eventually(() => {
+      expect(b.held).toContain(aRequest(0, 1).id);
+    }, 5_000);
+    // The stalled holder's write lands now, its record with it: taking the part in again, b would skip it as done.
+    await store.accept({ id: 'm-late', recipients: 1, devices: 1, acceptedAt: clock.now }, [aRequest(0, 2)]);
+    await eventually(() => {
+      expect(b.held).toContain(aRequest(0, 2).id);
+    }, 5_000);
+    // The journal deletes both from the store once done.
+    expect(b.journal.tracking(0)).toBe(2);
+  });
+
+  it('reads a partition released cleanly once only: its last holder wrote everything before releasing it', async () => {
+    const clock = { now: 1_000_000 };
+    const leases = new InMemoryPartitionLeaseStore();
+    const store = new InMemoryDeliveryStore();
+    const loads: number[] = [];
+    const original = store.listPartition.bind(store);
+    store.listPartition = async (partition: number) => {
+      loads.push(partition);
+      return original(partition);
+    };
+    const b = aWorker('b', leases, store, clock, 40);
+    await b.coordinator.round();
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    expect(loads.sort()).toEqual([0, 1, 2, 3]);
   });
 });
