@@ -22,6 +22,7 @@ import { PartitionCoordinator } from './delivery-service/partition-coordinator.j
 import { CachedPusherLookup } from './delivery-service/cached-pusher-lookup.js';
 import { DeliveryJournal } from './delivery-service/delivery-journal.js';
 import { writeGraceMs } from './delivery-service/write-grace.js';
+import { PartitionCountGuard, PartitionCountMismatchError } from './delivery-service/partition-count-guard.js';
 import { MongoPartitionLeaseStore } from './store/mongo-partition-lease-store.js';
 import { parseAddressAllowlist } from './delivery/address-allowlist.js';
 import { DEFAULT_BREAKER_POLICY } from './delivery/circuit-breaker.js';
@@ -190,6 +191,7 @@ export function createWorkerProcess(
       acceptedCollection: config.delivery.acceptedCollection,
       acceptedRetentionSeconds: config.delivery.acceptedRetentionSeconds,
       operationTimeoutMs: config.mongodb.operationTimeoutMs,
+      partitions: config.delivery.partitions,
     });
     await retryUntilDone(async () => deliveryStore.ensureIndexes(), {
       policy: { baseMs: config.amqp.reconnectBaseMs, maxMs: config.amqp.reconnectMaxMs },
@@ -199,6 +201,26 @@ export function createWorkerProcess(
       },
     });
     if (stopped()) return;
+    // Every heartbeat carries this worker's partition count, and no round plans while the live workers disagree.
+    const leases = new PartitionCountGuard(
+      new MongoPartitionLeaseStore(db, {
+        collectionPrefix: config.delivery.pendingCollection,
+        operationTimeoutMs: config.mongodb.operationTimeoutMs,
+      }),
+      { partitions: config.delivery.partitions, logger: log },
+    );
+    // A worker whose count the live pool does not share does not start (docs/operations.md has the procedure);
+    // once it starts, its first round moves what is stored under another count to its users' partitions.
+    const disagreeing = await retryUntilDone(async () => leases.disagreeing(Date.now()), {
+      policy: { baseMs: config.amqp.reconnectBaseMs, maxMs: config.amqp.reconnectMaxMs },
+      signal: stop.signal,
+      onFailure: (error, attempt, retryInMs) => {
+        log.warn({ err: error, attempt, retryInMs }, 'cannot read the delivery pool; retrying');
+      },
+    });
+    if (stopped()) return;
+    if (disagreeing !== undefined && disagreeing.length > 0)
+      throw new PartitionCountMismatchError(config.delivery.partitions, disagreeing);
     const rejected = new RejectedPushers(store, async (change) => running.worker?.announce(change) ?? false, log);
     const me = `${hostname()}/${process.pid}/${randomUUID().slice(0, 8)}`;
     // The pushers of the users this worker delivers for, kept current by the m.pushers change events:
@@ -269,10 +291,6 @@ export function createWorkerProcess(
       }),
     });
     running.partitions = partitions;
-    const leases = new MongoPartitionLeaseStore(db, {
-      collectionPrefix: config.delivery.pendingCollection,
-      operationTimeoutMs: config.mongodb.operationTimeoutMs,
-    });
     running.coordinator = new PartitionCoordinator({
       me,
       partitions: config.delivery.partitions,

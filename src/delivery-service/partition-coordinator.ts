@@ -136,7 +136,10 @@ export class PartitionCoordinator implements PartitionGate, IntakeGate {
         const count = this.#options.partitions;
         const moved = await this.#options.deliveries.assignPartitions((userId) => partitionOf(userId, count));
         if (moved > 0)
-          this.#log.info({ requests: moved }, 'pending notifications stored before partitions were assigned theirs');
+          this.#log.info(
+            { requests: moved },
+            'pending notifications moved to their partition under this delivery.partitions (stored without one, or under another)',
+          );
         this.#migrated = true;
       }
       const now = this.#now();
