@@ -22,7 +22,7 @@ import { PartitionCoordinator } from './delivery-service/partition-coordinator.j
 import { CachedPusherLookup } from './delivery-service/cached-pusher-lookup.js';
 import { DeliveryJournal } from './delivery-service/delivery-journal.js';
 import { writeGraceMs } from './delivery-service/write-grace.js';
-import { PartitionCountGuard, PartitionCountMismatchError } from './delivery-service/partition-count-guard.js';
+import { PartitionCountGuard } from './delivery-service/partition-count-guard.js';
 import { MongoPartitionLeaseStore } from './store/mongo-partition-lease-store.js';
 import { parseAddressAllowlist } from './delivery/address-allowlist.js';
 import { DEFAULT_BREAKER_POLICY } from './delivery/circuit-breaker.js';
@@ -193,8 +193,9 @@ export function createWorkerProcess(
       operationTimeoutMs: config.mongodb.operationTimeoutMs,
       partitions: config.delivery.partitions,
     });
+    const storeBackoff = { baseMs: config.amqp.reconnectBaseMs, maxMs: config.amqp.reconnectMaxMs };
     await retryUntilDone(async () => deliveryStore.ensureIndexes(), {
-      policy: { baseMs: config.amqp.reconnectBaseMs, maxMs: config.amqp.reconnectMaxMs },
+      policy: storeBackoff,
       signal: stop.signal,
       onFailure: (error, attempt, retryInMs) => {
         log.warn({ err: error, attempt, retryInMs }, 'cannot prepare the delivery collections; retrying');
@@ -211,16 +212,8 @@ export function createWorkerProcess(
     );
     // A worker whose count the live pool does not share does not start (docs/operations.md has the procedure);
     // once it starts, its first round moves what is stored under another count to its users' partitions.
-    const disagreeing = await retryUntilDone(async () => leases.disagreeing(Date.now()), {
-      policy: { baseMs: config.amqp.reconnectBaseMs, maxMs: config.amqp.reconnectMaxMs },
-      signal: stop.signal,
-      onFailure: (error, attempt, retryInMs) => {
-        log.warn({ err: error, attempt, retryInMs }, 'cannot read the delivery pool; retrying');
-      },
-    });
+    await leases.refuseMismatch({ signal: stop.signal, backoff: storeBackoff });
     if (stopped()) return;
-    if (disagreeing !== undefined && disagreeing.length > 0)
-      throw new PartitionCountMismatchError(config.delivery.partitions, disagreeing);
     const rejected = new RejectedPushers(store, async (change) => running.worker?.announce(change) ?? false, log);
     const me = `${hostname()}/${process.pid}/${randomUUID().slice(0, 8)}`;
     // The pushers of the users this worker delivers for, kept current by the m.pushers change events:

@@ -1,4 +1,6 @@
 import type { Logger } from '../logging/logger.js';
+import type { BackoffPolicy } from '../retry/backoff.js';
+import { retryUntilDone } from '../retry/retry-until-done.js';
 import type { PartitionLease, PartitionLeaseStore, WorkerBeat } from '../store/partition-lease-store.js';
 
 /** Where docs/operations.md tells how to change `delivery.partitions`: named by every refusal. */
@@ -27,6 +29,7 @@ export interface PartitionCountGuardOptions {
   /** This worker's `delivery.partitions`. */
   readonly partitions: number;
   readonly logger: Logger;
+  readonly now?: () => number;
 }
 
 /**
@@ -42,11 +45,30 @@ export class PartitionCountGuard implements PartitionLeaseStore {
   readonly #inner: PartitionLeaseStore;
   readonly #partitions: number;
   readonly #log: Logger;
+  readonly #now: () => number;
 
   constructor(inner: PartitionLeaseStore, options: PartitionCountGuardOptions) {
     this.#inner = inner;
     this.#partitions = options.partitions;
     this.#log = options.logger;
+    this.#now = options.now ?? Date.now;
+  }
+
+  /**
+   * At start, before this worker beats: throws `PartitionCountMismatchError`
+   * when a live worker runs with another count (the worker does not
+   * start), retrying while the store does not answer.
+   */
+  async refuseMismatch(options: { readonly signal: AbortSignal; readonly backoff: BackoffPolicy }): Promise<void> {
+    const disagreeing = await retryUntilDone(async () => this.disagreeing(this.#now()), {
+      policy: options.backoff,
+      signal: options.signal,
+      onFailure: (error, attempt, retryInMs) => {
+        this.#log.warn({ err: error, attempt, retryInMs }, 'cannot read the delivery pool; retrying');
+      },
+    });
+    if (disagreeing !== undefined && disagreeing.length > 0)
+      throw new PartitionCountMismatchError(this.#partitions, disagreeing);
   }
 
   /** The live workers whose count is another one (none: the pool agrees with this worker). */

@@ -55,12 +55,20 @@ describe('the partition count of the pool', () => {
   ])('a worker of 32 partitions %s: disagreeing %j', async (_case, others, disagreeing) => {
     const leases = new InMemoryPartitionLeaseStore();
     for (const [worker, partitions, until] of others) await leases.heartbeat(worker, until, partitions);
-    const guard = new PartitionCountGuard(leases, { partitions: 32, logger: silent });
+    const guard = new PartitionCountGuard(leases, { partitions: 32, logger: silent, now: () => T0 });
     expect((await guard.disagreeing(T0)).map((beat) => beat.worker)).toEqual(disagreeing);
-    if (disagreeing.length === 0) return;
-    const refused = guard.liveWorkers(T0);
-    await expect(refused).rejects.toBeInstanceOf(PartitionCountMismatchError);
-    await expect(refused).rejects.toThrow(PARTITIONS_PROCEDURE);
+    // At start: the worker does not start; in a round: nothing planned.
+    const starting = guard.refuseMismatch({ signal: new AbortController().signal, backoff: { baseMs: 10, maxMs: 10 } });
+    const round = guard.liveWorkers(T0);
+    if (disagreeing.length === 0) {
+      await expect(starting).resolves.toBeUndefined();
+      await expect(round).resolves.toEqual([...others.filter(([, , until]) => until >= T0).map(([worker]) => worker)]);
+      return;
+    }
+    for (const refused of [starting, round]) {
+      await expect(refused).rejects.toBeInstanceOf(PartitionCountMismatchError);
+      await expect(refused).rejects.toThrow(PARTITIONS_PROCEDURE);
+    }
   });
 
   it('beats with its count', async () => {
