@@ -21,6 +21,8 @@ import { parseBrokerAddresses } from './config/broker-urls.js';
 import { PartitionCoordinator } from './delivery-service/partition-coordinator.js';
 import { CachedPusherLookup } from './delivery-service/cached-pusher-lookup.js';
 import { DeliveryJournal } from './delivery-service/delivery-journal.js';
+import { writeGraceMs } from './delivery-service/write-grace.js';
+import { PartitionCountGuard } from './delivery-service/partition-count-guard.js';
 import { MongoPartitionLeaseStore } from './store/mongo-partition-lease-store.js';
 import { parseAddressAllowlist } from './delivery/address-allowlist.js';
 import { DEFAULT_BREAKER_POLICY } from './delivery/circuit-breaker.js';
@@ -191,14 +193,28 @@ export function createWorkerProcess(
       acceptedCollection: config.delivery.acceptedCollection,
       acceptedRetentionSeconds: config.delivery.acceptedRetentionSeconds,
       operationTimeoutMs: config.mongodb.operationTimeoutMs,
+      partitions: config.delivery.partitions,
     });
+    const storeBackoff = { baseMs: config.amqp.reconnectBaseMs, maxMs: config.amqp.reconnectMaxMs };
     await retryUntilDone(async () => deliveryStore.ensureIndexes(), {
-      policy: { baseMs: config.amqp.reconnectBaseMs, maxMs: config.amqp.reconnectMaxMs },
+      policy: storeBackoff,
       signal: stop.signal,
       onFailure: (error, attempt, retryInMs) => {
         log.warn({ err: error, attempt, retryInMs }, 'cannot prepare the delivery collections; retrying');
       },
     });
+    if (stopped()) return;
+    // Every heartbeat carries this worker's partition count, and no round plans while the live workers disagree.
+    const leases = new PartitionCountGuard(
+      new MongoPartitionLeaseStore(db, {
+        collectionPrefix: config.delivery.pendingCollection,
+        operationTimeoutMs: config.mongodb.operationTimeoutMs,
+      }),
+      { partitions: config.delivery.partitions, logger: log },
+    );
+    // A worker whose count the live pool does not share does not start (docs/operations.md has the procedure);
+    // once it starts, its first round moves what is stored under another count to its users' partitions.
+    await leases.refuseMismatch({ signal: stop.signal, backoff: storeBackoff });
     if (stopped()) return;
     const me = `${hostname()}/${process.pid}/${randomUUID().slice(0, 8)}`;
     // The pushers of the users this worker delivers for, kept current by the m.pushers change events:
@@ -277,10 +293,6 @@ export function createWorkerProcess(
       }),
     });
     running.partitions = partitions;
-    const leases = new MongoPartitionLeaseStore(db, {
-      collectionPrefix: config.delivery.pendingCollection,
-      operationTimeoutMs: config.mongodb.operationTimeoutMs,
-    });
     running.coordinator = new PartitionCoordinator({
       me,
       partitions: config.delivery.partitions,
@@ -292,7 +304,7 @@ export function createWorkerProcess(
       scheduler,
       consumer: partitions,
       graceMs: Math.floor(config.shutdown.timeoutMs / 3),
-      writeGraceMs: Math.max(0, config.mongodb.operationTimeoutMs - config.delivery.leaseMs / 3),
+      writeGraceMs: writeGraceMs(config.mongodb, config.delivery.leaseMs),
       logger: log,
     });
     const routerClient = new RpcClient({

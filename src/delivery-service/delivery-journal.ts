@@ -32,6 +32,12 @@ interface Tracked {
   state: 'memory' | 'persisting' | 'stored';
   /** Done while it was being written: deleted once the write landed. */
   doneWhilePersisting?: boolean;
+  /**
+   * Planned here and also found in the store (written by the partition's
+   * last holder, whose write landed late): deleted from the store once done.
+   */
+  storedToo?: boolean;
+  /** Its part, until the part is acknowledged. */
   entry?: Entry | undefined;
 }
 
@@ -79,6 +85,14 @@ export class DeliveryJournal {
     return count;
   }
 
+  /** Requests it keeps track of, of one partition or of all (for metrics and tests: each holds its body). */
+  tracking(partition?: number): number {
+    if (partition === undefined) return this.#tracked.size;
+    let count = 0;
+    for (const tracked of this.#tracked.values()) if (tracked.delivery.partition === partition) count += 1;
+    return count;
+  }
+
   /** Looks at the parts every half `persistAfterMs`. */
   start(): void {
     this.#timer = setInterval(
@@ -119,8 +133,12 @@ export class DeliveryJournal {
 
   /** Requests read from the store (a partition taken over): deleted from it once done. */
   stored(deliveries: readonly PendingDelivery[]): void {
-    for (const delivery of deliveries)
-      if (!this.#tracked.has(delivery.id)) this.#tracked.set(delivery.id, { delivery, state: 'stored' });
+    for (const delivery of deliveries) {
+      const tracked = this.#tracked.get(delivery.id);
+      if (tracked === undefined) this.#tracked.set(delivery.id, { delivery, state: 'stored' });
+      // Also planned from its part here: the store's copy must not outlive it.
+      else if (tracked.state === 'memory') tracked.storedToo = true;
+    }
   }
 
   /** The requests are done with: deleted from the store if they are there. */
@@ -138,11 +156,12 @@ export class DeliveryJournal {
         continue;
       }
       this.#tracked.delete(id);
-      if (tracked.state === 'stored') deleting.push(id);
+      if (tracked.state === 'stored' || tracked.storedToo === true) deleting.push(id);
       if (tracked.entry !== undefined) {
         tracked.entry.open.delete(id);
         touched.add(tracked.entry.partition);
-        if (tracked.state === 'memory') this.#noteDone(tracked.entry.notify.id, id);
+        // Its part is not acknowledged yet: taken in again, it must not be sent again.
+        this.#noteDone(tracked.entry.notify.id, id);
       }
     }
     for (const partition of touched) void this.#schedule(partition, false);
@@ -151,7 +170,8 @@ export class DeliveryJournal {
 
   async saveRetry(id: string, retry: RetryState): Promise<void> {
     // Only in memory, the backoff lives with the scheduler; stored later, it starts afresh after a crash.
-    if (this.#tracked.get(id)?.state === 'stored') await this.#options.store.saveRetry(id, retry);
+    const tracked = this.#tracked.get(id);
+    if (tracked?.state === 'stored' || tracked?.storedToo === true) await this.#options.store.saveRetry(id, retry);
   }
 
   /** Secures every part of the partition now (a handover, a shutdown): what is not done is stored. */
@@ -165,6 +185,23 @@ export class DeliveryJournal {
    * queue for the new holder (their acknowledgement is refused).
    */
   forget(partition: number): void {
+    this.#letGo(partition);
+  }
+
+  /**
+   * The partition was handed over cleanly: its parts secured (`flush`),
+   * its sends let go, its lease about to be released. What the journal
+   * still tracks of it (the requests stored at the flush, bodies included)
+   * is the next holder's now, read from the store: kept here, it would
+   * stay for the life of the process, a partition's backlog per handover.
+   * A part the flush could not secure (the store down) goes back to the
+   * queue.
+   */
+  released(partition: number): void {
+    this.#letGo(partition);
+  }
+
+  #letGo(partition: number): void {
     const entries = this.#entries.get(partition) ?? [];
     this.#entries.delete(partition);
     for (const entry of entries) entry.reject(new IntakeStoppedError());
@@ -228,8 +265,16 @@ export class DeliveryJournal {
 
   /**
    * Secures the longest run of the partition's oldest parts that are done,
-   * or old enough (`force`: all of them): their open requests and their
+   * or old enough (`force`: all of them): their open requests, then their
    * intake records are written, then they are acknowledged.
+   *
+   * Each write is started only while the lease holds, and the parts are
+   * acknowledged only if it still holds once the writes landed: a write
+   * that lands after the lease came into doubt may land after the next
+   * holder read the partition, so its parts go back to the queue (the next
+   * holder plans them again) rather than being acknowledged here. The
+   * records go last, after a second look at the lease: a record the next
+   * holder finds makes it skip the part, so it must never land late.
    */
   async #pass(partition: number, force: boolean): Promise<void> {
     const entries = this.#entries.get(partition);
@@ -244,7 +289,7 @@ export class DeliveryJournal {
     }
     if (count === 0) return;
     // A worker whose lease is in doubt writes nothing: its parts wait (unacknowledged) for a renewal, or go back.
-    if (!this.#options.writable(partition, now)) return;
+    if (!this.#holds(partition)) return;
     const prefix = entries.slice(0, count);
     const writing: Tracked[] = [];
     for (const entry of prefix)
@@ -255,10 +300,11 @@ export class DeliveryJournal {
         writing.push(tracked);
       }
     try {
-      await this.#options.store.acceptAll(
-        prefix.map((entry) => entry.notify),
-        writing.map((tracked) => tracked.delivery),
-      );
+      if (writing.length > 0)
+        await this.#options.store.acceptAll(
+          [],
+          writing.map((tracked) => tracked.delivery),
+        );
     } catch (error) {
       const done: string[] = [];
       for (const tracked of writing) {
@@ -279,14 +325,49 @@ export class DeliveryJournal {
     const done: string[] = [];
     for (const tracked of writing) {
       tracked.state = 'stored';
-      tracked.entry = undefined;
       if (tracked.doneWhilePersisting === true) done.push(tracked.delivery.id);
     }
+    const secured = (await this.#record(partition, prefix)) && this.#holds(partition);
     // The entries may have been forgotten meanwhile (lost lease): only those still listed are acknowledged.
-    const current = this.#entries.get(partition);
-    if (current === entries) entries.splice(0, count);
-    for (const entry of prefix) entry.resolve();
+    if (secured) {
+      const current = this.#entries.get(partition);
+      if (current === entries) entries.splice(0, count);
+      for (const entry of prefix) {
+        for (const id of entry.open) {
+          const tracked = this.#tracked.get(id);
+          if (tracked?.entry === entry) tracked.entry = undefined;
+        }
+        entry.resolve();
+      }
+    } else {
+      this.#log.warn(
+        { partition, parts: prefix.length },
+        'the partition lease came into doubt while its notifications were stored: their messages are not acknowledged',
+      );
+    }
     // Deleted now; if the store does not answer, they are sent again by the partition's next holder (at least once).
     if (done.length > 0) await this.remove(done);
+  }
+
+  /** Writes the parts' intake records if the lease still holds; whether they were written. */
+  async #record(partition: number, prefix: readonly Entry[]): Promise<boolean> {
+    if (!this.#holds(partition)) return false;
+    try {
+      await this.#options.store.acceptAll(
+        prefix.map((entry) => entry.notify),
+        [],
+      );
+      return true;
+    } catch (error) {
+      this.#log.warn(
+        { err: loggable(error), partition, parts: prefix.length },
+        'cannot record stored notifications yet; their messages wait, unacknowledged',
+      );
+      return false;
+    }
+  }
+
+  #holds(partition: number): boolean {
+    return this.#options.writable(partition, this.#now());
   }
 }

@@ -27,8 +27,8 @@ export interface PartitionCoordinatorOptions {
     open(partition: number, highestSeq: number): void;
     drain(partition: number, keep?: boolean): Promise<void>;
   };
-  /** Told which requests were read from the store (journal: deleted there once done). */
-  readonly journal?: { stored(deliveries: readonly PendingDelivery[]): void };
+  /** Told which requests were read from the store (journal: deleted there once done), and which partitions it let go. */
+  readonly journal?: { stored(deliveries: readonly PendingDelivery[]): void; released(partition: number): void };
   readonly scheduler: {
     hold(deliveries: readonly PendingDelivery[]): void;
     resume(): void;
@@ -39,10 +39,10 @@ export interface PartitionCoordinatorOptions {
   /** How long a handover waits for sends in flight. */
   readonly graceMs: number;
   /**
-   * How long after claiming an expired lease the partition is read: a
-   * holder that stalled may have started a write just before its lease
-   * came into doubt, and it lands at most this long after the lease
-   * expired (the store's operation timeout, less the third of a lease).
+   * How long after claiming an expired lease the partition is read, and
+   * then read once more: a holder that stalled may have started a write
+   * just before its lease came into doubt, and it lands at most this long
+   * after the lease expired (write-grace.ts).
    */
   readonly writeGraceMs: number;
   readonly logger: Logger;
@@ -136,7 +136,10 @@ export class PartitionCoordinator implements PartitionGate, IntakeGate {
         const count = this.#options.partitions;
         const moved = await this.#options.deliveries.assignPartitions((userId) => partitionOf(userId, count));
         if (moved > 0)
-          this.#log.info({ requests: moved }, 'pending notifications stored before partitions were assigned theirs');
+          this.#log.info(
+            { requests: moved },
+            'pending notifications moved to their partition under this delivery.partitions (stored without one, or under another)',
+          );
         this.#migrated = true;
       }
       const now = this.#now();
@@ -194,10 +197,31 @@ export class PartitionCoordinator implements PartitionGate, IntakeGate {
       this.#loading.delete(partition);
       await this.#options.consumer.subscribe(partition);
       this.#log.info({ partition, pending: pending.length, worker: this.#options.me }, 'delivering a partition');
+      if (waitMs > 0) void this.#readAgain(partition, waitMs);
     } catch (error) {
       this.#log.warn({ err: loggable(error), partition }, 'cannot take a delivery partition over yet; released');
       this.#loading.delete(partition);
       this.#handOver(partition, true);
+    }
+  }
+
+  /**
+   * Taken over from an expired lease: read once more a grace later, for a
+   * write of the last holder that landed after the first read (its record
+   * would make this worker skip the part as taken in already). What is
+   * held already is ignored (the journal and the scheduler go by ID).
+   */
+  async #readAgain(partition: number, waitMs: number): Promise<void> {
+    await sleep(waitMs, undefined, { ref: false });
+    const stillMine = () => !this.#isClosed() && this.#running.has(partition) && !this.#leaving.has(partition);
+    if (!stillMine()) return;
+    try {
+      const pending = await this.#options.deliveries.listPartition(partition);
+      if (!stillMine()) return;
+      this.#options.journal?.stored(pending);
+      this.#options.scheduler.hold(pending);
+    } catch (error) {
+      this.#log.warn({ err: loggable(error), partition }, 'cannot read a delivery partition taken over a second time');
     }
   }
 
@@ -213,6 +237,8 @@ export class PartitionCoordinator implements PartitionGate, IntakeGate {
           this.#options.intake.drain(partition, release),
         ]);
         await this.#options.scheduler.releasePartition(partition, release ? this.#options.graceMs : 0);
+        // After the sends let go (done ones deleted): what the journal kept of the partition is the next holder's.
+        this.#options.journal?.released(partition);
         if (release) {
           await this.#options.leases.release(partition, this.#options.me);
           this.#log.info({ partition, worker: this.#options.me }, 'handed a delivery partition over');

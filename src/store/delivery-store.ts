@@ -69,8 +69,12 @@ export interface DeliveryStore {
   ensureIndexes(): Promise<void>;
 
   /**
-   * Requests stored before partitions existed get the partition of their
-   * user; returns how many. Idempotent, and a no-op once none is left.
+   * Requests whose partition was not computed with this store's partition
+   * count (stored before partitions existed, before the count was stored
+   * with each request, or under another `delivery.partitions`) get the
+   * partition of their user, `partitionOfUser` computing it with that
+   * count; returns how many. A store given no count moves only requests
+   * without a partition. Idempotent, and a no-op once none is left.
    */
   assignPartitions(partitionOfUser: (userId: string) => number): Promise<number>;
 

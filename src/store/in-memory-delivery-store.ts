@@ -6,9 +6,41 @@ import type { AcceptedNotify, DeliveryStore, PendingDelivery, RetryState } from 
  * copied in and out so that no caller mutates stored state through a
  * reference it still holds.
  */
+export interface InMemoryDeliveryStoreOptions {
+  /** The partition count stored with each request (`delivery.partitions`); absent: none. */
+  readonly partitions?: number | undefined;
+}
+
+/** What two views of one in-memory store share (`withPartitions`). */
+interface Stored {
+  readonly pending: Map<string, PendingDelivery>;
+  /** The partition count each request's partition was computed with, where one was stored. */
+  readonly counts: Map<string, number>;
+  readonly accepted: Map<string, AcceptedNotify>;
+  readonly done: Map<string, Set<string>>;
+}
+
 export class InMemoryDeliveryStore implements DeliveryStore {
-  readonly #pending = new Map<string, PendingDelivery>();
-  readonly #accepted = new Map<string, AcceptedNotify>();
+  readonly #stored: Stored;
+  readonly #pending: Map<string, PendingDelivery>;
+  readonly #counts: Map<string, number>;
+  readonly #accepted: Map<string, AcceptedNotify>;
+  readonly #done: Map<string, Set<string>>;
+  readonly #partitions: number | undefined;
+
+  constructor(options: InMemoryDeliveryStoreOptions = {}, stored?: Stored) {
+    this.#stored = stored ?? { pending: new Map(), counts: new Map(), accepted: new Map(), done: new Map() };
+    this.#pending = this.#stored.pending;
+    this.#counts = this.#stored.counts;
+    this.#accepted = this.#stored.accepted;
+    this.#done = this.#stored.done;
+    this.#partitions = options.partitions;
+  }
+
+  /** For tests: the same stored data, as a worker with another `delivery.partitions` sees it. */
+  withPartitions(partitions: number): InMemoryDeliveryStore {
+    return new InMemoryDeliveryStore({ partitions }, this.#stored);
+  }
 
   async ensureIndexes(): Promise<void> {
     await Promise.resolve();
@@ -17,9 +49,12 @@ export class InMemoryDeliveryStore implements DeliveryStore {
   async assignPartitions(partitionOfUser: (userId: string) => number): Promise<number> {
     await Promise.resolve();
     let assigned = 0;
+    const count = this.#partitions;
     for (const [id, delivery] of this.#pending) {
-      if (Number.isInteger(delivery.partition)) continue;
+      const current = count === undefined ? Number.isInteger(delivery.partition) : this.#counts.get(id) === count;
+      if (current) continue;
       this.#pending.set(id, { ...delivery, partition: partitionOfUser(delivery.userId) });
+      if (count !== undefined) this.#counts.set(id, count);
       assigned += 1;
     }
     return assigned;
@@ -35,8 +70,6 @@ export class InMemoryDeliveryStore implements DeliveryStore {
     const found = this.#accepted.get(id);
     return found === undefined ? undefined : { ...found };
   }
-
-  readonly #done = new Map<string, Set<string>>();
 
   async findProgress(id: string): Promise<{ accepted?: AcceptedNotify; done: ReadonlySet<string> }> {
     const accepted = await this.findAccepted(id);
@@ -68,8 +101,11 @@ export class InMemoryDeliveryStore implements DeliveryStore {
   async acceptAll(notifies: readonly AcceptedNotify[], deliveries: readonly PendingDelivery[]): Promise<void> {
     await Promise.resolve();
     // A redelivered notify: what is stored stays as it is.
-    for (const delivery of deliveries)
-      if (!this.#pending.has(delivery.id)) this.#pending.set(delivery.id, copy(delivery));
+    for (const delivery of deliveries) {
+      if (this.#pending.has(delivery.id)) continue;
+      this.#pending.set(delivery.id, copy(delivery));
+      if (this.#partitions !== undefined) this.#counts.set(delivery.id, this.#partitions);
+    }
     for (const notify of notifies) if (!this.#accepted.has(notify.id)) this.#accepted.set(notify.id, { ...notify });
   }
 
@@ -83,7 +119,10 @@ export class InMemoryDeliveryStore implements DeliveryStore {
 
   async remove(ids: readonly string[]): Promise<void> {
     await Promise.resolve();
-    for (const id of ids) this.#pending.delete(id);
+    for (const id of ids) {
+      this.#pending.delete(id);
+      this.#counts.delete(id);
+    }
   }
 
   async saveRetry(id: string, retry: RetryState): Promise<void> {

@@ -1,4 +1,4 @@
-import type { PartitionLease, PartitionLeaseStore } from './partition-lease-store.js';
+import type { PartitionLease, PartitionLeaseStore, WorkerBeat } from './partition-lease-store.js';
 
 /**
  * The partition leases in memory, for unit tests: the same rules as the
@@ -6,21 +6,27 @@ import type { PartitionLease, PartitionLeaseStore } from './partition-lease-stor
  * cannot interleave (MongoDB gets that from a filtered update).
  */
 export class InMemoryPartitionLeaseStore implements PartitionLeaseStore {
-  readonly #workers = new Map<string, number>();
+  readonly #workers = new Map<string, { until: number; partitions?: number | undefined }>();
   readonly #leases = new Map<number, PartitionLease>();
 
   async ensureIndexes(): Promise<void> {
     await Promise.resolve();
   }
 
-  async heartbeat(worker: string, until: number): Promise<void> {
+  async heartbeat(worker: string, until: number, partitions?: number): Promise<void> {
     await Promise.resolve();
-    this.#workers.set(worker, until);
+    this.#workers.set(worker, { until, partitions });
   }
 
   async liveWorkers(now: number): Promise<readonly string[]> {
+    return (await this.liveBeats(now)).map((beat) => beat.worker);
+  }
+
+  async liveBeats(now: number): Promise<readonly WorkerBeat[]> {
     await Promise.resolve();
-    return [...this.#workers].filter(([, until]) => until >= now).map(([worker]) => worker);
+    return [...this.#workers]
+      .filter(([, beat]) => beat.until >= now)
+      .map(([worker, beat]) => (beat.partitions === undefined ? { worker } : { worker, partitions: beat.partitions }));
   }
 
   async leave(worker: string): Promise<void> {

@@ -1,4 +1,11 @@
-import { MongoBulkWriteError, type Collection, type Db, type OptionalUnlessRequiredId, type WriteError } from 'mongodb';
+import {
+  MongoBulkWriteError,
+  type Collection,
+  type Db,
+  type Filter,
+  type OptionalUnlessRequiredId,
+  type WriteError,
+} from 'mongodb';
 import type { AcceptedNotify, DeliveryStore, PendingDelivery, RetryState } from './delivery-store.js';
 import { classifyMongoError, DUPLICATE_KEY } from './mongo-errors.js';
 import { StoreUnavailableError } from './push-store.js';
@@ -9,6 +16,8 @@ export interface PendingDeliveryDocument {
   _id: string;
   /** Absent on requests stored before partitions (`assignPartitions` fills it in). */
   partition?: number;
+  /** The `delivery.partitions` `partition` was computed with; absent before it was stored. */
+  partitions?: number;
   key: string;
   seq: number;
   user_id: string;
@@ -44,11 +53,18 @@ export interface MongoDeliveryStoreOptions {
   readonly acceptedRetentionSeconds: number;
   /** The server gives up an operation after this (`maxTimeMS`); 0 or absent: no limit. */
   readonly operationTimeoutMs?: number | undefined;
+  /** `delivery.partitions`, stored with each request; absent: none stored, and none moved but the unpartitioned. */
+  readonly partitions?: number | undefined;
 }
 
 /** IDs per `deleteMany` (and documents per migration step): a bounded command, whatever the number removed. */
 const REMOVE_CHUNK = 1_000;
-const BY_KEY_THEN_SEQ = { key: 1, seq: 1 } as const;
+/**
+ * Requests per read of a partition (a few MB of bodies): each page is a
+ * command of its own under `maxTimeMS`, so a partition of any size can be
+ * read, where one cursor's time limit counts all its batches together.
+ */
+export const LIST_PAGE = 2_000;
 /** Indexes of the per-request leases this store kept before partitions: dropped, as nothing reads them. */
 const RETIRED_INDEXES = ['pending_owner_key_seq', 'pending_lease_until'];
 
@@ -65,6 +81,7 @@ export class MongoDeliveryStore implements DeliveryStore {
   readonly #retentionSeconds: number;
   /** Spread into every command's options. */
   readonly #limit: { maxTimeMS?: number };
+  readonly #partitions: number | undefined;
 
   constructor(db: Db, options: MongoDeliveryStoreOptions) {
     this.#pending = db.collection<PendingDeliveryDocument>(options.pendingCollection);
@@ -72,13 +89,20 @@ export class MongoDeliveryStore implements DeliveryStore {
     this.#retentionSeconds = options.acceptedRetentionSeconds;
     const timeout = options.operationTimeoutMs ?? 0;
     this.#limit = timeout > 0 ? { maxTimeMS: timeout } : {};
+    this.#partitions = options.partitions;
   }
 
   async ensureIndexes(): Promise<void> {
     await guard(async () => {
       await this.#pending.createIndexes(
-        // listPartition: a partition's requests, in order.
-        [{ key: { partition: 1, key: 1, seq: 1 }, name: 'pending_partition_key_seq' }],
+        [
+          // listPartition: a partition's requests, a page at a time.
+          { key: { partition: 1, _id: 1 }, name: 'pending_partition_id' },
+          // What listPartition read before pages: kept while workers of earlier versions may still read by it.
+          { key: { partition: 1, key: 1, seq: 1 }, name: 'pending_partition_key_seq' },
+          // assignPartitions: the requests of another partition count, without reading the others.
+          { key: { partitions: 1 }, name: 'pending_partition_count' },
+        ],
         this.#limit,
       );
       await this.#accepted.createIndex(
@@ -90,14 +114,15 @@ export class MongoDeliveryStore implements DeliveryStore {
   }
 
   async assignPartitions(partitionOfUser: (userId: string) => number): Promise<number> {
+    const count = this.#partitions;
+    // `$ne` matches a request without the field too: stored before partitions, or before their count was.
+    const stale: Filter<PendingDeliveryDocument> =
+      count === undefined ? { partition: { $exists: false } } : { partitions: { $ne: count } };
     let assigned = 0;
     for (;;) {
       const docs = await guard(async () =>
         this.#pending
-          .find(
-            { partition: { $exists: false } },
-            { projection: { _id: 1, user_id: 1 }, limit: REMOVE_CHUNK, ...this.#limit },
-          )
+          .find(stale, { projection: { _id: 1, user_id: 1 }, limit: REMOVE_CHUNK, ...this.#limit })
           .toArray(),
       );
       if (docs.length === 0) return assigned;
@@ -105,8 +130,13 @@ export class MongoDeliveryStore implements DeliveryStore {
         this.#pending.bulkWrite(
           docs.map((doc) => ({
             updateOne: {
-              filter: { _id: doc._id, partition: { $exists: false } },
-              update: { $set: { partition: partitionOfUser(doc.user_id) } },
+              filter: { _id: doc._id, ...stale },
+              update: {
+                $set: {
+                  partition: partitionOfUser(doc.user_id),
+                  ...(count === undefined ? {} : { partitions: count }),
+                },
+              },
             },
           })),
           { ordered: false, ...this.#limit },
@@ -160,7 +190,15 @@ export class MongoDeliveryStore implements DeliveryStore {
   }
 
   async acceptAll(notifies: readonly AcceptedNotify[], deliveries: readonly PendingDelivery[]): Promise<void> {
-    if (deliveries.length > 0) await this.#insert(this.#pending, deliveries.map(toDocument));
+    const count = this.#partitions;
+    if (deliveries.length > 0)
+      await this.#insert(
+        this.#pending,
+        deliveries.map((delivery) => ({
+          ...toDocument(delivery),
+          ...(count === undefined ? {} : { partitions: count }),
+        })),
+      );
     // After the requests: a record means they are all stored.
     if (notifies.length > 0)
       await this.#insert(
@@ -175,10 +213,22 @@ export class MongoDeliveryStore implements DeliveryStore {
   }
 
   async listPartition(partition: number): Promise<readonly PendingDelivery[]> {
-    const docs = await guard(async () =>
-      this.#pending.find({ partition }, this.#limit).sort(BY_KEY_THEN_SEQ).toArray(),
-    );
-    return docs.map(fromDocument);
+    const deliveries: PendingDelivery[] = [];
+    let after: string | undefined;
+    for (;;) {
+      const filter = after === undefined ? { partition } : { partition, _id: { $gt: after } };
+      const page = await guard(async () =>
+        this.#pending
+          .find(filter, { ...this.#limit, limit: LIST_PAGE, batchSize: LIST_PAGE })
+          .sort({ _id: 1 })
+          .toArray(),
+      );
+      for (const doc of page) deliveries.push(fromDocument(doc));
+      if (page.length < LIST_PAGE) break;
+      after = (page.at(-1) as PendingDeliveryDocument)._id;
+    }
+    // Read by `_id`: each device queue's order (seq) is restored here, the keys in the in-memory store's order.
+    return deliveries.sort(byKeyThenSeq);
   }
 
   async remove(ids: readonly string[]): Promise<void> {
@@ -293,6 +343,12 @@ function fromDocument(doc: PendingDeliveryDocument): PendingDelivery {
     ...delivery,
     retry: { failures: retry.failures, firstFailedAt: retry.first_failed_at, retryAt: retry.retry_at },
   };
+}
+
+/** Oldest first per key. */
+function byKeyThenSeq(a: PendingDelivery, b: PendingDelivery): number {
+  if (a.key !== b.key) return a.key < b.key ? -1 : 1;
+  return a.seq - b.seq;
 }
 
 async function guard<T>(operation: () => Promise<T>): Promise<T> {

@@ -1,11 +1,13 @@
 import type { Collection, Db } from 'mongodb';
 import { classifyMongoError, isDuplicateKey } from './mongo-errors.js';
-import type { PartitionLease, PartitionLeaseStore } from './partition-lease-store.js';
+import type { PartitionLease, PartitionLeaseStore, WorkerBeat } from './partition-lease-store.js';
 
 interface WorkerDocument {
   _id: string;
   /** ms */
   until: number;
+  /** Its `delivery.partitions`: absent from the heartbeats of versions before it was checked. */
+  partitions?: number;
 }
 
 interface PartitionDocument {
@@ -44,18 +46,25 @@ export class MongoPartitionLeaseStore implements PartitionLeaseStore {
     await Promise.resolve();
   }
 
-  async heartbeat(worker: string, until: number): Promise<void> {
-    await guard(async () =>
-      this.#workers.updateOne({ _id: worker }, { $set: { until } }, { upsert: true, ...this.#limit }),
-    );
+  async heartbeat(worker: string, until: number, partitions?: number): Promise<void> {
+    const beat = partitions === undefined ? { until } : { until, partitions };
+    await guard(async () => this.#workers.updateOne({ _id: worker }, { $set: beat }, { upsert: true, ...this.#limit }));
   }
 
   async liveWorkers(now: number): Promise<readonly string[]> {
+    return (await this.liveBeats(now)).map((beat) => beat.worker);
+  }
+
+  async liveBeats(now: number): Promise<readonly WorkerBeat[]> {
     const docs = await guard(async () => this.#workers.find({}, this.#limit).toArray());
     const dead = docs.filter((doc) => doc.until < now - FORGET_AFTER_MS).map((doc) => doc._id);
     // Workers gone long ago are forgotten, so the collection stays as small as the pool.
     if (dead.length > 0) await guard(async () => this.#workers.deleteMany({ _id: { $in: dead } }, this.#limit));
-    return docs.filter((doc) => doc.until >= now).map((doc) => doc._id);
+    return docs
+      .filter((doc) => doc.until >= now)
+      .map((doc) =>
+        typeof doc.partitions === 'number' ? { worker: doc._id, partitions: doc.partitions } : { worker: doc._id },
+      );
   }
 
   async leave(worker: string): Promise<void> {

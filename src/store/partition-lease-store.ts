@@ -13,15 +13,28 @@ export interface PartitionLease {
   readonly until: number;
 }
 
+/** A live worker's heartbeat. */
+export interface WorkerBeat {
+  readonly worker: string;
+  /** The `delivery.partitions` it runs with; absent: a worker of a version that did not say. */
+  readonly partitions?: number | undefined;
+}
+
 export interface PartitionLeaseStore {
   /** Creates what the queries below rely on. Idempotent. */
   ensureIndexes(): Promise<void>;
 
-  /** `worker` takes part in delivery until `until` (ms), unless it beats again. */
-  heartbeat(worker: string, until: number): Promise<void>;
+  /**
+   * `worker` takes part in delivery until `until` (ms), unless it beats
+   * again, partitioning users into `partitions` (the pool must agree on it).
+   */
+  heartbeat(worker: string, until: number, partitions?: number): Promise<void>;
 
   /** The workers whose heartbeat holds at `now`. */
   liveWorkers(now: number): Promise<readonly string[]>;
+
+  /** The same, each with the partition count it beat with. */
+  liveBeats(now: number): Promise<readonly WorkerBeat[]>;
 
   /** `worker` leaves (a clean shutdown): the others share its partitions out at once. */
   leave(worker: string): Promise<void>;

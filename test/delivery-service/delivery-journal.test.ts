@@ -133,9 +133,11 @@ describe('the delivery journal: when a part may be acknowledged', () => {
     const slow: Pick<DeliveryStore, 'acceptAll' | 'remove' | 'saveRetry' | 'markDone'> = {
       markDone: async (done) => inner.markDone(done),
       acceptAll: async (notifies, deliveries) => {
-        await new Promise<void>((resolve) => {
-          landWrite = resolve;
-        });
+        // The requests' write is the slow one (the records go after it).
+        if (deliveries.length > 0)
+          await new Promise<void>((resolve) => {
+            landWrite = resolve;
+          });
         await inner.acceptAll(notifies, deliveries);
       },
       remove: async (ids) => inner.remove(ids),
@@ -149,6 +151,70 @@ describe('the delivery journal: when a part may be acknowledged', () => {
     await secured;
     await wait(10);
     expect(inner.size).toBe(0);
+  });
+
+  describe('a write that lands after the lease came into doubt (the next holder may have read the partition already)', () => {
+    /** A store whose requests' writes land only when told to. */
+    function aSlowStore() {
+      const inner = new InMemoryDeliveryStore();
+      const landings: (() => void)[] = [];
+      const store: Pick<DeliveryStore, 'acceptAll' | 'remove' | 'saveRetry' | 'markDone'> = {
+        markDone: async (done) => inner.markDone(done),
+        acceptAll: async (notifies, deliveries) => {
+          if (deliveries.length > 0) await new Promise<void>((resolve) => landings.push(resolve));
+          await inner.acceptAll(notifies, deliveries);
+        },
+        remove: async (ids) => inner.remove(ids),
+        saveRetry: async (id, retry) => inner.saveRetry(id, retry),
+      };
+      return { inner, store, land: () => landings.shift()?.() };
+    }
+
+    it('acknowledges nothing and records no part; the part goes back to the queue once the partition is let go', async () => {
+      const { inner, store, land } = aSlowStore();
+      let holds = true;
+      const { journal } = aJournal({ persistAfterMs: 10, store, writable: () => holds });
+      const secured = journal.admit(P, aPart('m1', Date.now() - 100), [aRequest('a')]);
+      await wait(40);
+      // Started under the lease; the lease lapses before the write lands.
+      holds = false;
+      land();
+      await wait(20);
+      expect(await state(secured)).toBe('pending');
+      expect((await inner.listPartition(P)).map((d) => d.id)).toEqual(['a']);
+      // No record: the next holder that takes the part in again plans it, rather than skipping it as done.
+      expect(await inner.findAccepted('m1')).toBeUndefined();
+      journal.forget(P);
+      await expect(secured).rejects.toBeInstanceOf(IntakeStoppedError);
+    });
+
+    it('acknowledges it, with its record, once the lease holds again (renewed)', async () => {
+      const { inner, store, land } = aSlowStore();
+      let holds = true;
+      const { journal } = aJournal({ persistAfterMs: 10, store, writable: () => holds });
+      const secured = journal.admit(P, aPart('m1', Date.now() - 100), [aRequest('a')]);
+      await wait(40);
+      holds = false;
+      land();
+      await wait(20);
+      holds = true;
+      await wait(60);
+      expect(await state(secured)).toBe('resolved');
+      expect(await inner.findAccepted('m1')).toMatchObject({ id: 'm1' });
+      // Done later: deleted from the store (it was written).
+      await journal.remove(['a']);
+      expect(inner.size).toBe(0);
+    });
+
+    it('deletes the last holder’s late copy of a request it planned itself, once done', async () => {
+      const { journal, store } = aJournal({ persistAfterMs: 60_000 });
+      void journal.admit(P, aPart('m1'), [aRequest('a')]);
+      // The last holder's write landed after this worker read the partition; a second read finds it.
+      await store.acceptAll([], [aRequest('a')]);
+      journal.stored(await store.listPartition(P));
+      await journal.remove(['a']);
+      expect(store.size).toBe(0);
+    });
   });
 
   it('notes in the store, within moments, what is done of a part not yet secured', async () => {

@@ -1,6 +1,7 @@
 import { MongoClient } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { MongoDeliveryStore } from '../../src/store/mongo-delivery-store.js';
+import { LIST_PAGE, MongoDeliveryStore } from '../../src/store/mongo-delivery-store.js';
+import type { PendingDelivery } from '../../src/store/delivery-store.js';
 import { StoreUnavailableError } from '../../src/store/push-store.js';
 import { aDelivery, aNotify, deliveryStoreContract } from '../store/delivery-store-contract.js';
 import { partitionLeaseStoreContract } from '../store/partition-lease-store-contract.js';
@@ -24,32 +25,46 @@ let collections = 0;
 /** Collections of their own per test: a claim takes whatever expired in them. */
 async function aStore(): Promise<MongoDeliveryStore> {
   collections += 1;
-  const store = new MongoDeliveryStore(db, {
-    pendingCollection: `pending_${collections}`,
-    acceptedCollection: `accepted_${collections}`,
-    acceptedRetentionSeconds: 3_600,
-    operationTimeoutMs: 30_000,
-  });
+  const store = storeOn(collections);
   await store.ensureIndexes();
   return store;
 }
 
-deliveryStoreContract('MongoDB', aStore, async (_store, delivery) => {
-  const { id, key, seq, userId, url, bodyJson, acceptedAt } = delivery;
-  // As the service stored it before partitions: a per-request lease, no partition.
-  await db.collection(`pending_${collections}`).insertOne({
-    _id: id as unknown as never,
-    key,
-    seq,
-    user_id: userId,
-    url,
-    body_json: bodyJson,
-    devices: [],
-    accepted_at: acceptedAt,
-    owner: 'an old worker',
-    lease_until: 0,
+/** A store on the collections of `n`, with a partition count or none. */
+function storeOn(n: number, partitions?: number): MongoDeliveryStore {
+  return new MongoDeliveryStore(db, {
+    pendingCollection: `pending_${n}`,
+    acceptedCollection: `accepted_${n}`,
+    acceptedRetentionSeconds: 3_600,
+    operationTimeoutMs: 30_000,
+    partitions,
   });
-});
+}
+
+deliveryStoreContract(
+  'MongoDB',
+  aStore,
+  async (_store, delivery) => {
+    const { id, key, seq, userId, url, bodyJson, acceptedAt } = delivery;
+    // As the service stored it before partitions: a per-request lease, no partition.
+    await db.collection(`pending_${collections}`).insertOne({
+      _id: id as unknown as never,
+      key,
+      seq,
+      user_id: userId,
+      url,
+      body_json: bodyJson,
+      devices: [],
+      accepted_at: acceptedAt,
+      owner: 'an old worker',
+      lease_until: 0,
+    });
+  },
+  async (_store, partitions) => {
+    await Promise.resolve();
+    return storeOn(collections, partitions);
+  },
+);
 
 partitionLeaseStoreContract('MongoDB', async () => {
   await Promise.resolve();
@@ -81,6 +96,39 @@ describe('MongoDeliveryStore', () => {
     expect(counts['insert']).toBeLessThan(40);
   }, 60_000);
 
+  it('reads a partition in pages, each a command of its own under its own time limit, in each key’s order', async () => {
+    const store = await aStore();
+    const total = 2 * LIST_PAGE + 7;
+    // IDs in the opposite order of seq, over a few keys: the order comes from seq, not from the pages.
+    const deliveries = Array.from({ length: total }, (_, n) =>
+      aDelivery({ id: `page/${String(total - n).padStart(6, '0')}`, key: `key-${n % 3}`, seq: n }),
+    );
+    await store.accept(aNotify({ id: 'page' }), deliveries);
+    await store.accept(aNotify({ id: 'other' }), [aDelivery({ id: 'other/0', partition: 4 })]);
+    const commands: { name: string; limit?: unknown; maxTimeMS?: unknown }[] = [];
+    const listener = (event: { commandName: string; command: Record<string, unknown> }) => {
+      if (event.commandName === 'find' || event.commandName === 'getMore')
+        commands.push({
+          name: event.commandName,
+          limit: event.command['limit'],
+          maxTimeMS: event.command['maxTimeMS'],
+        });
+    };
+    client.on('commandStarted', listener);
+    let listed: readonly PendingDelivery[];
+    try {
+      listed = await store.listPartition(3);
+    } finally {
+      client.off('commandStarted', listener);
+    }
+    expect(commands).toEqual(Array.from({ length: 3 }, () => ({ name: 'find', limit: LIST_PAGE, maxTimeMS: 30_000 })));
+    expect(listed).toHaveLength(total);
+    for (const key of ['key-0', 'key-1', 'key-2']) {
+      const seqs = listed.filter((d) => d.key === key).map((d) => d.seq);
+      expect(seqs).toEqual([...seqs].sort((a, b) => a - b));
+    }
+  }, 60_000);
+
   it('creates its indexes, the record’s TTL among them, idempotently, and drops the per-request lease ones', async () => {
     const store = await aStore();
     await db.collection(`pending_${collections}`).createIndex({ lease_until: 1 }, { name: 'pending_lease_until' });
@@ -89,7 +137,14 @@ describe('MongoDeliveryStore', () => {
     const pending = await db.collection(`pending_${collections}`).listIndexes().toArray();
     // In whatever order the server lists them.
     const keys = pending.map((index: { key?: unknown }) => JSON.stringify(index.key)).sort();
-    expect(keys).toEqual([JSON.stringify({ _id: 1 }), JSON.stringify({ partition: 1, key: 1, seq: 1 })].sort());
+    expect(keys).toEqual(
+      [
+        JSON.stringify({ _id: 1 }),
+        JSON.stringify({ partition: 1, _id: 1 }),
+        JSON.stringify({ partition: 1, key: 1, seq: 1 }),
+        JSON.stringify({ partitions: 1 }),
+      ].sort(),
+    );
     const accepted = await db.collection(`accepted_${collections}`).listIndexes().toArray();
     expect(accepted).toEqual(
       expect.arrayContaining([expect.objectContaining({ key: { accepted_at: 1 }, expireAfterSeconds: 3_600 })]),

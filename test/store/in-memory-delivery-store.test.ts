@@ -16,6 +16,10 @@ deliveryStoreContract(
     await Promise.resolve();
     current.storeUnpartitioned(delivery);
   },
+  async (_store, partitions) => {
+    await Promise.resolve();
+    return current.withPartitions(partitions);
+  },
 );
 
 partitionLeaseStoreContract('in memory', async () => {

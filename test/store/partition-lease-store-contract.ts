@@ -26,6 +26,17 @@ export function partitionLeaseStoreContract(name: string, makeStore: () => Promi
       expect(await store.liveWorkers(T0)).toEqual(['b']);
     });
 
+    it('tells the partition count each live worker beat with (none: a worker that did not say)', async () => {
+      await store.heartbeat('a', T0 + LEASE, 32);
+      await store.heartbeat('b', T0 + LEASE, 64);
+      await store.heartbeat('old', T0 + LEASE);
+      await store.heartbeat('gone', T0 - 1, 16);
+      // A later beat says the count again.
+      await store.heartbeat('a', T0 + 2 * LEASE, 32);
+      const beats = [...(await store.liveBeats(T0))].sort((x, y) => (x.worker < y.worker ? -1 : 1));
+      expect(beats).toEqual([{ worker: 'a', partitions: 32 }, { worker: 'b', partitions: 64 }, { worker: 'old' }]);
+    });
+
     it.each<[string, (s: PartitionLeaseStore) => Promise<unknown>, number, boolean]>([
       ['never claimed', async () => Promise.resolve(), T0, true],
       ['held by a live lease', async (s) => s.claim(7, 'b', T0 + LEASE, T0), T0 + LEASE, false],
