@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
 import aio_pika
 import pytest
@@ -26,6 +27,8 @@ ROOT = Path(__file__).resolve().parents[3]
 AMQP_URL = os.environ.get("AMQP_URL", "amqp://guest:guest@127.0.0.1:5672")
 MONGODB_URL = os.environ.get("MONGODB_URL", "mongodb://127.0.0.1:27017")
 PARTITIONS = 4
+# The broker user of AMQP_URL: RabbitMQ refuses any other `user_id`, and the worker trusts it.
+PUBLISHER = unquote(urlsplit(AMQP_URL).username or "guest")
 
 
 def node_executable() -> str:
@@ -78,7 +81,7 @@ class Names:
             "RPC_DEAD_LETTER_EXCHANGE": f"{self.prefix}.dlx",
             "RPC_DEAD_LETTER_QUEUE": f"{self.prefix}.dead",
             "EVENTS_EXCHANGE": f"{self.prefix}.events",
-            "TRUSTED_PUBLISHERS": "guest",
+            "TRUSTED_PUBLISHERS": PUBLISHER,
             # The tests' push gateway listens on 127.0.0.1, over plain HTTP.
             "PUSH_GATEWAY_IP_ALLOWLIST": "127.0.0.1/32",
             "ALLOW_INSECURE_PUSH_GATEWAYS": "true",
@@ -207,7 +210,7 @@ def client_for(names: Names, **overrides: Any) -> PushRulesClient:
         **overrides,
     }
     url = options.pop("url", AMQP_URL)
-    return PushRulesClient(url=url, publisher_user_id="guest", **options)
+    return PushRulesClient(url=url, publisher_user_id=PUBLISHER, **options)
 
 
 @pytest_asyncio.fixture(scope="session")
