@@ -77,6 +77,18 @@ export class PartitionCoordinator implements PartitionGate, IntakeGate {
   readonly #loading = new Set<number>();
   readonly #handovers = new Set<Promise<void>>();
   #timer: NodeJS.Timeout | undefined;
+  /** Lets the partitions go once their lease ran out by this worker's clock, whether or not a round ends. */
+  #expiry: NodeJS.Timeout | undefined;
+  /** When the last round that reached the store began. */
+  #lastRound: number | undefined;
+  /**
+   * Until when this worker holds still (claims no partition another worker
+   * held, hands none over): it could not see the pool for a while, and the
+   * heartbeats it finds expired may be those of workers cut off as it was,
+   * which beat again within a round. Taking their partitions would move
+   * every partition twice, through the crash path.
+   */
+  #stillUntil = Number.NEGATIVE_INFINITY;
   #round: Promise<void> | undefined;
   #migrated = false;
   #closed = false;
@@ -141,10 +153,13 @@ export class PartitionCoordinator implements PartitionGate, IntakeGate {
       }
       const now = this.#now();
       const until = now + leaseMs;
+      // A gap longer than a lease since the last round (a store that hung, a stalled process): hold still.
+      if (this.#lastRound !== undefined && now - this.#lastRound > leaseMs) this.#stillUntil = now + leaseMs;
       await leases.heartbeat(me, until);
       const held = await leases.renew(me, [...this.#running.keys()], until);
       // Only those still run: one handed over while the renewal was under way stays gone.
       for (const partition of held) if (this.#running.has(partition)) this.#running.set(partition, until);
+      this.#lastRound = now;
       this.#options.scheduler.resume();
       const workers = await leases.liveWorkers(now);
       const stored = await leases.leases();
@@ -158,13 +173,15 @@ export class PartitionCoordinator implements PartitionGate, IntakeGate {
         );
         this.#handOver(partition, false);
       }
-      for (const partition of steps.release) this.#handOver(partition, true);
+      const still = now < this.#stillUntil;
+      if (!still) for (const partition of steps.release) this.#handOver(partition, true);
       for (const partition of steps.claim) {
         if (this.#isClosed()) return;
-        if (!(await leases.claim(partition, me, until, now))) continue;
-        // Another worker's lease ran out (it did not release it): give its last write time to land.
         const previous = stored.find((lease) => lease.partition === partition)?.owner;
         const expired = previous !== undefined && previous !== null && previous !== me;
+        if (expired && still) continue;
+        if (!(await leases.claim(partition, me, until, now))) continue;
+        // Another worker's lease ran out (it did not release it): give its last write time to land.
         this.#running.set(partition, until);
         this.#loading.add(partition);
         const taking = this.#take(partition, expired ? this.#options.writeGraceMs : 0);
@@ -173,7 +190,43 @@ export class PartitionCoordinator implements PartitionGate, IntakeGate {
       }
     } catch (error) {
       this.#log.warn({ err: loggable(error) }, 'cannot coordinate delivery partitions now; trying again next round');
+      this.#stillUntil = this.#now() + leaseMs;
     }
+    this.#dropExpired();
+    this.#armExpiry();
+  }
+
+  /**
+   * Lets go, without the store, of the partitions whose lease ran out by
+   * this worker's clock (renewals failing for a whole lease): another
+   * worker may hold them now, and the partition queue's single active
+   * consumer would keep that worker waiting for as long as this one stays
+   * subscribed.
+   */
+  #dropExpired(): void {
+    const now = this.#now();
+    for (const [partition, until] of this.#running) {
+      if (now < until || this.#leaving.has(partition)) continue;
+      this.#log.warn(
+        { partition, worker: this.#options.me },
+        'the lease of a delivery partition ran out unrenewed (the store cannot be reached): stopped',
+      );
+      this.#handOver(partition, false);
+    }
+  }
+
+  #armExpiry(): void {
+    clearTimeout(this.#expiry);
+    this.#expiry = undefined;
+    if (this.#closed || this.#running.size === 0) return;
+    const first = Math.min(...this.#running.values());
+    this.#expiry = setTimeout(
+      () => {
+        this.#dropExpired();
+      },
+      Math.max(0, first - this.#now()),
+    );
+    this.#expiry.unref();
   }
 
   /** A method, not the field: `close()` flips it while a round awaits the store. */
@@ -243,6 +296,7 @@ export class PartitionCoordinator implements PartitionGate, IntakeGate {
     if (this.#closed) return;
     this.#closed = true;
     clearTimeout(this.#timer);
+    clearTimeout(this.#expiry);
     await this.#round;
     const partitions = [...this.#running.keys()];
     for (const partition of partitions) this.#leaving.add(partition);
