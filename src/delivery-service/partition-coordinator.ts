@@ -254,6 +254,11 @@ export class PartitionCoordinator implements PartitionGate, IntakeGate {
     }
   }
 
+  /** The partition's queue cannot be consumed here (consumer/partition-queues.ts): its lease goes back. */
+  letGo(partition: number): void {
+    if (this.#running.has(partition)) this.#handOver(partition, true);
+  }
+
   /** Stops the partition: no more intake, its sends let go; with `release`, its lease given up for the next holder. */
   #handOver(partition: number, release: boolean): void {
     if (this.#leaving.has(partition)) return;
