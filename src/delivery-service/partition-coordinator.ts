@@ -6,6 +6,7 @@ import type { DeliveryStore, PendingDelivery } from '../store/delivery-store.js'
 import type { PartitionLeaseStore } from '../store/partition-lease-store.js';
 import type { PartitionGate } from './delivery-scheduler.js';
 import { loggable } from './delivery-scheduler.js';
+import { settledWithin } from './partition-sends.js';
 import type { IntakeGate } from './notify-intake.js';
 
 /** The partition queues' consumers (consumer/partition-queues.ts). */
@@ -302,23 +303,41 @@ export class PartitionCoordinator implements PartitionGate, IntakeGate {
     this.#closed = true;
     clearTimeout(this.#timer);
     clearTimeout(this.#expiry);
-    await this.#round;
+    const { graceMs } = this.#options;
+    // Bounded: with a store that does not answer, a round, the parts being taken in (their journal write) and
+    // the releases would each wait on it for as long as it hangs. What is not let go in time goes back to the
+    // partition queues when the connection closes, and the leases expire (the others take over a lease later).
     const partitions = [...this.#running.keys()];
-    for (const partition of partitions) this.#leaving.add(partition);
-    await Promise.all(
-      partitions.flatMap((partition) => [
-        this.#options.consumer.unsubscribe(partition),
-        this.#options.intake.drain(partition),
-      ]),
-    );
-    await Promise.allSettled([...this.#handovers]);
+    const letGo = (async () => {
+      await this.#round;
+      for (const partition of this.#running.keys()) this.#leaving.add(partition);
+      await Promise.all(
+        [...this.#running.keys()].flatMap((partition) => [
+          this.#options.consumer.unsubscribe(partition),
+          this.#options.intake.drain(partition),
+        ]),
+      );
+      await Promise.allSettled([...this.#handovers]);
+    })();
+    if (!(await settledWithin([letGo], graceMs)))
+      this.#log.warn(
+        { partitions, graceMs },
+        'delivery partitions not let go in time at shutdown (the store does not answer?): their parts go back to the queues with the connection',
+      );
     await this.#options.scheduler.close();
-    for (const partition of partitions) {
-      await this.#options.leases.release(partition, this.#options.me).catch((error: unknown) => {
-        this.#log.warn({ err: loggable(error), partition }, 'could not release a delivery partition at shutdown');
-      });
-    }
-    await this.#options.leases.leave(this.#options.me).catch(() => undefined);
+    const released = (async () => {
+      for (const partition of partitions) {
+        await this.#options.leases.release(partition, this.#options.me).catch((error: unknown) => {
+          this.#log.warn({ err: loggable(error), partition }, 'could not release a delivery partition at shutdown');
+        });
+      }
+      await this.#options.leases.leave(this.#options.me).catch(() => undefined);
+    })();
+    if (!(await settledWithin([released], graceMs)))
+      this.#log.warn(
+        { partitions, graceMs },
+        'delivery leases not released in time at shutdown: the other workers take these partitions once they expire',
+      );
     this.#running.clear();
   }
 }

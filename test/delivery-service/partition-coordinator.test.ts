@@ -257,6 +257,28 @@ describe('partition coordination', () => {
     await b.coordinator.close();
   });
 
+  it('on close with a store that does not answer: stops waiting after the grace, and the scheduler is closed', async () => {
+    const clock = { now: 1_000_000 };
+    const leases = new InMemoryPartitionLeaseStore();
+    const link = { hangs: false };
+    const never = async () => new Promise<never>(() => undefined);
+    const hanging = new Proxy(leases, {
+      get: (target, property, receiver) =>
+        link.hangs ? never : (Reflect.get(target, property, receiver) as unknown as () => unknown).bind(target),
+    });
+    const { coordinator, calls } = aCoordinator('a', leases, clock, {
+      leases: hanging,
+      graceMs: 50,
+      // The parts being taken in wait on the store (their journal write): unsubscribing never ends.
+      consumer: { subscribe: async () => Promise.resolve(), unsubscribe: never },
+    });
+    await coordinator.round();
+    await settle();
+    link.hangs = true;
+    await coordinator.close();
+    expect(calls).toContain('close scheduler');
+  });
+
   it('on close: lets every partition go, closes the scheduler, releases every lease and leaves', async () => {
     const clock = { now: 1_000_000 };
     const leases = new InMemoryPartitionLeaseStore();
