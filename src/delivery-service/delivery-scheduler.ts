@@ -122,8 +122,8 @@ interface DeviceQueue {
   timer?: NodeJS.Timeout | undefined;
   /** Its front is being checked against the user's pushers. */
   checking: boolean;
-  /** The front's ID and when it was last checked against the pushers. */
-  checked?: { readonly id: string; readonly at: number };
+  /** The front's ID, and the count of pusher changes when its last check against the pushers began. */
+  checked?: { readonly id: string; readonly tick: number };
 }
 
 /** One gateway origin: its breaker and the device queues waiting for it to admit a request. */
@@ -314,9 +314,12 @@ export class DeliveryScheduler {
         break;
     }
     const item = next.item;
-    const checkedAt =
-      queue.checked?.id === item.id ? queue.checked.at : (this.#held.get(item.id) ?? Number.NEGATIVE_INFINITY);
-    if (checkedAt === Number.NEGATIVE_INFINITY || this.#changes.changedSince(item.userId, checkedAt)) {
+    const plannedAt = this.#held.get(item.id) ?? Number.NEGATIVE_INFINITY;
+    const stale =
+      queue.checked?.id === item.id
+        ? this.#changes.changedAfter(item.userId, queue.checked.tick)
+        : plannedAt === Number.NEGATIVE_INFINITY || this.#changes.changedSince(item.userId, plannedAt);
+    if (stale) {
       queue.checking = true;
       void this.#recheck(queue, item);
       return;
@@ -345,6 +348,7 @@ export class DeliveryScheduler {
   /** The front was planned before its user's pushers changed: look at them again before sending. */
   async #recheck(queue: DeviceQueue, item: PendingDelivery): Promise<void> {
     const at = this.#now();
+    const tick = this.#changes.tick;
     try {
       const pushers = await this.#options.pushers.listPushers(item.userId);
       const verdict = recheckDevices(item, pushers);
@@ -360,9 +364,9 @@ export class DeliveryScheduler {
           const narrowed: PendingDelivery = { ...item, bodyJson: verdict.bodyJson, devices: verdict.devices };
           queue.backlog = { ...queue.backlog, queue: [narrowed, ...queue.backlog.queue.slice(1)] };
         }
-        // A change after the read is caught next time; one in the same millisecond as the read is taken as seen.
+        // A change after the read began is caught next time (counted, not timed: the same millisecond too).
         // A front with no device left says nothing of the next one's devices: that one is checked on its own.
-        if (verdict.kind !== 'none') queue.checked = { id: narrowedId(queue, item), at: at + 1 };
+        if (verdict.kind !== 'none') queue.checked = { id: narrowedId(queue, item), tick };
       }
     } catch (error) {
       // The pushers cannot be read now: try again at the retry pace, without counting it against the gateway.
