@@ -285,6 +285,9 @@ export function createWorkerProcess(
       delivery: config.delivery,
       logger: log,
       queueOf: (partition) => partitionQueue(config.delivery, partition),
+      failed: (partition) => {
+        running.coordinator?.letGo(partition);
+      },
       handle: notifyPartHandler({
         intake,
         limits: notifyLimits(config.delivery, config.limits.maxJsonDepth),

@@ -20,22 +20,27 @@ export interface PartitionQueuesOptions {
   readonly handle: (partition: number, message: ConsumeMessage) => Promise<PartVerdict>;
   /** The queue a partition's parts wait in. */
   readonly queueOf: (partition: number) => string;
+  /**
+   * A partition wanted could not be consumed on a new broker session (its
+   * queue cannot be declared or consumed): it is no longer wanted here,
+   * and its holder should let its lease go, so that it is not held unserved.
+   */
+  readonly failed?: (partition: number, error: unknown) => void;
 }
 
 /** One partition queue being consumed. */
 interface Lane {
   readonly channel: Channel;
-  consumerTag: string;
   /** Verdicts are settled with the broker in delivery order: a part returned goes back before the ones after it. */
   settled: Promise<void>;
   readonly inFlight: Set<Promise<void>>;
   /**
-   * Parts to return to the queue, in delivery order: returned only once the
-   * consumer is cancelled. Returned while it still consumes, the broker
-   * would deliver them straight back to it, interleaved with the next
-   * returns, and their order would be lost.
+   * Being let go: parts that still arrive are not taken in. They, and the
+   * parts to return, stay unacknowledged until the channel closes, which
+   * returns them all, in order (returned while the consumer is up, the
+   * broker would deliver them straight back to it).
    */
-  readonly returns: ConsumeMessage[];
+  stopping: boolean;
 }
 
 interface Session {
@@ -71,7 +76,15 @@ export class PartitionQueues {
       backoff: { baseMs: amqp.reconnectBaseMs, maxMs: amqp.reconnectMaxMs },
       setup: async (link) => {
         const session: Session = { link, lanes: new Map() };
-        for (const partition of this.#wanted) await this.#open(session, partition);
+        // Each on its own: one queue that cannot be consumed must not stop the others.
+        for (const partition of [...this.#wanted]) {
+          try {
+            await this.#open(session, partition);
+          } catch (error) {
+            if (link.lost) throw error;
+            this.#cannotConsume(partition, error);
+          }
+        }
         return session;
       },
       retire: async (session, reason) => {
@@ -87,6 +100,12 @@ export class PartitionQueues {
     void this.#broker.start();
   }
 
+  /**
+   * Starts consuming the partition's queue (at once when a session is up,
+   * else once one is). Rejects when the queue cannot be consumed (not
+   * declared as expected, no quorum): the partition is then not wanted,
+   * the others go on, and the caller lets its lease go.
+   */
   async subscribe(partition: number): Promise<void> {
     this.#wanted.add(partition);
     const session = this.#broker.current;
@@ -94,26 +113,31 @@ export class PartitionQueues {
     try {
       await this.#open(session, partition);
     } catch (error) {
-      // The next session opens it.
-      session.link.lose(closeReason(`cannot consume delivery partition ${String(partition)}`, error));
+      // The connection itself went (meanwhile: a property read would be narrowed): the next session opens it.
+      if (isLost(session.link)) return;
+      this.#wanted.delete(partition);
+      throw new Error(`cannot consume delivery partition ${String(partition)}`, { cause: error });
     }
   }
 
+  /**
+   * Stops consuming the partition's queue; resolves once every part taken
+   * in is settled and the broker has the rest back. No `basic.cancel`: a
+   * cancelled single active consumer hands the queue to the next one at
+   * once, before the parts it still holds are returned, and that one would
+   * get newer parts first. So: nothing more taken in, the verdicts settled
+   * in order, then the channel closed, which returns every part still
+   * unacknowledged (sorted) before the broker activates the next consumer.
+   */
   async unsubscribe(partition: number): Promise<void> {
     this.#wanted.delete(partition);
     const session = this.#broker.current;
     const lane = session?.lanes.get(partition);
     if (session === undefined || lane === undefined) return;
     session.lanes.delete(partition);
-    // Cancelled first: parts already delivered stay this channel's until settled, and no new one comes.
-    await lane.channel.cancel(lane.consumerTag).catch(() => undefined);
+    lane.stopping = true;
     await Promise.allSettled([...lane.inFlight]);
     await lane.settled;
-    try {
-      for (const message of lane.returns) lane.channel.nack(message, false, true);
-    } catch {
-      // The channel is gone: the broker returns them itself.
-    }
     await lane.channel.close().catch(() => undefined);
   }
 
@@ -123,10 +147,25 @@ export class PartitionQueues {
     });
   }
 
+  #cannotConsume(partition: number, error: unknown): void {
+    this.#wanted.delete(partition);
+    this.#log.error(
+      { err: error, partition, queue: this.#options.queueOf(partition) },
+      'cannot consume a delivery partition queue: its lease is let go for another worker to try',
+    );
+    this.#options.failed?.(partition, error);
+  }
+
   async #open(session: Session, partition: number): Promise<void> {
     const { delivery, amqp } = this.#options;
     const queue = this.#options.queueOf(partition);
     const channel = await session.link.connection.createChannel();
+    // A declaration or consume refused closes the channel: nothing of it is left open.
+    const opened = async <T>(step: Promise<T>): Promise<T> =>
+      step.catch(async (error: unknown) => {
+        await channel.close().catch(() => undefined);
+        throw error;
+      });
     let channelError: Error | undefined;
     channel.on('error', (error: Error) => {
       channelError = error;
@@ -137,34 +176,41 @@ export class PartitionQueues {
       if (session.lanes.get(partition)?.channel === channel)
         session.link.lose(closeReason(`delivery partition ${String(partition)} channel closed`, channelError));
     });
-    await declarePartitionQueue(channel, queue, delivery, amqp);
-    await channel.prefetch(delivery.prefetch);
-    const lane: Lane = { channel, consumerTag: '', settled: Promise.resolve(), inFlight: new Set(), returns: [] };
-    const { consumerTag } = await channel.consume(queue, (message) => {
-      if (message === null) {
-        session.link.lose(`delivery partition ${String(partition)}: consumer cancelled by the broker`);
-        return;
-      }
-      const verdict = this.#options.handle(partition, message);
-      const previous = lane.settled;
-      const settled = (async () => {
-        const [outcome] = await Promise.all([verdict, previous]);
-        try {
-          if (outcome === 'ack') channel.ack(message);
-          else if (outcome === 'requeue') lane.returns.push(message);
-          else channel.nack(message, false, false);
-        } catch {
-          // The channel is gone: the broker returns the part to the queue.
+    await opened(declarePartitionQueue(channel, queue, delivery, amqp));
+    await opened(channel.prefetch(delivery.prefetch));
+    const lane: Lane = { channel, settled: Promise.resolve(), inFlight: new Set(), stopping: false };
+    await opened(
+      channel.consume(queue, (message) => {
+        if (message === null) {
+          session.link.lose(`delivery partition ${String(partition)}: consumer cancelled by the broker`);
+          return;
         }
-      })();
-      lane.settled = settled;
-      lane.inFlight.add(settled);
-      void settled.finally(() => lane.inFlight.delete(settled));
-    });
-    lane.consumerTag = consumerTag;
+        // Left unacknowledged: the channel's close returns it, in order, to the partition's next holder.
+        if (lane.stopping) return;
+        const verdict = this.#options.handle(partition, message);
+        const previous = lane.settled;
+        const settled = (async () => {
+          const [outcome] = await Promise.all([verdict, previous]);
+          try {
+            // A part to return stays unacknowledged until the channel closes (see `unsubscribe`).
+            if (outcome === 'ack') channel.ack(message);
+            else if (outcome === 'dead-letter') channel.nack(message, false, false);
+          } catch {
+            // The channel is gone: the broker returns the part to the queue.
+          }
+        })();
+        lane.settled = settled;
+        lane.inFlight.add(settled);
+        void settled.finally(() => lane.inFlight.delete(settled));
+      }),
+    );
     session.lanes.set(partition, lane);
     this.#log.debug({ queue }, 'consuming a delivery partition');
   }
+}
+
+function isLost(link: BrokerLink): boolean {
+  return link.lost;
 }
 
 /**

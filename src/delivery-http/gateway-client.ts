@@ -9,7 +9,7 @@ import type { GatewayRequestBody } from '../delivery/gateway-payload.js';
 import { addressKey, pickAddress, type ResolvedAddress } from '../delivery/name-resolution.js';
 import type { GatewayExchange } from '../delivery/response-outcome.js';
 import { GatewayResolver, type GatewayResolverOptions } from './gateway-resolver.js';
-import { KeyedSlots, LineFullError, RequestSlots } from './request-slots.js';
+import { KeyedSlots, LineFullError, RequestSlots, WithdrawnError } from './request-slots.js';
 
 /**
  * The defaults, and why:
@@ -103,6 +103,20 @@ export interface GatewayClientOptions {
 export interface SendContext {
   /** The user the request is for: their requests share `maxInFlightPerUser`. Without, no per-user cap. */
   readonly userId?: string | undefined;
+  /**
+   * Ends the request's wait in any line at once: it is then `not-sent`
+   * (`withdrawn`). The scheduler aborts it when the request's partition
+   * is handed over or lost.
+   */
+  readonly signal?: AbortSignal | undefined;
+  /**
+   * Whether the request may still go out, asked after every slot taken and
+   * right before the request is written: false makes it `not-sent`
+   * (`withdrawn`). The scheduler's answer is its partition's lease (not in
+   * doubt), so that nothing waiting in a line goes out once another worker
+   * may send for that partition.
+   */
+  readonly sendable?: (() => boolean) | undefined;
 }
 
 /** `send` after `close` (or while waiting for a slot when `close` came): the caller's mistake, not the gateway's. */
@@ -132,6 +146,10 @@ export class GatewayClientClosedError extends Error {
  *   busy gateway hold no global slot, a busy user's hold no origin's. The
  *   user and address lines are bounded (as long as their cap): past that
  *   the request is `not-sent`.
+ * - A request the caller withdraws (`signal`, `sendable`) leaves its line
+ *   and is never written: asked after every slot and right before the
+ *   write, since a request queued behind a silent gateway may get its
+ *   slot long after its partition moved to another worker.
  * - The request is sent to exactly the address whose slot it holds: undici
  *   pools connections per address and port, and the name travels in the
  *   `Host` header and as the TLS server name (certificates are verified
@@ -225,15 +243,19 @@ export class GatewayClient {
     if (target === null || origin === undefined) return NOT_A_GATEWAY_URL;
     // What this request holds, let go of in reverse whatever happens.
     const held: (() => void)[] = [];
+    const { userId, signal, sendable } = context;
+    // Asked after every wait: the caller may have let the request go meanwhile.
+    const withdrawn = () => signal?.aborted === true || (sendable !== undefined && !sendable());
     try {
-      const { userId } = context;
+      if (withdrawn()) return WITHDRAWN;
       if (userId !== undefined) {
-        if (!(await taken(this.#userSlots, userId))) return USER_BUSY;
+        if (!(await taken(this.#userSlots, userId, signal))) return USER_BUSY;
         held.push(() => {
           this.#userSlots.release(userId);
         });
+        if (withdrawn()) return WITHDRAWN;
       }
-      await this.#originSlots.acquire(origin);
+      await this.#originSlots.acquire(origin, signal);
       held.push(() => {
         this.#originSlots.release(origin);
       });
@@ -242,17 +264,24 @@ export class GatewayClient {
       const key = addressKey(destination.address);
       // Never undefined (the address passed the policy, which parses it), but a slot needs a key.
       if (key === undefined) return refusedExchange(checkAddress(destination.address, this.#allowlist));
-      if (!(await taken(this.#addressSlots, key))) return ADDRESS_BUSY;
+      if (withdrawn()) return WITHDRAWN;
+      if (!(await taken(this.#addressSlots, key, signal))) return ADDRESS_BUSY;
       held.push(() => {
         this.#addressSlots.release(key);
       });
-      await this.#slots.acquire();
+      if (withdrawn()) return WITHDRAWN;
+      await this.#slots.acquire(signal);
       held.push(() => {
         this.#slots.release();
       });
       // `close` may have come while this request waited.
       if (this.#isClosed()) throw new GatewayClientClosedError();
+      // The last moment it can be held back: `#exchange` writes it without awaiting anything first.
+      if (withdrawn()) return WITHDRAWN;
       return await this.#exchange(target, destination, body);
+    } catch (error) {
+      if (error instanceof WithdrawnError) return WITHDRAWN;
+      throw error;
     } finally {
       for (const release of held.reverse()) release();
     }
@@ -358,11 +387,12 @@ const NOT_A_GATEWAY_URL: GatewayExchange = {
 
 const USER_BUSY: GatewayExchange = { kind: 'not-sent', reason: 'user-busy' };
 const ADDRESS_BUSY: GatewayExchange = { kind: 'not-sent', reason: 'address-busy' };
+const WITHDRAWN: GatewayExchange = { kind: 'not-sent', reason: 'withdrawn' };
 
 /** Takes a slot of the key; false when its line is full (nothing taken). */
-async function taken(slots: KeyedSlots, key: string): Promise<boolean> {
+async function taken(slots: KeyedSlots, key: string, signal: AbortSignal | undefined): Promise<boolean> {
   try {
-    await slots.acquire(key);
+    await slots.acquire(key, signal);
     return true;
   } catch (error) {
     if (error instanceof LineFullError) return false;

@@ -12,6 +12,17 @@ export class LineFullError extends Error {
 }
 
 /**
+ * `acquire` whose caller withdrew while it waited (its signal aborted):
+ * nothing was taken, and it left the line.
+ */
+export class WithdrawnError extends Error {
+  constructor() {
+    super('the caller withdrew while waiting for a slot');
+    this.name = 'WithdrawnError';
+  }
+}
+
+/**
  * A fixed number of slots, handed out first come, first served: how many
  * gateway requests may be in flight at once (for the whole client, per
  * gateway origin, per address, per user). A caller that finds none free
@@ -38,16 +49,34 @@ export class RequestSlots {
   /**
    * Resolves once a slot is the caller's (hand it back with `release`);
    * rejects when `refuseWaiting` ends the wait, or at once with
-   * `LineFullError` when no slot is free and `maxWaiting` already wait.
+   * `LineFullError` when no slot is free and `maxWaiting` already wait,
+   * and with `WithdrawnError` when `signal` aborts before a slot is
+   * handed over (the caller leaves the line at once).
    */
-  async acquire(): Promise<void> {
+  async acquire(signal?: AbortSignal): Promise<void> {
+    if (signal?.aborted === true) throw new WithdrawnError();
     if (this.#taken < this.#size) {
       this.#taken += 1;
       return;
     }
     if (this.#waiting.size >= this.#maxWaiting) throw new LineFullError();
     await new Promise<void>((grant, refuse) => {
-      this.#waiting.add({ grant, refuse });
+      const withdraw = () => {
+        this.#waiting.delete(waiter);
+        refuse(new WithdrawnError());
+      };
+      const waiter: Waiter = {
+        grant: () => {
+          signal?.removeEventListener('abort', withdraw);
+          grant();
+        },
+        refuse: (error) => {
+          signal?.removeEventListener('abort', withdraw);
+          refuse(error);
+        },
+      };
+      this.#waiting.add(waiter);
+      signal?.addEventListener('abort', withdraw, { once: true });
     });
   }
 
@@ -95,14 +124,14 @@ export class KeyedSlots {
   }
 
   /** `RequestSlots.acquire` for the key's slots. */
-  async acquire(key: string): Promise<void> {
+  async acquire(key: string, signal?: AbortSignal): Promise<void> {
     let slots = this.#slots.get(key);
     if (slots === undefined) {
       slots = new RequestSlots(this.#size, this.#maxWaiting);
       this.#slots.set(key, slots);
     }
     try {
-      await slots.acquire();
+      await slots.acquire(signal);
     } catch (error) {
       this.#forgetIfIdle(key, slots);
       throw error;

@@ -16,6 +16,7 @@ import {
   nextFreshSend,
   settleDone,
   settleRetry,
+  settleWithdrawn,
   withWaiting,
   type AgePolicy,
   type BacklogPolicy,
@@ -30,11 +31,19 @@ import { sentRegistration } from '../delivery/sent-registration.js';
 import type { StoredPusher } from '../pushers/pusher.js';
 import type { RejectedRegistration } from '../pushers/rejected-registration.js';
 import type { DeliveryStore, PendingDelivery } from '../store/delivery-store.js';
+import { PartitionSends, settledWithin } from './partition-sends.js';
 
 /** The HTTP client, as the scheduler uses it (delivery-http/gateway-client.ts). */
 export interface GatewaySender {
-  /** `userId`: whose request it is, for the per-user cap on requests in flight. */
-  send(url: string, body: string, context: { readonly userId: string }): Promise<GatewayExchange>;
+  /**
+   * `userId`: whose request it is, for the per-user cap on requests in flight; `signal` and `sendable`
+   * withdraw it (`not-sent`, `withdrawn`) while it waits for a slot (gateway-client.ts `SendContext`).
+   */
+  send(
+    url: string,
+    body: string,
+    context: { readonly userId: string; readonly signal?: AbortSignal; readonly sendable?: () => boolean },
+  ): Promise<GatewayExchange>;
 }
 
 /** Reads a user's pushers now (the pusher store). */
@@ -119,8 +128,8 @@ interface DeviceQueue {
   timer?: NodeJS.Timeout | undefined;
   /** Its front is being checked against the user's pushers. */
   checking: boolean;
-  /** The front's ID and when it was last checked against the pushers. */
-  checked?: { readonly id: string; readonly at: number };
+  /** The front's ID, and the count of pusher changes when its last check against the pushers began. */
+  checked?: { readonly id: string; readonly tick: number };
 }
 
 /** One gateway origin: its breaker and the device queues waiting for it to admit a request. */
@@ -164,8 +173,8 @@ export class DeliveryScheduler {
   readonly #held = new Map<string, number>();
   /** Done with, not yet deleted from the store (still in this worker's partition there). */
   readonly #removing = new Set<string>();
-  /** Sends in flight, with their partition. */
-  readonly #inFlight = new Map<Promise<void>, number>();
+  /** Sends in flight by partition, and what withdraws those still waiting for a slot. */
+  readonly #sends = new PartitionSends();
   readonly #changes: PusherChanges;
   /** Pushers whose refused address was logged: once per pusher. */
   readonly #refusedLogged = new Set<string>();
@@ -311,9 +320,12 @@ export class DeliveryScheduler {
         break;
     }
     const item = next.item;
-    const checkedAt =
-      queue.checked?.id === item.id ? queue.checked.at : (this.#held.get(item.id) ?? Number.NEGATIVE_INFINITY);
-    if (checkedAt === Number.NEGATIVE_INFINITY || this.#changes.changedSince(item.userId, checkedAt)) {
+    const plannedAt = this.#held.get(item.id) ?? Number.NEGATIVE_INFINITY;
+    const stale =
+      queue.checked?.id === item.id
+        ? this.#changes.changedAfter(item.userId, queue.checked.tick)
+        : plannedAt === Number.NEGATIVE_INFINITY || this.#changes.changedSince(item.userId, plannedAt);
+    if (stale) {
       queue.checking = true;
       void this.#recheck(queue, item);
       return;
@@ -342,6 +354,7 @@ export class DeliveryScheduler {
   /** The front was planned before its user's pushers changed: look at them again before sending. */
   async #recheck(queue: DeviceQueue, item: PendingDelivery): Promise<void> {
     const at = this.#now();
+    const tick = this.#changes.tick;
     try {
       const pushers = await this.#options.pushers.listPushers(item.userId);
       const verdict = recheckDevices(item, pushers);
@@ -357,9 +370,9 @@ export class DeliveryScheduler {
           const narrowed: PendingDelivery = { ...item, bodyJson: verdict.bodyJson, devices: verdict.devices };
           queue.backlog = { ...queue.backlog, queue: [narrowed, ...queue.backlog.queue.slice(1)] };
         }
-        // A change after the read is caught next time; one in the same millisecond as the read is taken as seen.
+        // A change after the read began is caught next time (counted, not timed: the same millisecond too).
         // A front with no device left says nothing of the next one's devices: that one is checked on its own.
-        if (verdict.kind !== 'none') queue.checked = { id: narrowedId(queue, item), at: at + 1 };
+        if (verdict.kind !== 'none') queue.checked = { id: narrowedId(queue, item), tick };
       }
     } catch (error) {
       // The pushers cannot be read now: try again at the retry pace, without counting it against the gateway.
@@ -378,7 +391,12 @@ export class DeliveryScheduler {
     const started = performance.now();
     let exchange: GatewayExchange;
     try {
-      exchange = await this.#options.sender.send(item.url, item.bodyJson, { userId: item.userId });
+      exchange = await this.#options.sender.send(item.url, item.bodyJson, {
+        userId: item.userId,
+        signal: this.#sends.signalOf(queue.partition),
+        // Asked again right before the request goes out: it may have waited past the lease's two thirds.
+        sendable: () => !this.#closed && this.#options.gate.sendable(queue.partition, this.#now()),
+      });
     } catch (error) {
       // The client is closing (shutdown): the request stays in the store for the next holder.
       if (!this.#closed) this.#log.error({ err: error }, 'gateway client failed unexpectedly');
@@ -398,7 +416,10 @@ export class DeliveryScheduler {
         this.#failed(queue, item, outcome, exchange);
         break;
       case 'retry':
-        this.#retry(queue, item, outcome, now);
+        // Withdrawn is no failure of the device: it waits for the lease (parked), or is the next holder's.
+        if (exchange.kind === 'not-sent' && exchange.reason === 'withdrawn')
+          queue.backlog = settleWithdrawn(queue.backlog);
+        else this.#retry(queue, item, outcome, now);
         break;
     }
     // Its partition was handed over meanwhile: what it still holds is the next holder's now.
@@ -642,6 +663,8 @@ export class DeliveryScheduler {
    * sends it again).
    */
   async releasePartition(partition: number, graceMs: number): Promise<void> {
+    // What waits for a slot never goes out now: the next holder sends it, and newer ones.
+    this.#sends.withdraw(partition);
     for (const [key, queue] of this.#queues) {
       if (queue.partition !== partition) continue;
       clearTimeout(queue.timer);
@@ -651,21 +674,15 @@ export class DeliveryScheduler {
       for (const item of queue.backlog.queue) if (item.id !== inFlight) this.#held.delete(item.id);
       for (const origin of this.#origins.values()) origin.waiters.delete(key);
     }
-    const sends: Promise<void>[] = [];
-    for (const [send, of] of this.#inFlight) if (of === partition) sends.push(send);
-    await settledWithin(sends, graceMs);
+    await settledWithin(this.#sends.started(partition), graceMs);
     await this.#flushRemovals();
   }
 
   #track(work: Promise<void>, partition: number): void {
-    const tracked = work
-      .catch((error: unknown) => {
-        this.#log.error({ err: error }, 'delivery failed unexpectedly');
-      })
-      .finally(() => {
-        this.#inFlight.delete(tracked);
-      });
-    this.#inFlight.set(tracked, partition);
+    const logged = work.catch((error: unknown) => {
+      this.#log.error({ err: error }, 'delivery failed unexpectedly');
+    });
+    this.#sends.track(logged, partition);
   }
 
   /**
@@ -682,35 +699,18 @@ export class DeliveryScheduler {
     for (const queue of this.#queues.values()) clearTimeout(queue.timer);
     for (const origin of this.#origins.values()) clearTimeout(origin.timer);
     // The leases are still renewed while the sends in flight finish: they are still this worker's.
-    const inFlight = Promise.allSettled([...this.#inFlight.keys()]);
+    // Those still waiting for a slot stay in the store for the next holder.
+    this.#sends.withdrawAll();
+    const inFlight = Promise.allSettled(this.#sends.started());
     const graceMs = this.#options.closeGraceMs ?? 5_000;
-    const finished = await settledWithin([...this.#inFlight.keys()], graceMs);
+    const finished = await settledWithin(this.#sends.started(), graceMs);
     if (!finished) {
-      this.#log.warn(
-        { inFlight: this.#inFlight.size, graceMs },
-        'gateway requests still in flight at shutdown: aborted',
-      );
+      this.#log.warn({ inFlight: this.#sends.size, graceMs }, 'gateway requests still in flight at shutdown: aborted');
       await this.#options.abortSends?.();
       await inFlight;
     }
     await this.#flushRemovals();
   }
-}
-
-/** Whether every promise settled within `ms`. */
-async function settledWithin(promises: readonly Promise<unknown>[], ms: number): Promise<boolean> {
-  if (promises.length === 0) return true;
-  let timer: NodeJS.Timeout | undefined;
-  const finished = await Promise.race([
-    Promise.allSettled(promises).then(() => true),
-    new Promise<false>((resolve) => {
-      timer = setTimeout(() => {
-        resolve(false);
-      }, ms);
-    }),
-  ]);
-  clearTimeout(timer);
-  return finished;
 }
 
 /** The front's ID after a check (a narrowed front keeps its ID). */

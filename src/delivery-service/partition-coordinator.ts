@@ -6,6 +6,7 @@ import type { DeliveryStore, PendingDelivery } from '../store/delivery-store.js'
 import type { PartitionLeaseStore } from '../store/partition-lease-store.js';
 import type { PartitionGate } from './delivery-scheduler.js';
 import { loggable } from './delivery-scheduler.js';
+import { settledWithin } from './partition-sends.js';
 import type { IntakeGate } from './notify-intake.js';
 
 /** The partition queues' consumers (consumer/partition-queues.ts). */
@@ -77,6 +78,18 @@ export class PartitionCoordinator implements PartitionGate, IntakeGate {
   readonly #loading = new Set<number>();
   readonly #handovers = new Set<Promise<void>>();
   #timer: NodeJS.Timeout | undefined;
+  /** Lets the partitions go once their lease ran out by this worker's clock, whether or not a round ends. */
+  #expiry: NodeJS.Timeout | undefined;
+  /** When the last round that reached the store began. */
+  #lastRound: number | undefined;
+  /**
+   * Until when this worker holds still (claims no partition another worker
+   * held, hands none over): it could not see the pool for a while, and the
+   * heartbeats it finds expired may be those of workers cut off as it was,
+   * which beat again within a round. Taking their partitions would move
+   * every partition twice, through the crash path.
+   */
+  #stillUntil = Number.NEGATIVE_INFINITY;
   #round: Promise<void> | undefined;
   #migrated = false;
   #closed = false;
@@ -144,10 +157,13 @@ export class PartitionCoordinator implements PartitionGate, IntakeGate {
       }
       const now = this.#now();
       const until = now + leaseMs;
+      // A gap longer than a lease since the last round (a store that hung, a stalled process): hold still.
+      if (this.#lastRound !== undefined && now - this.#lastRound > leaseMs) this.#stillUntil = now + leaseMs;
       await leases.heartbeat(me, until);
       const held = await leases.renew(me, [...this.#running.keys()], until);
       // Only those still run: one handed over while the renewal was under way stays gone.
       for (const partition of held) if (this.#running.has(partition)) this.#running.set(partition, until);
+      this.#lastRound = now;
       this.#options.scheduler.resume();
       const workers = await leases.liveWorkers(now);
       const stored = await leases.leases();
@@ -161,13 +177,15 @@ export class PartitionCoordinator implements PartitionGate, IntakeGate {
         );
         this.#handOver(partition, false);
       }
-      for (const partition of steps.release) this.#handOver(partition, true);
+      const still = now < this.#stillUntil;
+      if (!still) for (const partition of steps.release) this.#handOver(partition, true);
       for (const partition of steps.claim) {
         if (this.#isClosed()) return;
-        if (!(await leases.claim(partition, me, until, now))) continue;
-        // Another worker's lease ran out (it did not release it): give its last write time to land.
         const previous = stored.find((lease) => lease.partition === partition)?.owner;
         const expired = previous !== undefined && previous !== null && previous !== me;
+        if (expired && still) continue;
+        if (!(await leases.claim(partition, me, until, now))) continue;
+        // Another worker's lease ran out (it did not release it): give its last write time to land.
         this.#running.set(partition, until);
         this.#loading.add(partition);
         const taking = this.#take(partition, expired ? this.#options.writeGraceMs : 0);
@@ -176,7 +194,43 @@ export class PartitionCoordinator implements PartitionGate, IntakeGate {
       }
     } catch (error) {
       this.#log.warn({ err: loggable(error) }, 'cannot coordinate delivery partitions now; trying again next round');
+      this.#stillUntil = this.#now() + leaseMs;
     }
+    this.#dropExpired();
+    this.#armExpiry();
+  }
+
+  /**
+   * Lets go, without the store, of the partitions whose lease ran out by
+   * this worker's clock (renewals failing for a whole lease): another
+   * worker may hold them now, and the partition queue's single active
+   * consumer would keep that worker waiting for as long as this one stays
+   * subscribed.
+   */
+  #dropExpired(): void {
+    const now = this.#now();
+    for (const [partition, until] of this.#running) {
+      if (now < until || this.#leaving.has(partition)) continue;
+      this.#log.warn(
+        { partition, worker: this.#options.me },
+        'the lease of a delivery partition ran out unrenewed (the store cannot be reached): stopped',
+      );
+      this.#handOver(partition, false);
+    }
+  }
+
+  #armExpiry(): void {
+    clearTimeout(this.#expiry);
+    this.#expiry = undefined;
+    if (this.#closed || this.#running.size === 0) return;
+    const first = Math.min(...this.#running.values());
+    this.#expiry = setTimeout(
+      () => {
+        this.#dropExpired();
+      },
+      Math.max(0, first - this.#now()),
+    );
+    this.#expiry.unref();
   }
 
   /** A method, not the field: `close()` flips it while a round awaits the store. */
@@ -225,6 +279,11 @@ export class PartitionCoordinator implements PartitionGate, IntakeGate {
     }
   }
 
+  /** The partition's queue cannot be consumed here (consumer/partition-queues.ts): its lease goes back. */
+  letGo(partition: number): void {
+    if (this.#running.has(partition)) this.#handOver(partition, true);
+  }
+
   /** Stops the partition: no more intake, its sends let go; with `release`, its lease given up for the next holder. */
   #handOver(partition: number, release: boolean): void {
     if (this.#leaving.has(partition)) return;
@@ -269,23 +328,42 @@ export class PartitionCoordinator implements PartitionGate, IntakeGate {
     if (this.#closed) return;
     this.#closed = true;
     clearTimeout(this.#timer);
-    await this.#round;
+    clearTimeout(this.#expiry);
+    const { graceMs } = this.#options;
+    // Bounded: with a store that does not answer, a round, the parts being taken in (their journal write) and
+    // the releases would each wait on it for as long as it hangs. What is not let go in time goes back to the
+    // partition queues when the connection closes, and the leases expire (the others take over a lease later).
     const partitions = [...this.#running.keys()];
-    for (const partition of partitions) this.#leaving.add(partition);
-    await Promise.all(
-      partitions.flatMap((partition) => [
-        this.#options.consumer.unsubscribe(partition),
-        this.#options.intake.drain(partition),
-      ]),
-    );
-    await Promise.allSettled([...this.#handovers]);
+    const letGo = (async () => {
+      await this.#round;
+      for (const partition of this.#running.keys()) this.#leaving.add(partition);
+      await Promise.all(
+        [...this.#running.keys()].flatMap((partition) => [
+          this.#options.consumer.unsubscribe(partition),
+          this.#options.intake.drain(partition),
+        ]),
+      );
+      await Promise.allSettled([...this.#handovers]);
+    })();
+    if (!(await settledWithin([letGo], graceMs)))
+      this.#log.warn(
+        { partitions, graceMs },
+        'delivery partitions not let go in time at shutdown (the store does not answer?): their parts go back to the queues with the connection',
+      );
     await this.#options.scheduler.close();
-    for (const partition of partitions) {
-      await this.#options.leases.release(partition, this.#options.me).catch((error: unknown) => {
-        this.#log.warn({ err: loggable(error), partition }, 'could not release a delivery partition at shutdown');
-      });
-    }
-    await this.#options.leases.leave(this.#options.me).catch(() => undefined);
+    const released = (async () => {
+      for (const partition of partitions) {
+        await this.#options.leases.release(partition, this.#options.me).catch((error: unknown) => {
+          this.#log.warn({ err: loggable(error), partition }, 'could not release a delivery partition at shutdown');
+        });
+      }
+      await this.#options.leases.leave(this.#options.me).catch(() => undefined);
+    })();
+    if (!(await settledWithin([released], graceMs)))
+      this.#log.warn(
+        { partitions, graceMs },
+        'delivery leases not released in time at shutdown: the other workers take these partitions once they expire',
+      );
     this.#running.clear();
   }
 }

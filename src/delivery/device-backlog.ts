@@ -150,6 +150,16 @@ export function settleDone<T>(backlog: DeviceBacklog<T>): DeviceBacklog<T> {
   return movedOn(backlog);
 }
 
+/**
+ * The front's request was withdrawn before it went out (its partition's
+ * lease came into doubt or moved while it waited for a slot): no attempt,
+ * so nothing counts against the device; the front waits to be sent again.
+ */
+export function settleWithdrawn<T>(backlog: DeviceBacklog<T>): DeviceBacklog<T> {
+  assertInFlight(backlog, 'settleWithdrawn');
+  return { ...backlog, inFlight: false };
+}
+
 /** A failed attempt, worth retrying. */
 export interface BacklogFailure {
   readonly now: number;

@@ -29,8 +29,7 @@ export function partitionName(partition: number): string {
 
 /**
  * How much a worker wants a partition (rendezvous hashing): the worker
- * with the highest weight gets it, so a worker that joins or leaves moves
- * only the partitions it wins or held.
+ * with the highest weight gets it, where it has room (`assignPartitions`).
  */
 function weight(worker: string, partition: number): number {
   return partitionOf(`${worker}\u0000${String(partition)}`, 0x7fffffff);
@@ -42,6 +41,16 @@ function weight(worker: string, partition: number): number {
  * partitions enough), each partition to the worker of highest weight that
  * still has room. Deterministic for a given set of workers, whatever their
  * order; an empty pool leaves every partition to nobody.
+ *
+ * The room is what keeps the shares fair, and it costs movement: a
+ * partition whose first choice is full goes to its next, so a worker that
+ * joins moves its own share and also some partitions between the workers
+ * already there (averages over 200 pools of 32 partitions, partitions that
+ * move between workers other than the joiner: 2→3 workers 2.6, 4→5 3.9,
+ * 7→8 5.8, 10→11 7.1, with 2.9 going to the joiner at 10→11). Each move is
+ * a clean handover (docs/delivery.md): nothing lost or reordered, a few
+ * seconds' pause for that partition. At most every partition moves once per
+ * change of the pool.
  */
 export function assignPartitions(count: number, workers: readonly string[]): readonly (string | undefined)[] {
   const live = [...new Set(workers)].sort();

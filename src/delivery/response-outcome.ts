@@ -34,9 +34,11 @@ export type GatewayExchange =
   /**
    * Not sent: the user's or the gateway address's requests in flight were
    * at their cap with as many already waiting (the client's own limits,
-   * delivery-http/gateway-client.ts). Nothing reached the gateway.
+   * delivery-http/gateway-client.ts), or the caller withdrew it before it
+   * went out (`withdrawn`: its partition's lease came into doubt or moved
+   * while it waited for a slot). Nothing reached the gateway.
    */
-  | { readonly kind: 'not-sent'; readonly reason: 'user-busy' | 'address-busy' };
+  | { readonly kind: 'not-sent'; readonly reason: 'user-busy' | 'address-busy' | 'withdrawn' };
 
 /** `busy`: not sent for the worker's own limits; it says nothing about the gateway (circuit-breaker.ts). */
 export type RetryCause = 'connection-error' | 'timeout' | 'server-error' | 'rate-limited' | 'invalid-status' | 'busy';

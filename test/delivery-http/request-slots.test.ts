@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { KeyedSlots, LineFullError, RequestSlots } from '../../src/delivery-http/request-slots.js';
+import { KeyedSlots, LineFullError, RequestSlots, WithdrawnError } from '../../src/delivery-http/request-slots.js';
 
 /** Whether the promise has settled once pending callbacks ran. */
 async function settled(promise: Promise<unknown>): Promise<boolean> {
@@ -60,6 +60,22 @@ describe('RequestSlots', () => {
     for (const wait of waiting) await expect(wait).rejects.toBe(closed);
     expect(slots.idle).toBe(false);
     slots.release();
+    expect(slots.idle).toBe(true);
+  });
+
+  it('lets a caller whose signal aborts leave the line: nothing taken, the next in line gets the slot', async () => {
+    const slots = new RequestSlots(1);
+    await slots.acquire();
+    const withdraw = new AbortController();
+    const leaving = slots.acquire(withdraw.signal);
+    const next = slots.acquire();
+    withdraw.abort();
+    await expect(leaving).rejects.toBeInstanceOf(WithdrawnError);
+    slots.release();
+    await next;
+    slots.release();
+    expect(slots.idle).toBe(true);
+    await expect(slots.acquire(withdraw.signal)).rejects.toBeInstanceOf(WithdrawnError);
     expect(slots.idle).toBe(true);
   });
 

@@ -317,6 +317,32 @@ describe('the delivery scheduler', () => {
     expect(world.observed.count('pusher_removed')).toBe(1);
   });
 
+  it('checks again a device whose pushers changed in the same millisecond as the read of them', async () => {
+    const reads: ((pushers: StoredPusher[]) => void)[] = [];
+    const world = aWorld({
+      pushers: {
+        listPushers: async () =>
+          new Promise<StoredPusher[]>((resolve) => {
+            reads.push(resolve);
+          }),
+        listPushersOfUsers: async () => Promise.resolve(new Map()),
+      },
+    });
+    world.scheduler.pushersChanged(ALICE);
+    await world.take([aDelivery(1)]);
+    await vi.advanceTimersByTimeAsync(0);
+    expect(reads).toHaveLength(1);
+    // The device logs out while its pushers are read, and the clock has not moved: the read still lists it.
+    world.scheduler.pushersChanged(ALICE);
+    reads[0]?.([aPusher(ALICE, `${ALICE}-phone`)]);
+    await vi.advanceTimersByTimeAsync(0);
+    expect(world.gateway.sent).toEqual([]);
+    reads[1]?.([]);
+    await vi.advanceTimersByTimeAsync(100);
+    expect(world.gateway.sent).toEqual([]);
+    expect(world.observed.count('pusher_removed')).toBe(1);
+  });
+
   it('sends only probes to a gateway that keeps failing, not one request per waiting device', async () => {
     const world = aWorld();
     world.gateway.answerWith(() => DOWN);

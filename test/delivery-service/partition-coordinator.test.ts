@@ -7,6 +7,8 @@ import {
 import { createLogger } from '../../src/logging/logger.js';
 import type { PendingDelivery } from '../../src/store/delivery-store.js';
 import { InMemoryPartitionLeaseStore } from '../../src/store/in-memory-partition-lease-store.js';
+import type { PartitionLeaseStore } from '../../src/store/partition-lease-store.js';
+import { StoreUnavailableError } from '../../src/store/push-store.js';
 
 const LEASE = 3_000;
 const COUNT = 4;
@@ -71,6 +73,22 @@ function aCoordinator(
   return { coordinator, calls, pending };
 }
 
+/** The lease store as one worker reaches it: every call fails while `cut` (that worker cannot reach MongoDB). */
+function aCuttableStore(leases: PartitionLeaseStore) {
+  const link = { cut: false };
+  const store = new Proxy(leases, {
+    get(target, property, receiver) {
+      const value = Reflect.get(target, property, receiver) as unknown;
+      if (typeof value !== 'function') return value;
+      return async (...args: unknown[]) => {
+        if (link.cut) throw new StoreUnavailableError('the store cannot be reached');
+        return (value as (...a: unknown[]) => Promise<unknown>).apply(target, args);
+      };
+    },
+  });
+  return { store, link };
+}
+
 /** Lets the background takeovers and handovers of a round finish. */
 const settle = async () => new Promise((resolve) => setTimeout(resolve, 20));
 
@@ -131,7 +149,12 @@ describe('partition coordination', () => {
     await coordinator.round();
     await settle();
     expect(coordinator.partitions).toEqual([]);
-    clock.now += LEASE + 1;
+    // Rounds every third of a lease, until the dead worker's lease ran out.
+    for (let round = 0; round < 3; round += 1) {
+      clock.now += LEASE / 3;
+      await coordinator.round();
+    }
+    clock.now += 1;
     await coordinator.round();
     await settle();
     // Claimed, not read yet: nothing taken in or sent.
@@ -171,6 +194,89 @@ describe('partition coordination', () => {
     expect(calls).toContain('unsubscribe 1');
     expect((await leases.leases()).find((lease) => lease.partition === 1)?.owner).toBe('b');
     await coordinator.close();
+  });
+
+  it('a worker cut from the store (not the broker) lets its partitions go once its lease ran out; another takes them', async () => {
+    const clock = { now: 1_000_000 };
+    const leases = new InMemoryPartitionLeaseStore();
+    const cuttable = aCuttableStore(leases);
+    const a = aCoordinator('a', leases, clock, { leases: cuttable.store });
+    const b = aCoordinator('b', leases, clock);
+    await a.coordinator.round();
+    await settle();
+    await b.coordinator.round();
+    await settle();
+    const aShare = [...a.coordinator.partitions];
+    expect(aShare).toEqual([0, 1, 2, 3]);
+    cuttable.link.cut = true;
+    // Rounds every third of a lease, for a lease and a third.
+    for (let round = 0; round < 4; round += 1) {
+      clock.now += LEASE / 3;
+      await a.coordinator.round();
+      await b.coordinator.round();
+      await settle();
+    }
+    for (const partition of aShare) expect(a.calls).toContain(`unsubscribe ${partition}`);
+    expect(a.coordinator.partitions).toEqual([]);
+    expect(b.coordinator.partitions).toEqual([0, 1, 2, 3]);
+    cuttable.link.cut = false;
+    await a.coordinator.close();
+    await b.coordinator.close();
+  });
+
+  it('after a store stall longer than a lease, the partitions stay where they were (nobody claims the others’)', async () => {
+    const clock = { now: 1_000_000 };
+    const leases = new InMemoryPartitionLeaseStore();
+    const a = aCoordinator('a', leases, clock);
+    const b = aCoordinator('b', leases, clock);
+    // Settled: each runs its share.
+    for (let round = 0; round < 3; round += 1) {
+      await a.coordinator.round();
+      await settle();
+      await b.coordinator.round();
+      await settle();
+      clock.now += LEASE / 3;
+    }
+    const before = { a: [...a.coordinator.partitions], b: [...b.coordinator.partitions] };
+    expect(before.a.length + before.b.length).toBe(COUNT);
+    // Nobody reached the store for 20 s (every heartbeat and lease expired); b comes back first.
+    a.calls.length = 0;
+    b.calls.length = 0;
+    clock.now += 20_000;
+    for (let round = 0; round < 4; round += 1) {
+      await b.coordinator.round();
+      await settle();
+      await a.coordinator.round();
+      await settle();
+      expect({ a: a.coordinator.partitions, b: b.coordinator.partitions }).toEqual(before);
+      clock.now += LEASE / 3;
+    }
+    expect(a.calls.filter((call) => call.startsWith('unsubscribe'))).toEqual([]);
+    expect(b.calls.filter((call) => call.startsWith('unsubscribe'))).toEqual([]);
+    await a.coordinator.close();
+    await b.coordinator.close();
+  });
+
+  it('on close with a store that does not answer: stops waiting after the grace, and the scheduler is closed', async () => {
+    const clock = { now: 1_000_000 };
+    const leases = new InMemoryPartitionLeaseStore();
+    const link = { hangs: false };
+    const never = async () => new Promise<never>(() => undefined);
+    const hanging = new Proxy(leases, {
+      get: (target, property, receiver) =>
+        link.hangs ? never : (Reflect.get(target, property, receiver) as unknown as () => unknown).bind(target),
+    });
+    const { coordinator, calls } = aCoordinator('a', leases, clock, {
+      leases: hanging,
+      graceMs: 50,
+      // The parts being taken in wait on the store (their journal write): unsubscribing never ends.
+      consumer: { subscribe: async () => Promise.resolve(), unsubscribe: never },
+    });
+    await coordinator.round();
+    await settle();
+    link.hangs = true;
+    await coordinator.close();
+    expect(calls).toContain('close scheduler');
   });
 
   it('on close: lets every partition go, closes the scheduler, releases every lease and leaves', async () => {
