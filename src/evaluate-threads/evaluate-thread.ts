@@ -105,11 +105,12 @@ port.on('message', (message: ToThread) => {
     case 'evaluate':
       void evaluate(message.id, message.body, message.deadline);
       return;
+    // The service's: the cache, and the reads under way that later evaluations would join.
     case 'invalidate':
-      cache.invalidate(message.userId);
+      service.invalidate(message.userId);
       return;
     case 'clear':
-      cache.clear();
+      service.clear();
       return;
   }
 });

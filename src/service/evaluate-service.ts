@@ -92,6 +92,24 @@ export class EvaluateService {
   }
 
   /**
+   * A change event for this user: its cached rules go, and so does its
+   * read under way, for joiners: that read may have been taken before the
+   * change, so an evaluation that starts now reads the user again (the
+   * evaluations already waiting for it keep it: they began before the
+   * event, as if they had been answered first).
+   */
+  invalidate(userId: string): void {
+    this.#options.cache.invalidate(userId);
+    this.#loading.delete(userId);
+  }
+
+  /** Change events may have been missed: every cached ruleset and every read under way, for joiners. */
+  clear(): void {
+    this.#options.cache.clear();
+    this.#loading.clear();
+  }
+
+  /**
    * With a deadline, the evaluation answers `Unavailable` if its rulesets
    * have not all been read by then, and starts no store read after it.
    */
@@ -264,14 +282,18 @@ export class EvaluateService {
     });
     // Joiners that see a failure fail their own evaluation the same way.
     done.catch(() => undefined);
+    const registered = new Map<string, Promise<CompiledRuleset>>();
     for (const userId of chunk) {
       const forUser = done.then((compiled) => compiled.get(userId) ?? sharedDefaultRuleset());
       // Nobody may join; a failure is then reported by the evaluation that ran the read.
       forUser.catch(() => undefined);
       this.#loading.set(userId, forUser);
+      registered.set(userId, forUser);
     }
     const forget = () => {
-      for (const userId of chunk) this.#loading.delete(userId);
+      // Only its own entries: after an invalidation, a later read of the same user may be registered.
+      for (const [userId, forUser] of registered)
+        if (this.#loading.get(userId) === forUser) this.#loading.delete(userId);
     };
     let started = false;
     const run = async () => {
