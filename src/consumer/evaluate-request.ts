@@ -28,6 +28,12 @@ export interface EvaluateLimits {
   readonly maxRecipients: number;
   /** Entries of the batch form's `events` (TooLarge). */
   readonly maxBatchEvents: number;
+  /**
+   * Recipients of all the batch form's events together, those refused on
+   * their own left out (TooLarge for the whole message): one message never
+   * costs more than this many evaluations, whatever its events.
+   */
+  readonly maxBatchRecipients: number;
 }
 
 /**
@@ -93,15 +99,17 @@ export function toEvaluateBatchCommand(
     return fail(matrixError('TooLarge', LIMIT_MESSAGES.tooManyEvents(limits.maxBatchEvents)));
   for (const key of ['event', 'room', 'recipients', 'recipients_by_server'])
     if (Object.hasOwn(json, key)) return fail(matrixError('BadJson', `${key} is not taken beside events.`));
-  return ok({
-    op: 'evaluate_batch',
-    events: events.map((entry, index) =>
-      // Before the schema and anything else that walks the entry: it is refused as its single form would be.
-      (entryDepths[index] ?? 0) > limits.maxJsonDepth
-        ? fail(matrixError('BadJson', LIMIT_MESSAGES.jsonTooDeep(limits.maxJsonDepth)))
-        : toEvaluateEvent(entry, limits),
-    ),
-  });
+  const entries = events.map((entry, index) =>
+    // Before the schema and anything else that walks the entry: it is refused as its single form would be.
+    (entryDepths[index] ?? 0) > limits.maxJsonDepth
+      ? fail(matrixError('BadJson', LIMIT_MESSAGES.jsonTooDeep(limits.maxJsonDepth)))
+      : toEvaluateEvent(entry, limits),
+  );
+  let pairs = 0;
+  for (const entry of entries) if (entry.ok) pairs += entry.value.recipients.length;
+  if (pairs > limits.maxBatchRecipients)
+    return fail(matrixError('TooLarge', LIMIT_MESSAGES.tooManyBatchRecipients(limits.maxBatchRecipients)));
+  return ok({ op: 'evaluate_batch', events: entries });
 }
 
 function toEvaluateEvent(entry: unknown, limits: EvaluateLimits): Result<EvaluateRequest> {

@@ -65,6 +65,7 @@ const service = new EvaluateService(store, {
   cache,
   loadChunkSize: data.evaluate.loadChunkSize,
   sliceMs: data.evaluate.sliceMs,
+  maxReplyBytes: data.evaluate.maxReplyBytes,
   operationTimeoutMs: data.mongodb.operationTimeoutMs,
   observer: {
     storeOperationAbandoned: (operation, reason) => {

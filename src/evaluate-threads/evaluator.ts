@@ -91,6 +91,7 @@ export class Evaluator {
         cache: this.#cache,
         loadChunkSize: evaluate.loadChunkSize,
         sliceMs: evaluate.sliceMs,
+        maxReplyBytes: evaluate.maxReplyBytes,
         operationTimeoutMs: mongodb.operationTimeoutMs,
         ...(observer === undefined ? {} : { observer }),
         onUndecodable: (userId) => {

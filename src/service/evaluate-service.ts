@@ -7,10 +7,17 @@ import type { EvaluationRecipient } from '../evaluation/evaluation-input.js';
 import { getPushRules } from '../push-rules/get-push-rules.js';
 import type { EvaluateBatchCommand, EvaluateCommand } from './command.js';
 import { StoreUnavailableError, type LoadedPushRules, type PushStore } from '../store/push-store.js';
-import { beforeDeadline, BoundedStore, checkDeadline, type StoreBoundsObserver } from './bounded-store.js';
+import {
+  beforeDeadline,
+  BoundedStore,
+  checkDeadline,
+  DeadlinePassedError,
+  type StoreBoundsObserver,
+} from './bounded-store.js';
 import { failureOutcome, type FailureOutcome } from './failure-reply.js';
 import type { RulesetCache } from './ruleset-cache.js';
 import { successEncoded, type Reply } from '../contract/reply.js';
+import { capEachResult, fitsReply, replyTooLarge } from './evaluate-reply-cap.js';
 import { batchResultsJson, type BatchResult } from '../contract/batch-reply.js';
 import type { Evaluation } from '../evaluation/evaluate-request.js';
 
@@ -31,6 +38,12 @@ export interface EvaluateServiceOptions {
    */
   readonly operationTimeoutMs?: number | undefined;
   readonly observer?: StoreBoundsObserver;
+  /**
+   * An evaluation's encoded reply, at most (TooLarge past it; in a batch,
+   * for each event whose own answer is past it, and for the whole message
+   * when the answers together are). Unbounded when absent.
+   */
+  readonly maxReplyBytes?: number | undefined;
   /** What slices are timed with (`performance.now`). */
   readonly clock?: () => number;
   /** What deadlines are read on (`Date.now`). */
@@ -80,6 +93,7 @@ export class EvaluateService {
   readonly #options: EvaluateServiceOptions;
   readonly #clock: () => number;
   readonly #now: () => number;
+  readonly #maxReplyBytes: number;
   /** Users being read from the store right now, by any evaluation of this worker. */
   readonly #loading = new Map<string, Promise<CompiledRuleset>>();
 
@@ -89,6 +103,7 @@ export class EvaluateService {
     this.#options = options;
     this.#clock = options.clock ?? (() => performance.now());
     this.#now = options.now ?? (() => Date.now());
+    this.#maxReplyBytes = options.maxReplyBytes ?? Infinity;
   }
 
   /**
@@ -125,10 +140,13 @@ export class EvaluateService {
       );
       const evaluation = startEvaluation(request);
       const rulesetFor = (_recipient: EvaluationRecipient, index: number) => rulesets[index] ?? sharedDefaultRuleset();
-      await this.#inSlices((shouldPause) => evaluateUntil(evaluation, rulesetFor, shouldPause));
+      await this.#inSlices((shouldPause) => evaluateUntil(evaluation, rulesetFor, shouldPause), deadline);
       stats.notified = notifiedCount(evaluation);
       // Assembled as text from the few distinct action lists (evaluation-reply-json.ts), never as one object per recipient.
-      return { reply: successEncoded({}, evaluationReplyJson(evaluation)), stats };
+      const json = evaluationReplyJson(evaluation);
+      if (!fitsReply(json, this.#maxReplyBytes))
+        return { reply: { ok: false, error: replyTooLarge(this.#maxReplyBytes) }, stats };
+      return { reply: successEncoded({}, json), stats };
     } catch (error) {
       return { ...failureOutcome(error), stats };
     }
@@ -178,20 +196,27 @@ export class EvaluateService {
           if (shouldPause()) return next >= evaluations.length;
         }
         return true;
-      });
-      results = command.events.map((entry, index) => {
-        if (!entry.ok) return { ok: false, error: entry.error.toBody() };
-        const evaluation = evaluations[index] as Evaluation;
-        stats.notified += notifiedCount(evaluation);
-        return { ok: true, json: evaluationReplyJson(evaluation) };
-      });
+      }, deadline);
+      results = capEachResult(
+        command.events.map((entry, index) => {
+          if (!entry.ok) return { ok: false, error: entry.error.toBody() };
+          const evaluation = evaluations[index] as Evaluation;
+          stats.notified += notifiedCount(evaluation);
+          return { ok: true, json: evaluationReplyJson(evaluation) };
+        }),
+        this.#maxReplyBytes,
+      );
     } catch (error) {
       failed = failureOutcome(error);
       // failureOutcome always answers with an error.
       const shared = (failed.reply as Extract<Reply, { ok: false }>).error;
       results = command.events.map((entry) => ({ ok: false, error: entry.ok ? shared : entry.error.toBody() }));
     }
-    return { ...failed, reply: successEncoded({}, batchResultsJson(results)), stats };
+    const json = batchResultsJson(results);
+    // Each answer fits, not all of them together: the caller sends them again in smaller messages.
+    if (!fitsReply(json, this.#maxReplyBytes))
+      return { ...failed, reply: { ok: false, error: replyTooLarge(this.#maxReplyBytes) }, stats };
+    return { ...failed, reply: successEncoded({}, json), stats };
   }
 
   /**
@@ -348,12 +373,19 @@ export class EvaluateService {
     return compileUserRuleset(decision.value.ruleset, userId);
   }
 
-  /** Runs `step` until it says it is done, yielding to the event loop whenever it paused at the slice's end. */
-  async #inSlices(step: (shouldPause: () => boolean) => boolean): Promise<void> {
+  /**
+   * Runs `step` until it says it is done, yielding to the event loop
+   * whenever it paused at the slice's end. With a deadline (an evaluation's
+   * own work, never a read others joined), no slice starts after it: the
+   * caller has given up, and a large message must not hold a thread longer.
+   */
+  async #inSlices(step: (shouldPause: () => boolean) => boolean, deadline?: number): Promise<void> {
     for (;;) {
       const sliceEnd = this.#clock() + this.#options.sliceMs;
       if (step(() => this.#clock() >= sliceEnd)) return;
       await nextTurn();
+      if (deadline !== undefined && this.#now() >= deadline)
+        throw new DeadlinePassedError('the deadline passed while evaluating');
     }
   }
 }

@@ -7,6 +7,7 @@ const LIMITS: EvaluateLimits = {
   maxEventBytes: 65_536,
   maxRecipients: 3,
   maxBatchEvents: 3,
+  maxBatchRecipients: 5,
 };
 
 /** One entry of `events`: the single form's fields without `op`. */
@@ -200,6 +201,21 @@ describe('parseEvaluateRequest, the batch form', () => {
     ['nested past the ceiling of the batch form (1024 levels) in an entry', { op: 'evaluate', events: [nested(1100)] }],
   ])('refuses the whole message %s', (_name, body) => {
     expect(parse(body)).toMatchObject({ ok: false, error: { kind: 'BadJson', message: TOO_DEEP } });
+  });
+
+  it('refuses a message whose events name more recipients together than maxBatchRecipients, each within its own limit', () => {
+    const three = anEntry({ recipients: ['@a', '@b', '@c'].map((u) => ({ user_id: `${u}:x.org` })) });
+    expect(parse({ op: 'evaluate', events: [anEntry(), three] })).toMatchObject({ ok: true });
+    expect(parse({ op: 'evaluate', events: [anEntry(), three, anEntry()] })).toMatchObject({
+      ok: false,
+      error: {
+        kind: 'TooLarge',
+        message: 'Too many recipients: an evaluate request may name at most 5 over all its events.',
+      },
+    });
+    // Entries refused on their own do not count.
+    const refused = anEntry({ recipients: [{ user_id: 'bob' }, { user_id: 'carol' }] });
+    expect(parse({ op: 'evaluate', events: [refused, three, refused] })).toMatchObject({ ok: true });
   });
 
   it('leaves the single form as it was: a body without events', () => {

@@ -193,4 +193,12 @@ describe('Evaluator: small requests on the event loop, the rest in the threads',
     expect(await after).toBe('kw-pizza');
     expect(reads).toBe(2);
   });
+
+  it('caps the replies it builds on the event loop at evaluate.maxReplyBytes', async () => {
+    const { evaluator } = anEvaluator({ threads: 0, maxReplyBytes: 4096 });
+    const recipients = Array.from({ length: 200 }, (_, i) => user(i));
+    const run = await evaluator.run(body(recipients), { deadline: undefined });
+    expect(run.reply).toMatchObject({ ok: false, error: { kind: 'TooLarge', status: 413 } });
+    expect(await ruleOf(evaluator, CAROL)).toBe('.m.rule.message');
+  });
 });
