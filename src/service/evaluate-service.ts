@@ -6,7 +6,7 @@ import { evaluationReplyJson } from '../evaluation/evaluation-reply-json.js';
 import type { EvaluationRecipient } from '../evaluation/evaluation-input.js';
 import { getPushRules } from '../push-rules/get-push-rules.js';
 import type { EvaluateBatchCommand, EvaluateCommand } from './command.js';
-import { StoreUnavailableError, type LoadedPushRules, type PushStore } from '../store/push-store.js';
+import type { LoadedPushRules, PushStore } from '../store/push-store.js';
 import {
   beforeDeadline,
   BoundedStore,
@@ -20,6 +20,8 @@ import { successEncoded, type Reply } from '../contract/reply.js';
 import { capEachResult, fitsReply, replyTooLarge } from './evaluate-reply-cap.js';
 import { batchResultsJson, type BatchResult } from '../contract/batch-reply.js';
 import type { Evaluation } from '../evaluation/evaluate-request.js';
+import { AbandonedReadError, InFlightReads } from './in-flight-reads.js';
+import { inBatches } from './in-batches.js';
 
 export interface EvaluateServiceOptions {
   readonly cache: RulesetCache<CompiledRuleset>;
@@ -95,7 +97,7 @@ export class EvaluateService {
   readonly #now: () => number;
   readonly #maxReplyBytes: number;
   /** Users being read from the store right now, by any evaluation of this worker. */
-  readonly #loading = new Map<string, Promise<CompiledRuleset>>();
+  readonly #loading = new InFlightReads();
 
   constructor(store: PushStore, options: EvaluateServiceOptions) {
     const { operationTimeoutMs, observer } = options;
@@ -115,7 +117,7 @@ export class EvaluateService {
    */
   invalidate(userId: string): void {
     this.#options.cache.invalidate(userId);
-    this.#loading.delete(userId);
+    this.#loading.invalidate(userId);
   }
 
   /** Change events may have been missed: every cached ruleset and every read under way, for joiners. */
@@ -229,6 +231,7 @@ export class EvaluateService {
     sender: string,
     stats: { cacheHits: number; loaded: number; storeQueries: number },
     deadline: number | undefined,
+    join = true,
   ): Promise<(CompiledRuleset | undefined)[]> {
     const { cache, loadChunkSize } = this.#options;
     const rulesets = new Array<CompiledRuleset | undefined>(recipients.length);
@@ -237,6 +240,8 @@ export class EvaluateService {
     const missingAt = new Map<string, number>();
     // Users another evaluation is reading right now: wait for that read, do not read them again.
     const joined: Promise<void>[] = [];
+    /** Where the users of joined reads that were abandoned are: read here, once, without joining again. */
+    const orphans: number[] = [];
     const now = cache.now();
     let hits = 0;
     for (let index = 0; index < recipients.length; index += 1) {
@@ -248,19 +253,26 @@ export class EvaluateService {
         hits += 1;
         continue;
       }
-      const inFlight = this.#loading.get(userId);
+      const inFlight = join ? this.#loading.get(userId) : undefined;
       if (inFlight === undefined) {
         missing.push(userId);
         missingAt.set(userId, index);
       } else {
         joined.push(
-          inFlight.then((compiled) => {
-            rulesets[index] = compiled;
-          }),
+          inFlight.then(
+            (compiled) => {
+              rulesets[index] = compiled;
+            },
+            (error: unknown) => {
+              // Never run (its owner stopped first, at its own deadline): not this evaluation's failure.
+              if (!(error instanceof AbandonedReadError)) throw error;
+              orphans.push(index);
+            },
+          ),
         );
       }
     }
-    stats.cacheHits = hits;
+    stats.cacheHits += hits;
     const chunks: string[][] = [];
     for (let start = 0; start < missing.length; start += loadChunkSize)
       chunks.push(missing.slice(start, start + loadChunkSize));
@@ -290,6 +302,18 @@ export class EvaluateService {
       for (const read of reads) read.abandon();
     }
     await Promise.all(joined);
+    if (orphans.length > 0) {
+      const again = await this.#rulesetsOf(
+        orphans.map((index) => recipients[index] as EvaluationRecipient),
+        sender,
+        stats,
+        deadline,
+        false,
+      );
+      orphans.forEach((index, at) => {
+        rulesets[index] = again[at];
+      });
+    }
     return rulesets;
   }
 
@@ -307,19 +331,7 @@ export class EvaluateService {
     });
     // Joiners that see a failure fail their own evaluation the same way.
     done.catch(() => undefined);
-    const registered = new Map<string, Promise<CompiledRuleset>>();
-    for (const userId of chunk) {
-      const forUser = done.then((compiled) => compiled.get(userId) ?? sharedDefaultRuleset());
-      // Nobody may join; a failure is then reported by the evaluation that ran the read.
-      forUser.catch(() => undefined);
-      this.#loading.set(userId, forUser);
-      registered.set(userId, forUser);
-    }
-    const forget = () => {
-      // Only its own entries: after an invalidation, a later read of the same user may be registered.
-      for (const [userId, forUser] of registered)
-        if (this.#loading.get(userId) === forUser) this.#loading.delete(userId);
-    };
+    const forget = this.#loading.register(chunk, done);
     let started = false;
     const run = async () => {
       started = true;
@@ -357,7 +369,7 @@ export class EvaluateService {
       if (started) return;
       forget();
       // Transient: the joiner's own evaluation answers Unavailable, and its retry reads them.
-      settle?.reject(new StoreUnavailableError('the evaluation that was to read these users stopped first'));
+      settle?.reject(new AbandonedReadError());
     };
     return { run, abandon };
   }
@@ -388,17 +400,4 @@ export class EvaluateService {
         throw new DeadlinePassedError('the deadline passed while evaluating');
     }
   }
-}
-
-/** Runs `work` on every item, at most `concurrency` at once. */
-async function inBatches<T>(items: readonly T[], concurrency: number, work: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  const lanes = Array.from({ length: Math.min(concurrency, items.length) }, async () => {
-    while (next < items.length) {
-      const item = items[next] as T;
-      next += 1;
-      await work(item);
-    }
-  });
-  await Promise.all(lanes);
 }
