@@ -1,4 +1,6 @@
 import type { Reply } from '../contract/reply.js';
+import type { ErrorKind } from '../errors/error-catalogue.js';
+import { nestsDeeperThan } from '../matrix/json-depth.js';
 import { EncodedBody } from './encoded-body.js';
 import { RpcRequestError, RpcTransportError, type RequestOptions } from './rpc-client.js';
 
@@ -10,13 +12,32 @@ export interface EvaluateCoalescing {
   readonly maxEvents?: number;
   /** The events' JSON per message at most, in bytes (1 MiB); the workers take `evaluate.maxRequestBytes` (4 MiB). */
   readonly maxBytes?: number;
+  /** Recipients of the events of one message together at most (20,000): the workers' `evaluate.maxBatchRecipients`. */
+  readonly maxRecipients?: number;
+  /**
+   * The workers' `limits.maxJsonDepth` (32). The batch form nests an event
+   * two levels deeper than the single form: an event deeper than this less
+   * two goes alone, in the single form, and fails alone if it must.
+   */
+  readonly maxJsonDepth?: number;
 }
 
 export const DEFAULT_COALESCING: Required<EvaluateCoalescing> = {
   windowMs: 0.5,
   maxEvents: 64,
   maxBytes: 1024 * 1024,
+  maxRecipients: 20_000,
+  maxJsonDepth: 32,
 };
+
+/**
+ * A batch refused as a whole with one of these is sent again, each event
+ * alone: the refusal may be one event's doing (a depth or size the batch
+ * form adds, a reply or recipient total past the workers' caps, a worker
+ * that predates the batch form), and alone each gets its own answer. Other
+ * refusals (Unavailable...) would meet each event alone too.
+ */
+const RESENT_ALONE: ReadonlySet<ErrorKind> = new Set(['TooLarge', 'BadJson']);
 
 /** Sends one message to the evaluate queue: the transport's `request`. */
 export type SendEvaluate = (body: object, options: RequestOptions) => Promise<Reply>;
@@ -34,6 +55,8 @@ export type EvaluateItem = object;
 
 interface Waiting {
   readonly json: string;
+  /** Its event's recipients, for `maxRecipients`. */
+  readonly recipients: number;
   readonly deadline: number;
   readonly resolve: (reply: Reply) => void;
   readonly reject: (error: unknown) => void;
@@ -68,8 +91,12 @@ export class EvaluateCoalescer {
   readonly #windowMs: number;
   readonly #maxEvents: number;
   readonly #maxBytes: number;
+  readonly #maxRecipients: number;
+  /** Events nested deeper than this go alone. */
+  readonly #batchDepth: number;
   #queue: Waiting[] = [];
   #queuedBytes = 0;
+  #queuedRecipients = 0;
   #window: NodeJS.Timeout | undefined;
   /** Messages sent and not yet answered, or answered in the current turn. */
   #outstanding = 0;
@@ -81,6 +108,8 @@ export class EvaluateCoalescer {
     this.#windowMs = options.windowMs ?? DEFAULT_COALESCING.windowMs;
     this.#maxEvents = Math.max(1, options.maxEvents ?? DEFAULT_COALESCING.maxEvents);
     this.#maxBytes = options.maxBytes ?? DEFAULT_COALESCING.maxBytes;
+    this.#maxRecipients = options.maxRecipients ?? DEFAULT_COALESCING.maxRecipients;
+    this.#batchDepth = (options.maxJsonDepth ?? DEFAULT_COALESCING.maxJsonDepth) - 2;
   }
 
   /**
@@ -94,13 +123,22 @@ export class EvaluateCoalescer {
       return this.#tracked(this.#send({ op: 'evaluate', ...item }, timeoutOption(timeoutMs)), 1);
     }
     const json = serialize(item);
+    // Never in a batch: the single form takes it, or refuses it alone.
+    if (nestsDeeperThan(json, this.#batchDepth))
+      return this.#tracked(this.#send({ op: 'evaluate', ...item }, timeoutOption(timeoutMs)), 1);
     return new Promise<Reply>((resolve, reject) => {
       const deadline = this.#now() + (timeoutMs ?? this.#defaultTimeoutMs);
-      const waiting: Waiting = { json, deadline, resolve, reject, settled: false };
+      const recipients = recipientCount(item);
+      const waiting: Waiting = { json, recipients, deadline, resolve, reject, settled: false };
       const bytes = Buffer.byteLength(json);
-      if (this.#queue.length > 0 && this.#queuedBytes + bytes > this.#maxBytes) this.#flush();
+      if (
+        this.#queue.length > 0 &&
+        (this.#queuedBytes + bytes > this.#maxBytes || this.#queuedRecipients + recipients > this.#maxRecipients)
+      )
+        this.#flush();
       this.#queue.push(waiting);
       this.#queuedBytes += bytes;
+      this.#queuedRecipients += recipients;
       waiting.timer = setTimeout(
         () => {
           settle(waiting, () => {
@@ -111,7 +149,12 @@ export class EvaluateCoalescer {
         },
         Math.max(1, deadline - this.#now()),
       );
-      if (this.#queue.length >= this.#maxEvents || this.#queuedBytes >= this.#maxBytes) this.#flush();
+      if (
+        this.#queue.length >= this.#maxEvents ||
+        this.#queuedBytes >= this.#maxBytes ||
+        this.#queuedRecipients >= this.#maxRecipients
+      )
+        this.#flush();
       else
         this.#window ??= setTimeout(() => {
           this.#flush();
@@ -129,10 +172,12 @@ export class EvaluateCoalescer {
     const answers = new Array<Promise<Reply>>(items.length);
     let batch: Waiting[] = [];
     let bytes = 0;
+    let recipients = 0;
     const sendBatch = () => {
       if (batch.length > 0) this.#sendMessage(batch);
       batch = [];
       bytes = 0;
+      recipients = 0;
     };
     items.forEach((item, index) => {
       let json: string;
@@ -143,11 +188,24 @@ export class EvaluateCoalescer {
         return;
       }
       const size = Buffer.byteLength(json);
-      if (batch.length > 0 && (batch.length >= this.#maxEvents || bytes + size > this.#maxBytes)) sendBatch();
+      const count = recipientCount(item);
+      if (nestsDeeperThan(json, this.#batchDepth)) {
+        // A message of its own, at once (see `evaluate`).
+        answers[index] = new Promise<Reply>((resolve, reject) => {
+          this.#sendMessage([{ json, recipients: count, deadline, resolve, reject, settled: false }]);
+        });
+        return;
+      }
+      if (
+        batch.length > 0 &&
+        (batch.length >= this.#maxEvents || bytes + size > this.#maxBytes || recipients + count > this.#maxRecipients)
+      )
+        sendBatch();
       answers[index] = new Promise<Reply>((resolve, reject) => {
-        batch.push({ json, deadline, resolve, reject, settled: false });
+        batch.push({ json, recipients: count, deadline, resolve, reject, settled: false });
       });
       bytes += size;
+      recipients += count;
     });
     sendBatch();
     return Promise.allSettled(answers);
@@ -160,6 +218,7 @@ export class EvaluateCoalescer {
     const queued = this.#queue;
     this.#queue = [];
     this.#queuedBytes = 0;
+    this.#queuedRecipients = 0;
     for (const waiting of queued)
       settle(waiting, () => {
         waiting.reject(new RpcTransportError('closed', 'the client was closed'));
@@ -172,6 +231,7 @@ export class EvaluateCoalescer {
     const queued = this.#queue.filter((waiting) => !waiting.settled);
     this.#queue = [];
     this.#queuedBytes = 0;
+    this.#queuedRecipients = 0;
     if (queued.length > 0) this.#sendMessage(queued);
   }
 
@@ -194,10 +254,15 @@ export class EvaluateCoalescer {
           });
           return;
         }
+        if (!reply.ok && RESENT_ALONE.has(reply.error.kind)) {
+          // Each with its own deadline; one whose time is up has been failed by its timer.
+          for (const w of waiting) if (!w.settled) this.#sendMessage([w]);
+          return;
+        }
         const results = reply.ok ? resultsOf(reply.body, waiting.length) : undefined;
         waiting.forEach((w, index) => {
           settle(w, () => {
-            // The envelope refused (an error for the whole message): every event's answer.
+            // The envelope refused for a reason each event would meet alone: every event's answer.
             if (!reply.ok) w.resolve(reply);
             else if (results === undefined)
               w.reject(new RpcTransportError('bad-reply', 'the reply does not hold one result per event'));
@@ -262,6 +327,22 @@ function serialize(item: EvaluateItem): string {
       cause: error,
     });
   }
+}
+
+/** The recipients an item names, in either form (0 for what the workers will refuse anyway). */
+function recipientCount(item: EvaluateItem): number {
+  const { recipients, recipients_by_server: byServer } = item as {
+    recipients?: unknown;
+    recipients_by_server?: unknown;
+  };
+  if (Array.isArray(recipients)) return recipients.length;
+  if (!Array.isArray(byServer)) return 0;
+  let count = 0;
+  for (const group of byServer) {
+    const localparts = (group as { localparts?: unknown } | null)?.localparts;
+    if (Array.isArray(localparts)) count += localparts.length;
+  }
+  return count;
 }
 
 /** The batch reply's `results`, when it holds one envelope per event. */

@@ -330,6 +330,24 @@ export const ConfigSchema = Type.Object(
           maximum: 10000,
           description: 'Events of one request in the batch form (`events`; `TooLarge`).',
         }),
+        /** Without it the batch form multiplies `maxRecipients` by `maxBatchEvents`: one message, seconds of a thread. */
+        maxBatchRecipients: Type.Integer({
+          minimum: 1,
+          maximum: 1000000,
+          description:
+            'Recipients of all the events of one request in the batch form together (`TooLarge` for the whole message).',
+        }),
+        /**
+         * Past RabbitMQ's `max_message_size` (128 MiB by default) the broker
+         * closes the channel that publishes the reply, and the request comes
+         * back: the cap answers TooLarge instead, far below it.
+         */
+        maxReplyBytes: Type.Integer({
+          minimum: 4096,
+          maximum: 64 * 1024 * 1024,
+          description:
+            "An `evaluate` reply's encoded bytes; past it, `TooLarge` (for one event of a batch whose own answer is past it, or for the whole message).",
+        }),
         /** Uncached recipients read from the store per query. */
         loadChunkSize: Type.Integer({
           minimum: 1,
@@ -653,6 +671,8 @@ export const ENVIRONMENT: readonly {
   { name: 'EVALUATE_MAX_EVENT_BYTES', path: ['evaluate', 'maxEventBytes'], kind: 'integer' },
   { name: 'EVALUATE_MAX_RECIPIENTS', path: ['evaluate', 'maxRecipients'], kind: 'integer' },
   { name: 'EVALUATE_MAX_BATCH_EVENTS', path: ['evaluate', 'maxBatchEvents'], kind: 'integer' },
+  { name: 'EVALUATE_MAX_BATCH_RECIPIENTS', path: ['evaluate', 'maxBatchRecipients'], kind: 'integer' },
+  { name: 'EVALUATE_MAX_REPLY_BYTES', path: ['evaluate', 'maxReplyBytes'], kind: 'integer' },
   { name: 'EVALUATE_LOAD_CHUNK_SIZE', path: ['evaluate', 'loadChunkSize'], kind: 'integer' },
   { name: 'EVALUATE_SLICE_MS', path: ['evaluate', 'sliceMs'], kind: 'integer' },
   { name: 'EVALUATE_CACHE_MAX_ENTRIES', path: ['evaluate', 'cacheMaxEntries'], kind: 'integer' },

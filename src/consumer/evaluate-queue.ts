@@ -34,6 +34,7 @@ export function evaluateLimits(evaluate: Config['evaluate'], maxJsonDepth: numbe
     maxEventBytes: evaluate.maxEventBytes,
     maxRecipients: evaluate.maxRecipients,
     maxBatchEvents: evaluate.maxBatchEvents,
+    maxBatchRecipients: evaluate.maxBatchRecipients,
   };
 }
 

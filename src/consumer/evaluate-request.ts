@@ -6,7 +6,8 @@ import type { EvaluateRequest } from '../evaluation/evaluate-request.js';
 import { isJsonObject, type JsonObject } from '../matrix/json.js';
 import { userIdValidator } from '../matrix/user-id.js';
 import { fail, ok, type Result } from '../result/result.js';
-import { parseSingleOpBody } from './single-op-body.js';
+import { parseSingleOpJson, singleOpText } from './single-op-body.js';
+import { BATCH_DEPTH_CEILING, evaluateBodyDepth } from './evaluate-body-depth.js';
 import type { EvaluateBatchCommand, EvaluateCommand } from '../service/command.js';
 import { describeSchemaError } from './schema-error.js';
 import { expandRecipientsByServer, recipientsByServerCount, type RecipientsByServer } from './recipients-by-server.js';
@@ -14,7 +15,12 @@ import { expandRecipientsByServer, recipientsByServerCount, type RecipientsBySer
 export interface EvaluateLimits {
   /** The message body, in bytes (TooLarge), whichever form it has. */
   readonly maxRequestBytes: number;
-  /** Arrays and objects nested deeper than this (the envelope counts) are BadJson, checked before parsing. */
+  /**
+   * Arrays and objects nested deeper than this are BadJson, checked before
+   * parsing: the single form's body (the envelope counts), each entry of
+   * the batch form on its own (as it would be sent alone; it fails alone),
+   * and the batch form's envelope outside its entries.
+   */
   readonly maxJsonDepth: number;
   /** The event's compact JSON encoding, in UTF-8 bytes (the spec's event size limit). */
   readonly maxEventBytes: number;
@@ -22,6 +28,12 @@ export interface EvaluateLimits {
   readonly maxRecipients: number;
   /** Entries of the batch form's `events` (TooLarge). */
   readonly maxBatchEvents: number;
+  /**
+   * Recipients of all the batch form's events together, those refused on
+   * their own left out (TooLarge for the whole message): one message never
+   * costs more than this many evaluations, whatever its events.
+   */
+  readonly maxBatchRecipients: number;
 }
 
 /**
@@ -37,10 +49,19 @@ export function parseEvaluateRequest(
   body: Uint8Array,
   limits: EvaluateLimits,
 ): Result<EvaluateCommand | EvaluateBatchCommand> {
-  const parsed = parseSingleOpBody(body, limits, 'evaluate');
+  const text = singleOpText(body, limits);
+  if (!text.ok) return text;
+  const tooDeep = fail(matrixError('BadJson', LIMIT_MESSAGES.jsonTooDeep(limits.maxJsonDepth)));
+  // One scan: the envelope's depth and each entry's, so that a deep entry fails alone.
+  const depth = evaluateBodyDepth(text.value, Math.max(BATCH_DEPTH_CEILING, limits.maxJsonDepth + 2));
+  if (depth.overCeiling || depth.outside > limits.maxJsonDepth) return tooDeep;
+  const parsed = parseSingleOpJson(text.value, 'evaluate');
   if (!parsed.ok) return parsed;
   const json = parsed.value;
-  return Object.hasOwn(json, 'events') ? toEvaluateBatchCommand(json, limits) : toEvaluateCommand(json, limits);
+  // The single form has no `events`: `outside` was its whole depth.
+  return Object.hasOwn(json, 'events')
+    ? toEvaluateBatchCommand(json, limits, depth.entries)
+    : toEvaluateCommand(json, limits);
 }
 
 // Compiled once per process, like the other request schemas.
@@ -63,9 +84,14 @@ export function toEvaluateCommand(json: JsonObject, limits: EvaluateLimits): Res
  * Checks the batch form. The envelope (`events`: an array of 1 to
  * `maxBatchEvents` entries, with no `event`, `room` or `recipients` beside
  * it) refuses the whole message; each entry is then checked on its own and
- * gets the error the single form would have answered for it alone.
+ * gets the error the single form would have answered for it alone, its
+ * depth (`entryDepths`, from `evaluateBodyDepth`) first.
  */
-export function toEvaluateBatchCommand(json: JsonObject, limits: EvaluateLimits): Result<EvaluateBatchCommand> {
+export function toEvaluateBatchCommand(
+  json: JsonObject,
+  limits: EvaluateLimits,
+  entryDepths: readonly number[] = [],
+): Result<EvaluateBatchCommand> {
   const { events } = json;
   if (!Array.isArray(events)) return fail(matrixError('BadJson', 'events must be array.'));
   if (events.length === 0) return fail(matrixError('BadJson', 'events must not be empty.'));
@@ -73,7 +99,17 @@ export function toEvaluateBatchCommand(json: JsonObject, limits: EvaluateLimits)
     return fail(matrixError('TooLarge', LIMIT_MESSAGES.tooManyEvents(limits.maxBatchEvents)));
   for (const key of ['event', 'room', 'recipients', 'recipients_by_server'])
     if (Object.hasOwn(json, key)) return fail(matrixError('BadJson', `${key} is not taken beside events.`));
-  return ok({ op: 'evaluate_batch', events: events.map((entry) => toEvaluateEvent(entry, limits)) });
+  const entries = events.map((entry, index) =>
+    // Before the schema and anything else that walks the entry: it is refused as its single form would be.
+    (entryDepths[index] ?? 0) > limits.maxJsonDepth
+      ? fail(matrixError('BadJson', LIMIT_MESSAGES.jsonTooDeep(limits.maxJsonDepth)))
+      : toEvaluateEvent(entry, limits),
+  );
+  let pairs = 0;
+  for (const entry of entries) if (entry.ok) pairs += entry.value.recipients.length;
+  if (pairs > limits.maxBatchRecipients)
+    return fail(matrixError('TooLarge', LIMIT_MESSAGES.tooManyBatchRecipients(limits.maxBatchRecipients)));
+  return ok({ op: 'evaluate_batch', events: entries });
 }
 
 function toEvaluateEvent(entry: unknown, limits: EvaluateLimits): Result<EvaluateRequest> {

@@ -16,12 +16,26 @@ export interface BodyLimits {
  * that op. What the op's fields must be is the caller's.
  */
 export function parseSingleOpBody(body: Uint8Array, limits: BodyLimits, op: string): Result<JsonObject> {
+  const text = singleOpText(body, limits);
+  if (!text.ok) return text;
+  if (nestsDeeperThan(text.value, limits.maxJsonDepth))
+    return fail(matrixError('BadJson', LIMIT_MESSAGES.jsonTooDeep(limits.maxJsonDepth)));
+  return parseSingleOpJson(text.value, op);
+}
+
+/** The body as text, if it is within `maxRequestBytes` (TooLarge). */
+export function singleOpText(body: Uint8Array, limits: Pick<BodyLimits, 'maxRequestBytes'>): Result<string> {
   if (body.byteLength > limits.maxRequestBytes) {
     return fail(matrixError('TooLarge', LIMIT_MESSAGES.requestTooLarge(limits.maxRequestBytes)));
   }
-  const text = Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString('utf8');
-  if (nestsDeeperThan(text, limits.maxJsonDepth))
-    return fail(matrixError('BadJson', LIMIT_MESSAGES.jsonTooDeep(limits.maxJsonDepth)));
+  return ok(Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString('utf8'));
+}
+
+/**
+ * Text whose depth the caller checked: JSON, an object, and `op`. `JSON.parse`
+ * does not recurse, so a deep value costs it memory, not stack.
+ */
+export function parseSingleOpJson(text: string, op: string): Result<JsonObject> {
   let json: unknown;
   try {
     json = JSON.parse(text);

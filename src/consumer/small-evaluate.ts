@@ -9,6 +9,7 @@ export interface InlineBounds {
 const USER_ID_KEY = Buffer.from('"user_id"');
 const BY_SERVER_KEY = Buffer.from('"recipients_by_server"');
 const QUOTE = 0x22;
+const ESCAPE = Buffer.from('\\u');
 
 /**
  * Whether a raw `evaluate` body is small enough that handing it to a thread
@@ -16,10 +17,12 @@ const QUOTE = 0x22;
  * before any parse: its length, then its `"user_id"` keys counted with a
  * byte search that stops past `maxRecipients`, within at most `maxBytes`.
  *
- * A count, not a parse, so it may be off either way, and either way is
- * safe: a `"user_id"` key inside the event counts too (the request goes to
- * a thread), and a key spelled with escapes is missed, but the byte bound
- * still caps what can reach the event loop. The grouped form
+ * A count, not a parse, so it may be off one way, which is safe: a
+ * `"user_id"` key inside the event counts too (the request goes to a
+ * thread). A key spelled with escapes (`"user\u005fid"`) would be missed,
+ * so a body holding any `\u` escape goes to a thread, whatever it escapes:
+ * clients and homeservers escape only what JSON requires (control
+ * characters, lone surrogates), which is rare. The grouped form
  * (`recipients_by_server`) is bounded by the strings after its key. Never
  * wrong about answers: both
  * paths parse and evaluate the same way.
@@ -27,6 +30,7 @@ const QUOTE = 0x22;
 export function isSmallEvaluate(body: Uint8Array, bounds: InlineBounds): boolean {
   if (bounds.maxBytes <= 0 || bounds.maxRecipients <= 0 || body.byteLength > bounds.maxBytes) return false;
   const bytes = Buffer.from(body.buffer, body.byteOffset, body.byteLength);
+  if (bytes.includes(ESCAPE)) return false;
   let recipients = 0;
   for (let at = bytes.indexOf(USER_ID_KEY); at !== -1; at = bytes.indexOf(USER_ID_KEY, at + USER_ID_KEY.length)) {
     recipients += 1;

@@ -67,6 +67,10 @@ export const LIMIT_MESSAGES = {
   tooManyRecipients: (max: number) => `Too many recipients: an evaluate request may name at most ${max}.`,
   eventTooLarge: (max: number) => `The event is larger than ${max} bytes.`,
   tooManyEvents: (max: number) => `Too many events: an evaluate request may carry at most ${max}.`,
+  tooManyBatchRecipients: (max: number) =>
+    `Too many recipients: an evaluate request may name at most ${max} over all its events.`,
+  replyTooLarge: (max: number) =>
+    `The reply would be larger than ${max} bytes: ask for the compact form (runs), or name fewer recipients or events per request.`,
   tooManyNotifyRecipients: (max: number) => `Too many recipients: a notify message may name at most ${max}.`,
 } as const;
 

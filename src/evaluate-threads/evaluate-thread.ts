@@ -65,6 +65,7 @@ const service = new EvaluateService(store, {
   cache,
   loadChunkSize: data.evaluate.loadChunkSize,
   sliceMs: data.evaluate.sliceMs,
+  maxReplyBytes: data.evaluate.maxReplyBytes,
   operationTimeoutMs: data.mongodb.operationTimeoutMs,
   observer: {
     storeOperationAbandoned: (operation, reason) => {
@@ -105,11 +106,12 @@ port.on('message', (message: ToThread) => {
     case 'evaluate':
       void evaluate(message.id, message.body, message.deadline);
       return;
+    // The service's: the cache, and the reads under way that later evaluations would join.
     case 'invalidate':
-      cache.invalidate(message.userId);
+      service.invalidate(message.userId);
       return;
     case 'clear':
-      cache.clear();
+      service.clear();
       return;
   }
 });

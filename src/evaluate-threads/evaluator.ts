@@ -42,6 +42,8 @@ export class Evaluator {
   /** The cache of the evaluations on the event loop, if it evaluates any. */
   readonly #cache: RulesetCache<CompiledRuleset> | undefined;
   readonly #pool: ThreadPool | undefined;
+  /** The evaluations on the event loop, if it evaluates any. */
+  readonly #service: EvaluateService | undefined;
   /** The event loop's cache and the threads' as one, for the metrics. */
   readonly cache: CacheView = summedCacheView(() => {
     const parts: CacheView[] = [];
@@ -85,30 +87,36 @@ export class Evaluator {
         ...shares.eventLoop,
         maxStalenessMs: evaluate.maxStalenessMs,
       });
-      const service = new EvaluateService(store, {
+      const service: EvaluateService = new EvaluateService(store, {
         cache: this.#cache,
         loadChunkSize: evaluate.loadChunkSize,
         sliceMs: evaluate.sliceMs,
+        maxReplyBytes: evaluate.maxReplyBytes,
         operationTimeoutMs: mongodb.operationTimeoutMs,
         ...(observer === undefined ? {} : { observer }),
         onUndecodable: (userId) => {
           logger.warn({ userId }, 'stored push rules cannot be decoded: evaluated as the server defaults');
         },
       });
+      this.#service = service;
       inline = evaluateInProcess(service, evaluateLimits(evaluate, maxJsonDepth));
     }
     this.run = splitEvaluateRunner({ inline, thread: this.#pool?.run, bounds, observer });
   }
 
-  /** A change event for this user: its entry leaves every cache, the event loop's and each thread's. */
+  /**
+   * A change event for this user: its entry leaves every cache, the event
+   * loop's and each thread's, and no evaluation taken from now on joins a
+   * read of it started before (`EvaluateService.invalidate`).
+   */
   invalidate(userId: string): void {
-    this.#cache?.invalidate(userId);
+    this.#service?.invalidate(userId);
     this.#pool?.invalidate(userId);
   }
 
-  /** Change events may have been missed: every cache is emptied. */
+  /** Change events may have been missed: every cache is emptied, and no read under way is joined. */
   clear(): void {
-    this.#cache?.clear();
+    this.#service?.clear();
     this.#pool?.clear();
   }
 

@@ -40,7 +40,7 @@ export function nestsDeeperThan(text: string, max: number): boolean {
  * jumps from quote to quote (`indexOf`) instead of looking at every unit: a
  * quote after an odd run of backslashes is escaped, after an even one not.
  */
-function closingQuote(text: string, open: number): number {
+export function closingQuote(text: string, open: number): number {
   for (let from = open + 1; ;) {
     const quote = text.indexOf('"', from);
     if (quote < 0) return text.length;

@@ -6,13 +6,22 @@ import { evaluationReplyJson } from '../evaluation/evaluation-reply-json.js';
 import type { EvaluationRecipient } from '../evaluation/evaluation-input.js';
 import { getPushRules } from '../push-rules/get-push-rules.js';
 import type { EvaluateBatchCommand, EvaluateCommand } from './command.js';
-import { StoreUnavailableError, type LoadedPushRules, type PushStore } from '../store/push-store.js';
-import { beforeDeadline, BoundedStore, checkDeadline, type StoreBoundsObserver } from './bounded-store.js';
+import type { LoadedPushRules, PushStore } from '../store/push-store.js';
+import {
+  beforeDeadline,
+  BoundedStore,
+  checkDeadline,
+  DeadlinePassedError,
+  type StoreBoundsObserver,
+} from './bounded-store.js';
 import { failureOutcome, type FailureOutcome } from './failure-reply.js';
 import type { RulesetCache } from './ruleset-cache.js';
 import { successEncoded, type Reply } from '../contract/reply.js';
+import { capEachResult, fitsReply, replyTooLarge } from './evaluate-reply-cap.js';
 import { batchResultsJson, type BatchResult } from '../contract/batch-reply.js';
 import type { Evaluation } from '../evaluation/evaluate-request.js';
+import { AbandonedReadError, InFlightReads } from './in-flight-reads.js';
+import { inBatches } from './in-batches.js';
 
 export interface EvaluateServiceOptions {
   readonly cache: RulesetCache<CompiledRuleset>;
@@ -31,6 +40,12 @@ export interface EvaluateServiceOptions {
    */
   readonly operationTimeoutMs?: number | undefined;
   readonly observer?: StoreBoundsObserver;
+  /**
+   * An evaluation's encoded reply, at most (TooLarge past it; in a batch,
+   * for each event whose own answer is past it, and for the whole message
+   * when the answers together are). Unbounded when absent.
+   */
+  readonly maxReplyBytes?: number | undefined;
   /** What slices are timed with (`performance.now`). */
   readonly clock?: () => number;
   /** What deadlines are read on (`Date.now`). */
@@ -80,8 +95,9 @@ export class EvaluateService {
   readonly #options: EvaluateServiceOptions;
   readonly #clock: () => number;
   readonly #now: () => number;
+  readonly #maxReplyBytes: number;
   /** Users being read from the store right now, by any evaluation of this worker. */
-  readonly #loading = new Map<string, Promise<CompiledRuleset>>();
+  readonly #loading = new InFlightReads();
 
   constructor(store: PushStore, options: EvaluateServiceOptions) {
     const { operationTimeoutMs, observer } = options;
@@ -89,6 +105,25 @@ export class EvaluateService {
     this.#options = options;
     this.#clock = options.clock ?? (() => performance.now());
     this.#now = options.now ?? (() => Date.now());
+    this.#maxReplyBytes = options.maxReplyBytes ?? Infinity;
+  }
+
+  /**
+   * A change event for this user: its cached rules go, and so does its
+   * read under way, for joiners: that read may have been taken before the
+   * change, so an evaluation that starts now reads the user again (the
+   * evaluations already waiting for it keep it: they began before the
+   * event, as if they had been answered first).
+   */
+  invalidate(userId: string): void {
+    this.#options.cache.invalidate(userId);
+    this.#loading.invalidate(userId);
+  }
+
+  /** Change events may have been missed: every cached ruleset and every read under way, for joiners. */
+  clear(): void {
+    this.#options.cache.clear();
+    this.#loading.clear();
   }
 
   /**
@@ -107,10 +142,13 @@ export class EvaluateService {
       );
       const evaluation = startEvaluation(request);
       const rulesetFor = (_recipient: EvaluationRecipient, index: number) => rulesets[index] ?? sharedDefaultRuleset();
-      await this.#inSlices((shouldPause) => evaluateUntil(evaluation, rulesetFor, shouldPause));
+      await this.#inSlices((shouldPause) => evaluateUntil(evaluation, rulesetFor, shouldPause), deadline);
       stats.notified = notifiedCount(evaluation);
       // Assembled as text from the few distinct action lists (evaluation-reply-json.ts), never as one object per recipient.
-      return { reply: successEncoded({}, evaluationReplyJson(evaluation)), stats };
+      const json = evaluationReplyJson(evaluation);
+      if (!fitsReply(json, this.#maxReplyBytes))
+        return { reply: { ok: false, error: replyTooLarge(this.#maxReplyBytes) }, stats };
+      return { reply: successEncoded({}, json), stats };
     } catch (error) {
       return { ...failureOutcome(error), stats };
     }
@@ -160,20 +198,27 @@ export class EvaluateService {
           if (shouldPause()) return next >= evaluations.length;
         }
         return true;
-      });
-      results = command.events.map((entry, index) => {
-        if (!entry.ok) return { ok: false, error: entry.error.toBody() };
-        const evaluation = evaluations[index] as Evaluation;
-        stats.notified += notifiedCount(evaluation);
-        return { ok: true, json: evaluationReplyJson(evaluation) };
-      });
+      }, deadline);
+      results = capEachResult(
+        command.events.map((entry, index) => {
+          if (!entry.ok) return { ok: false, error: entry.error.toBody() };
+          const evaluation = evaluations[index] as Evaluation;
+          stats.notified += notifiedCount(evaluation);
+          return { ok: true, json: evaluationReplyJson(evaluation) };
+        }),
+        this.#maxReplyBytes,
+      );
     } catch (error) {
       failed = failureOutcome(error);
       // failureOutcome always answers with an error.
       const shared = (failed.reply as Extract<Reply, { ok: false }>).error;
       results = command.events.map((entry) => ({ ok: false, error: entry.ok ? shared : entry.error.toBody() }));
     }
-    return { ...failed, reply: successEncoded({}, batchResultsJson(results)), stats };
+    const json = batchResultsJson(results);
+    // Each answer fits, not all of them together: the caller sends them again in smaller messages.
+    if (!fitsReply(json, this.#maxReplyBytes))
+      return { ...failed, reply: { ok: false, error: replyTooLarge(this.#maxReplyBytes) }, stats };
+    return { ...failed, reply: successEncoded({}, json), stats };
   }
 
   /**
@@ -186,6 +231,7 @@ export class EvaluateService {
     sender: string,
     stats: { cacheHits: number; loaded: number; storeQueries: number },
     deadline: number | undefined,
+    join = true,
   ): Promise<(CompiledRuleset | undefined)[]> {
     const { cache, loadChunkSize } = this.#options;
     const rulesets = new Array<CompiledRuleset | undefined>(recipients.length);
@@ -194,6 +240,8 @@ export class EvaluateService {
     const missingAt = new Map<string, number>();
     // Users another evaluation is reading right now: wait for that read, do not read them again.
     const joined: Promise<void>[] = [];
+    /** Where the users of joined reads that were abandoned are: read here, once, without joining again. */
+    const orphans: number[] = [];
     const now = cache.now();
     let hits = 0;
     for (let index = 0; index < recipients.length; index += 1) {
@@ -205,19 +253,26 @@ export class EvaluateService {
         hits += 1;
         continue;
       }
-      const inFlight = this.#loading.get(userId);
+      const inFlight = join ? this.#loading.get(userId) : undefined;
       if (inFlight === undefined) {
         missing.push(userId);
         missingAt.set(userId, index);
       } else {
         joined.push(
-          inFlight.then((compiled) => {
-            rulesets[index] = compiled;
-          }),
+          inFlight.then(
+            (compiled) => {
+              rulesets[index] = compiled;
+            },
+            (error: unknown) => {
+              // Never run (its owner stopped first, at its own deadline): not this evaluation's failure.
+              if (!(error instanceof AbandonedReadError)) throw error;
+              orphans.push(index);
+            },
+          ),
         );
       }
     }
-    stats.cacheHits = hits;
+    stats.cacheHits += hits;
     const chunks: string[][] = [];
     for (let start = 0; start < missing.length; start += loadChunkSize)
       chunks.push(missing.slice(start, start + loadChunkSize));
@@ -247,6 +302,18 @@ export class EvaluateService {
       for (const read of reads) read.abandon();
     }
     await Promise.all(joined);
+    if (orphans.length > 0) {
+      const again = await this.#rulesetsOf(
+        orphans.map((index) => recipients[index] as EvaluationRecipient),
+        sender,
+        stats,
+        deadline,
+        false,
+      );
+      orphans.forEach((index, at) => {
+        rulesets[index] = again[at];
+      });
+    }
     return rulesets;
   }
 
@@ -264,15 +331,7 @@ export class EvaluateService {
     });
     // Joiners that see a failure fail their own evaluation the same way.
     done.catch(() => undefined);
-    for (const userId of chunk) {
-      const forUser = done.then((compiled) => compiled.get(userId) ?? sharedDefaultRuleset());
-      // Nobody may join; a failure is then reported by the evaluation that ran the read.
-      forUser.catch(() => undefined);
-      this.#loading.set(userId, forUser);
-    }
-    const forget = () => {
-      for (const userId of chunk) this.#loading.delete(userId);
-    };
+    const forget = this.#loading.register(chunk, done);
     let started = false;
     const run = async () => {
       started = true;
@@ -310,7 +369,7 @@ export class EvaluateService {
       if (started) return;
       forget();
       // Transient: the joiner's own evaluation answers Unavailable, and its retry reads them.
-      settle?.reject(new StoreUnavailableError('the evaluation that was to read these users stopped first'));
+      settle?.reject(new AbandonedReadError());
     };
     return { run, abandon };
   }
@@ -326,25 +385,19 @@ export class EvaluateService {
     return compileUserRuleset(decision.value.ruleset, userId);
   }
 
-  /** Runs `step` until it says it is done, yielding to the event loop whenever it paused at the slice's end. */
-  async #inSlices(step: (shouldPause: () => boolean) => boolean): Promise<void> {
+  /**
+   * Runs `step` until it says it is done, yielding to the event loop
+   * whenever it paused at the slice's end. With a deadline (an evaluation's
+   * own work, never a read others joined), no slice starts after it: the
+   * caller has given up, and a large message must not hold a thread longer.
+   */
+  async #inSlices(step: (shouldPause: () => boolean) => boolean, deadline?: number): Promise<void> {
     for (;;) {
       const sliceEnd = this.#clock() + this.#options.sliceMs;
       if (step(() => this.#clock() >= sliceEnd)) return;
       await nextTurn();
+      if (deadline !== undefined && this.#now() >= deadline)
+        throw new DeadlinePassedError('the deadline passed while evaluating');
     }
   }
-}
-
-/** Runs `work` on every item, at most `concurrency` at once. */
-async function inBatches<T>(items: readonly T[], concurrency: number, work: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  const lanes = Array.from({ length: Math.min(concurrency, items.length) }, async () => {
-    while (next < items.length) {
-      const item = items[next] as T;
-      next += 1;
-      await work(item);
-    }
-  });
-  await Promise.all(lanes);
 }

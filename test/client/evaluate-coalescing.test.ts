@@ -8,6 +8,7 @@ import {
 import { EncodedBody } from '../../src/client/encoded-body.js';
 import { RpcTransportError, type RequestOptions } from '../../src/client/rpc-client.js';
 import type { Reply } from '../../src/contract/reply.js';
+import type { JsonValue } from '../../src/matrix/json.js';
 import { eventually } from '../support/eventually.js';
 
 interface Held {
@@ -70,6 +71,11 @@ const nth = async (sent: readonly Held[], n: number): Promise<Held> => {
   return sent[n] as Held;
 };
 const QUIET: EvaluateCoalescing = { windowMs: 60_000 };
+/** An event whose content nests `levels` arrays: its entry is `levels + 3` deep (29: 32 alone, 34 in a batch). */
+const deepEvent = (levels: number) => ({
+  ...eventOf(9),
+  content: { n: JSON.parse('['.repeat(levels) + ']'.repeat(levels)) as JsonValue },
+});
 
 describe('PushRulesClient.evaluate, coalesced', () => {
   it('sends a call made while nothing is out at once, alone, in the single form', async () => {
@@ -189,19 +195,14 @@ describe('PushRulesClient.evaluate, coalesced', () => {
       { kind: 'Unavailable', reason: 'connection-lost' },
     ],
     [
-      'an error for the whole message',
+      'a transient error for the whole message',
       (m: Held) => {
         m.answer({
           ok: false,
-          error: {
-            kind: 'TooLarge',
-            errcode: 'M_TOO_LARGE',
-            error: 'Request body is larger than 4194304 bytes.',
-            status: 413,
-          },
+          error: { kind: 'Unavailable', errcode: 'M_UNKNOWN', error: 'the thread stopped', status: 503 },
         });
       },
-      { kind: 'TooLarge' },
+      { kind: 'Unavailable', message: 'the thread stopped' },
     ],
     [
       'a reply without one result per event',
@@ -220,6 +221,78 @@ describe('PushRulesClient.evaluate, coalesced', () => {
     expect(settled).toMatchObject([
       { status: 'rejected', reason: error },
       { status: 'rejected', reason: error },
+    ]);
+    expect(sent).toHaveLength(2);
+  });
+
+  const refusal = (kind: 'TooLarge' | 'BadJson', error: string): Reply => ({
+    ok: false,
+    error: { kind, errcode: kind === 'TooLarge' ? 'M_TOO_LARGE' : 'M_BAD_JSON', error, status: 413 },
+  });
+
+  it.each([
+    ['TooLarge', 'Too many recipients: an evaluate request may name at most 20000 over all its events.'],
+    ['BadJson', 'Request body nests arrays and objects deeper than 32 levels.'],
+  ] as const)(
+    'sends each event of a message refused as a whole (%s) again alone, so that only an offender fails',
+    async (kind, message) => {
+      const { client, sent } = heldTransport(QUIET);
+      ignore(client.evaluate(eventOf(1), ROOM, recipients));
+      const calls = [2, 3].map(async (n) => client.evaluate(eventOf(n), ROOM, recipients));
+      sent[0]?.answer(answerOf(1));
+      (await nth(sent, 1)).answer(refusal(kind, message));
+      const [second, third] = [await nth(sent, 2), await nth(sent, 3)];
+      expect([second.wire, third.wire]).toEqual([
+        { op: 'evaluate', ...entry(2) },
+        { op: 'evaluate', ...entry(3) },
+      ]);
+      second.answer(answerOf(2));
+      third.answer(refusal(kind, message));
+      const settled = await Promise.allSettled(calls);
+      expect(settled).toMatchObject([
+        { status: 'fulfilled', value: valueOf(2) },
+        { status: 'rejected', reason: { kind, message } },
+      ]);
+    },
+  );
+
+  it.each([
+    ['deeper than the single form takes it (it fails alone)', 40],
+    ['that the single form takes but a batch would nest past maxJsonDepth', 29],
+  ])('never puts in a batch an event nested %s: it goes at once, alone', async (_name, levels) => {
+    const { client, sent } = heldTransport(QUIET);
+    ignore(client.evaluate(eventOf(1), ROOM, recipients));
+    const first = client.evaluate(eventOf(2), ROOM, recipients);
+    const deep = client.evaluate(deepEvent(levels), ROOM, recipients);
+    const last = client.evaluate(eventOf(3), ROOM, recipients);
+    expect(sent).toHaveLength(2);
+    expect(sent[1]?.wire).toEqual({
+      op: 'evaluate',
+      event: deepEvent(levels),
+      room: ROOM,
+      recipients,
+      compact: true,
+      runs: true,
+    });
+    sent[1]?.answer(refusal('BadJson', 'Request body nests arrays and objects deeper than 32 levels.'));
+    await expect(deep).rejects.toMatchObject({ kind: 'BadJson' });
+    sent[0]?.answer(answerOf(1));
+    const batch = await nth(sent, 2);
+    expect(batch.wire).toEqual({ op: 'evaluate', events: [entry(2), entry(3)] });
+    batch.answer({ ok: true, body: { results: [answerOf(2), answerOf(3)] } });
+    await expect(Promise.all([first, last])).resolves.toEqual([valueOf(2), valueOf(3)]);
+  });
+
+  it('sends the queue before its events name more than maxRecipients together', () => {
+    const { client, sent } = heldTransport({ ...QUIET, maxRecipients: 3 });
+    const two = [{ user_id: '@a:x.org' }, { user_id: '@b:x.org' }];
+    ignore(client.evaluate(eventOf(1), ROOM, recipients));
+    ignore(client.evaluate(eventOf(2), ROOM, two));
+    ignore(client.evaluate(eventOf(3), ROOM, two));
+    // Queued: the event of 2, then one more of 2 would make 4, so the queue goes first (alone).
+    expect(sent.map((m) => m.wire)).toEqual([
+      { op: 'evaluate', ...entry(1) },
+      { op: 'evaluate', event: eventOf(2), room: ROOM, recipients: two, compact: true, runs: true },
     ]);
   });
 
@@ -289,6 +362,23 @@ describe('PushRulesClient.evaluateMany', () => {
       { status: 'fulfilled', value: valueOf(1) },
       { status: 'fulfilled', value: valueOf(2) },
       { status: 'rejected', reason: { kind: 'Unavailable', reason: 'timeout' } },
+    ]);
+  });
+
+  it('sends an event nested too deep for a batch alone, and the others together', async () => {
+    const { client, sent } = heldTransport(QUIET);
+    const deep = { event: deepEvent(29), room: ROOM, recipients };
+    const answers = client.evaluateMany([...many([1]), deep, ...many([2])]);
+    expect(sent.map((m) => m.wire)).toEqual([
+      { op: 'evaluate', event: deepEvent(29), room: ROOM, recipients, compact: true, runs: true },
+      { op: 'evaluate', events: [entry(1), entry(2)] },
+    ]);
+    sent[0]?.answer(answerOf(9));
+    sent[1]?.answer({ ok: true, body: { results: [answerOf(1), answerOf(2)] } });
+    expect(await answers).toMatchObject([
+      { status: 'fulfilled', value: valueOf(1) },
+      { status: 'fulfilled', value: valueOf(9) },
+      { status: 'fulfilled', value: valueOf(2) },
     ]);
   });
 

@@ -7,6 +7,7 @@ const LIMITS: EvaluateLimits = {
   maxEventBytes: 65_536,
   maxRecipients: 3,
   maxBatchEvents: 3,
+  maxBatchRecipients: 5,
 };
 
 /** One entry of `events`: the single form's fields without `op`. */
@@ -130,18 +131,6 @@ describe('parseEvaluateRequest, the batch form', () => {
       'Request body is larger than 4096 bytes.',
     ],
     [
-      // The envelope, `events` and the entry are three levels: the event's content is at the fifth.
-      'nested past maxJsonDepth',
-      JSON.stringify({
-        op: 'evaluate',
-        events: [
-          anEntry({ event: { type: 't', room_id: '!r:x.org', sender: '@s:x.org', content: { a: [[[[[[1]]]]]] } } }),
-        ],
-      }),
-      'BadJson',
-      'Request body nests arrays and objects deeper than 10 levels.',
-    ],
-    [
       'another op',
       JSON.stringify({ op: 'notify', events: [anEntry()] }),
       'Unrecognized',
@@ -149,6 +138,84 @@ describe('parseEvaluateRequest, the batch form', () => {
     ],
   ])('refuses the whole message %s, as the single form: %s', (_name, body, kind, message) => {
     expect(parse(body)).toMatchObject({ ok: false, error: { kind, message } });
+  });
+
+  /** An entry whose event content nests `levels` arrays: the entry itself is then `levels + 3` deep. */
+  const nested = (levels: number) =>
+    anEntry({
+      event: {
+        type: 't',
+        room_id: '!r:x.org',
+        sender: '@s:x.org',
+        content: { a: JSON.parse('['.repeat(levels) + ']'.repeat(levels)) as unknown },
+      },
+    });
+  const TOO_DEEP = 'Request body nests arrays and objects deeper than 10 levels.';
+
+  it('takes an entry as deep as the single form takes it, though events and the entry add two levels', () => {
+    // 10 levels alone (the limit), 12 in the batch.
+    expect(parse({ op: 'evaluate', ...nested(7) })).toMatchObject({ ok: true });
+    expect(parse({ op: 'evaluate', events: [anEntry(), nested(7)] })).toMatchObject({
+      ok: true,
+      value: { op: 'evaluate_batch', events: [{ ok: true }, { ok: true }] },
+    });
+  });
+
+  it.each([
+    ['one level past the limit', 8],
+    ['far past the limit', 400],
+  ])('refuses an entry nested %s alone, as the single form refuses it, and keeps its neighbours', (_name, levels) => {
+    expect(parse({ op: 'evaluate', ...nested(levels) })).toMatchObject({
+      ok: false,
+      error: { kind: 'BadJson', message: TOO_DEEP },
+    });
+    expect(parse({ op: 'evaluate', events: [anEntry(), nested(levels), anEntry()] })).toMatchObject({
+      ok: true,
+      value: {
+        op: 'evaluate_batch',
+        events: [{ ok: true }, { ok: false, error: { kind: 'BadJson', message: TOO_DEEP } }, { ok: true }],
+      },
+    });
+  });
+
+  it('counts each entry on its own, whatever its neighbours hold (scalars, strings with brackets, escaped keys)', () => {
+    const body = `{"op":"evaluate","ev\u0065nts":[7,${JSON.stringify(nested(8))},${JSON.stringify(
+      anEntry({ room: { member_count: 3, name: '[[[{{{' } }),
+    )}]}`;
+    const parsed = parse(body);
+    if (!parsed.ok || parsed.value.op !== 'evaluate_batch') throw new Error('expected a batch');
+    expect(parsed.value.events.map((entry) => (entry.ok ? 'ok' : entry.error.message))).toEqual([
+      'Each entry of events must be a JSON object.',
+      TOO_DEEP,
+      'ok',
+    ]);
+  });
+
+  it('takes the entries of the last events key, as JSON.parse does', () => {
+    const body = `{"op":"evaluate","events":[${JSON.stringify(nested(8))}],"events":[${JSON.stringify(anEntry())}]}`;
+    expect(parse(body)).toMatchObject({ ok: true, value: { op: 'evaluate_batch', events: [{ ok: true }] } });
+  });
+
+  it.each([
+    ['nested past maxJsonDepth beside events', { op: 'evaluate', events: [anEntry()], x: [[[[[[[[[[1]]]]]]]]]] }],
+    ['nested past the ceiling of the batch form (1024 levels) in an entry', { op: 'evaluate', events: [nested(1100)] }],
+  ])('refuses the whole message %s', (_name, body) => {
+    expect(parse(body)).toMatchObject({ ok: false, error: { kind: 'BadJson', message: TOO_DEEP } });
+  });
+
+  it('refuses a message whose events name more recipients together than maxBatchRecipients, each within its own limit', () => {
+    const three = anEntry({ recipients: ['@a', '@b', '@c'].map((u) => ({ user_id: `${u}:x.org` })) });
+    expect(parse({ op: 'evaluate', events: [anEntry(), three] })).toMatchObject({ ok: true });
+    expect(parse({ op: 'evaluate', events: [anEntry(), three, anEntry()] })).toMatchObject({
+      ok: false,
+      error: {
+        kind: 'TooLarge',
+        message: 'Too many recipients: an evaluate request may name at most 5 over all its events.',
+      },
+    });
+    // Entries refused on their own do not count.
+    const refused = anEntry({ recipients: [{ user_id: 'bob' }, { user_id: 'carol' }] });
+    expect(parse({ op: 'evaluate', events: [refused, three, refused] })).toMatchObject({ ok: true });
   });
 
   it('leaves the single form as it was: a body without events', () => {

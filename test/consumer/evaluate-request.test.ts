@@ -8,6 +8,7 @@ const LIMITS: EvaluateLimits = {
   maxEventBytes: 65_536,
   maxRecipients: 5,
   maxBatchEvents: 3,
+  maxBatchRecipients: 20_000,
 };
 
 function anEvaluateRequest(overrides: Record<string, unknown> = {}): JsonObject {

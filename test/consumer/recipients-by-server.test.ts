@@ -11,6 +11,7 @@ const LIMITS: EvaluateLimits = {
   maxEventBytes: 100,
   maxRecipients: 5,
   maxBatchEvents: 256,
+  maxBatchRecipients: 20_000,
 };
 const EVENT = { type: 'm.room.message', room_id: '!r:x.org', sender: '@s:x.org', content: { body: 'hi' } };
 const ROOM = { member_count: 3 };

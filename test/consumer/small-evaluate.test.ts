@@ -25,6 +25,9 @@ describe('isSmallEvaluate: whether a raw evaluate body is evaluated on the event
     ['a "user_id" key inside the event', anEvaluate(3, { user_id: '@x:example.org' }), false],
     // Escaped quotes inside a string are not a key.
     ['"user_id" as text in the event', anEvaluate(3, { body: 'my "user_id" is' }), true],
+    // A key spelled with an escape is missed by the byte search: any `\u` goes to a thread.
+    ['"user\\u005fid" keys', anEvaluate(50).replaceAll('"user_id"', '"user\\u005fid"'), false],
+    ['a "\\u" anywhere, one recipient', anEvaluate(1, { body: 'caf\u00e9' }).replace('\u00e9', '\\u00e9'), false],
   ])('%s: %s', (_case, body, small) => {
     expect(isSmallEvaluate(bytes(body), bounds)).toBe(small);
   });

@@ -45,6 +45,33 @@ const anEvaluate = (extra: object = {}) =>
 const wire = (reply: Parameters<typeof encodeReply>[0]) => JSON.parse(encodeReply(reply)) as Record<string, unknown>;
 
 describe('the evaluation thread', () => {
+  it('caps its reply at evaluate.maxReplyBytes, answering TooLarge, and keeps serving', async () => {
+    const capped = new EvaluatePool({
+      threads: 1,
+      data: {
+        evaluate: { ...DEFAULT_CONFIG.evaluate, maxReplyBytes: 4096 },
+        mongodb: { ...DEFAULT_CONFIG.mongodb, url: 'mongodb://127.0.0.1:1', serverSelectionTimeoutMs: 100 },
+        maxJsonDepth: 32,
+        cacheMaxEntries: 100,
+        cacheMaxBytes: 1_000_000,
+      },
+      logger,
+    });
+    try {
+      // Refused entries need no store, and their errors alone are past 4 KiB.
+      const refused = { event: { type: 't' }, room: { member_count: 1 }, recipients: [{ user_id: 'not-a-user' }] };
+      const batch = Buffer.from(JSON.stringify({ op: 'evaluate', events: Array.from({ length: 60 }, () => refused) }));
+      const run = await capped.run(batch, { deadline: undefined });
+      expect(wire(run.reply)).toMatchObject({ ok: false, error: { kind: 'TooLarge', status: 413 } });
+      const small = await capped.run(Buffer.from(JSON.stringify({ op: 'evaluate', events: [refused] })), {
+        deadline: undefined,
+      });
+      expect(wire(small.reply)).toMatchObject({ ok: true, body: { results: [{ ok: false }] } });
+    } finally {
+      await capped.close();
+    }
+  });
+
   it('refuses a bad body itself, with the contract error', async () => {
     const run = await pool.run(Buffer.from('{"op": "evaluate", "event": 1}'), { deadline: undefined });
     expect(wire(run.reply)).toMatchObject({ ok: false, error: { kind: 'BadJson', status: 400 } });

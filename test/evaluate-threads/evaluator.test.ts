@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import type { Config } from '../../src/config/config-schema.js';
 import type { EvaluateRun } from '../../src/consumer/evaluate-queue.js';
 import type { EvaluatedOn } from '../../src/consumer/split-evaluate-runner.js';
@@ -8,6 +8,8 @@ import { Evaluator, type ThreadPool } from '../../src/evaluate-threads/evaluator
 import { createLogger } from '../../src/logging/logger.js';
 import { DEFAULT_RULES_REVISION, serverDefaultRuleset } from '../../src/push-rules/server-default-rules.js';
 import { InMemoryPushStore } from '../../src/store/in-memory-push-store.js';
+import type { PushStore } from '../../src/store/push-store.js';
+import { wrapStore } from '../support/store-doubles.js';
 import { aContentRule } from '../support/builders.js';
 import { DEFAULT_CONFIG } from '../support/default-config.js';
 import { aBody, aRoom } from '../support/evaluation-builders.js';
@@ -44,8 +46,7 @@ function aFakePool() {
   return { told, create };
 }
 
-function anEvaluator(evaluate: Partial<Config['evaluate']> = {}) {
-  const store = new InMemoryPushStore();
+function anEvaluator(evaluate: Partial<Config['evaluate']> = {}, store = new InMemoryPushStore(), read?: PushStore) {
   const pool = aFakePool();
   const where: EvaluatedOn[] = [];
   const evaluator = new Evaluator({
@@ -53,7 +54,7 @@ function anEvaluator(evaluate: Partial<Config['evaluate']> = {}) {
     evaluate: { ...DEFAULT_CONFIG.evaluate, threads: 1, maxStalenessMs: 600_000, ...evaluate },
     mongodb: DEFAULT_CONFIG.mongodb,
     maxJsonDepth: 32,
-    store,
+    store: read ?? store,
     logger: createLogger('silent'),
     observer: { evaluatedOn: (on) => where.push(on), storeOperationAbandoned: () => undefined },
     createPool: pool.create,
@@ -148,5 +149,56 @@ describe('Evaluator: small requests on the event loop, the rest in the threads',
     expect(run.stats?.recipients).toBe(50);
     expect(pool.options).toBeUndefined();
     expect(where).toEqual(['event_loop']);
+  });
+
+  it.each([
+    [
+      'invalidate',
+      (evaluator: Evaluator) => {
+        evaluator.invalidate(CAROL);
+      },
+    ],
+    [
+      'clear',
+      (evaluator: Evaluator) => {
+        evaluator.clear();
+      },
+    ],
+  ])('never lets an evaluation taken after %s join a store read started before it', async (_name, forget) => {
+    const store = new InMemoryPushStore();
+    let release: () => void = () => undefined;
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let reads = 0;
+    // The first read takes what the store holds now, and answers once the gate opens.
+    const slow = wrapStore(store, {
+      loadManyPushRules: async (users) => {
+        reads += 1;
+        const loaded = await store.loadManyPushRules(users);
+        if (reads === 1) await gate;
+        return loaded;
+      },
+    });
+    const { evaluator } = anEvaluator({ threads: 0 }, store, slow);
+    const before = ruleOf(evaluator, CAROL);
+    await vi.waitFor(() => {
+      expect(reads).toBe(1);
+    });
+    await giveKeyword(store, CAROL);
+    forget(evaluator);
+    const after = ruleOf(evaluator, CAROL);
+    release();
+    expect(await before).toBe('.m.rule.message');
+    expect(await after).toBe('kw-pizza');
+    expect(reads).toBe(2);
+  });
+
+  it('caps the replies it builds on the event loop at evaluate.maxReplyBytes', async () => {
+    const { evaluator } = anEvaluator({ threads: 0, maxReplyBytes: 4096 });
+    const recipients = Array.from({ length: 200 }, (_, i) => user(i));
+    const run = await evaluator.run(body(recipients), { deadline: undefined });
+    expect(run.reply).toMatchObject({ ok: false, error: { kind: 'TooLarge', status: 413 } });
+    expect(await ruleOf(evaluator, CAROL)).toBe('.m.rule.message');
   });
 });

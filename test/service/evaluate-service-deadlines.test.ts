@@ -3,7 +3,7 @@ import type { CompiledRuleset } from '../../src/evaluation/compiled-ruleset.js';
 import type { EvaluateRequest } from '../../src/evaluation/evaluate-request.js';
 import { MESSAGES } from '../../src/errors/error-catalogue.js';
 import { InMemoryPushStore } from '../../src/store/in-memory-push-store.js';
-import type { LoadedPushRules, PushStore } from '../../src/store/push-store.js';
+import { StoreUnavailableError, type LoadedPushRules, type PushStore } from '../../src/store/push-store.js';
 import type { AbandonReason } from '../../src/service/bounded-store.js';
 import {
   EvaluateService,
@@ -122,7 +122,7 @@ describe('EvaluateService under a deadline', () => {
     expect(loads).toHaveLength(1);
   });
 
-  it('an evaluation that joined reads its deadline-passed owner will not start gets Unavailable (try again), not Database', async () => {
+  it('an evaluation that joined a read its deadline-passed owner will not start reads those users itself', async () => {
     let release: () => void = () => undefined;
     const { store, loads } = reads(async (_users, index) => {
       if (index === 0) await new Promise<void>((resolve) => (release = resolve));
@@ -138,10 +138,25 @@ describe('EvaluateService under a deadline', () => {
     expect(outcomes['owner']).toMatchObject({ reply: DEADLINE_PASSED });
     release();
     await vi.advanceTimersByTimeAsync(0);
-    expect(loads).toEqual([[user(0)]]);
-    expect(outcomes['joiner']?.reply).toMatchObject({
-      ok: false,
-      error: { kind: 'Unavailable', error: MESSAGES.storeUnavailable },
-    });
+    // The owner's deadline does not fail the joiner: the read it never started is the joiner's own.
+    expect(loads).toEqual([[user(0)], [user(1)]]);
+    expect(outcomes['joiner']?.reply).toMatchObject({ ok: true });
+    expect(outcomes['joiner']?.stats).toMatchObject({ recipients: 2, loaded: 1, storeQueries: 1 });
+  });
+
+  it('an evaluation that joined a read which failed answers that failure (Unavailable: try again)', async () => {
+    let fail: (error: Error) => void = () => undefined;
+    const { store } = reads(async () => new Promise<void>((_resolve, reject) => (fail = reject)));
+    const { service } = aService(store);
+    const outcomes: EvaluateOutcome[] = [];
+    void service.handle(evaluation()).then((o) => outcomes.push(o));
+    void service.handle(evaluation()).then((o) => outcomes.push(o));
+    await vi.advanceTimersByTimeAsync(0);
+    fail(new StoreUnavailableError('gone'));
+    await vi.advanceTimersByTimeAsync(0);
+    expect(outcomes.map((o) => o.reply)).toMatchObject([
+      { ok: false, error: { kind: 'Unavailable', error: MESSAGES.storeUnavailable } },
+      { ok: false, error: { kind: 'Unavailable', error: MESSAGES.storeUnavailable } },
+    ]);
   });
 });
