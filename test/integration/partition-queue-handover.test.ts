@@ -1,4 +1,6 @@
+import { Writable } from 'node:stream';
 import amqp, { type ConsumeMessage } from 'amqplib';
+import { pino } from 'pino';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { declarePartitionQueue, PartitionQueues, type PartVerdict } from '../../src/consumer/partition-queues.js';
 import { partitionQueue } from '../../src/consumer/notify-queue.js';
@@ -30,11 +32,11 @@ function aPool() {
   };
   const queueOf = (partition: number) => partitionQueue(delivery, partition);
   /** A worker's consumers; `handle` decides each part's verdict. */
-  const aWorker = (handle: (n: number) => Promise<PartVerdict>) => {
+  const aWorker = (handle: (n: number) => Promise<PartVerdict>, logger = createLogger('silent')) => {
     const worker = new PartitionQueues({
       amqp: names.amqp,
       delivery,
-      logger: createLogger('silent'),
+      logger,
       queueOf,
       handle: async (_partition, message: ConsumeMessage) => handle(Number(message.content.toString('utf8'))),
     });
@@ -46,7 +48,7 @@ function aPool() {
     const connection = await amqp.connect(names.amqp.url);
     const channel = await connection.createConfirmChannel();
     cleanups.push(async () => {
-      for (let partition = 0; partition < 2; partition += 1) await channel.deleteQueue(queueOf(partition));
+      for (let partition = 0; partition < 4; partition += 1) await channel.deleteQueue(queueOf(partition));
       await connection.close();
     });
     return channel;
@@ -142,6 +144,44 @@ describe('partition queues on the broker', () => {
         expect(seen).toEqual([1, 2]);
       },
       { timeout: 15_000, interval: 50 },
+    );
+  });
+
+  it('consumes every partition subscribed while its session is being set up', async () => {
+    const pool = aPool();
+    const channel = await pool.broker();
+    for (let partition = 0; partition < 4; partition += 1) {
+      await declarePartitionQueue(channel, pool.queueOf(partition), pool.delivery, pool.names.amqp);
+      channel.sendToQueue(pool.queueOf(partition), Buffer.from(String(partition)), { persistent: true });
+    }
+    await channel.waitForConfirms();
+    const seen: number[] = [];
+    // The coordinator subscribes partition after partition as it claims them: here the next three come the
+    // moment the session set-up has opened the first (its log line), while the set-up is still under way.
+    let more: () => void = () => undefined;
+    const lines = new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        if (chunk.toString('utf8').includes(`"queue":"${pool.queueOf(0)}"`)) more();
+        done();
+      },
+    });
+    const worker = pool.aWorker(
+      async (n) => {
+        seen.push(n);
+        return Promise.resolve('ack');
+      },
+      pino({ level: 'debug' }, lines),
+    );
+    more = () => {
+      more = () => undefined;
+      for (const partition of [1, 2, 3]) void worker.subscribe(partition);
+    };
+    await worker.subscribe(0);
+    await vi.waitFor(
+      () => {
+        expect([...seen].sort()).toEqual([0, 1, 2, 3]);
+      },
+      { timeout: 10_000, interval: 50 },
     );
   });
 });
