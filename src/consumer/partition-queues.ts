@@ -1,4 +1,5 @@
-import type { Channel, ConsumeMessage } from 'amqplib';
+import type { Channel, ChannelModel, ConsumeMessage } from 'amqplib';
+import type { AmqpConnectOptions } from '../amqp/amqp-connect.js';
 import { BrokerConnection, closeReason, type BrokerLink } from '../amqp/broker-connection.js';
 import type { Config } from '../config/config-schema.js';
 import type { Logger } from '../logging/logger.js';
@@ -26,6 +27,8 @@ export interface PartitionQueuesOptions {
    * and its holder should let its lease go, so that it is not held unserved.
    */
   readonly failed?: (partition: number, error: unknown) => void;
+  /** How a broker connection is opened; tests pass a fake. */
+  readonly connect?: (url: string, options: AmqpConnectOptions) => Promise<ChannelModel>;
 }
 
 /** One partition queue being consumed. */
@@ -46,6 +49,8 @@ interface Lane {
 interface Session {
   readonly link: BrokerLink;
   readonly lanes: Map<number, Lane>;
+  /** Partitions whose consumer is being opened (declare, prefetch, consume): one open at a time each. */
+  readonly opening: Map<number, Promise<void>>;
 }
 
 /**
@@ -63,6 +68,13 @@ export class PartitionQueues {
   readonly #broker: BrokerConnection<Session>;
   /** The partitions to consume: consumed again on a new connection. */
   readonly #wanted = new Set<number>();
+  /**
+   * The session being set up, until it is live (and after: the same
+   * object). A partition subscribed meanwhile is opened on it: the set-up
+   * may have listed the wanted partitions before, and the connection hands
+   * the session out only a few steps after the set-up returned.
+   */
+  #settingUp: Session | undefined;
 
   constructor(options: PartitionQueuesOptions) {
     this.#options = options;
@@ -75,9 +87,13 @@ export class PartitionQueues {
       attemptTimeoutMs: amqp.connectTimeoutMs,
       backoff: { baseMs: amqp.reconnectBaseMs, maxMs: amqp.reconnectMaxMs },
       setup: async (link) => {
-        const session: Session = { link, lanes: new Map() };
-        // Each on its own: one queue that cannot be consumed must not stop the others.
-        for (const partition of [...this.#wanted]) {
+        const session: Session = { link, lanes: new Map(), opening: new Map() };
+        this.#settingUp = session;
+        // Each on its own: one queue that cannot be consumed must not stop the others. Looked at again after
+        // each: a partition subscribed meanwhile is wanted too.
+        for (;;) {
+          const partition = [...this.#wanted].find((p) => !session.lanes.has(p) && !session.opening.has(p));
+          if (partition === undefined) break;
           try {
             await this.#open(session, partition);
           } catch (error) {
@@ -85,6 +101,7 @@ export class PartitionQueues {
             this.#cannotConsume(partition, error);
           }
         }
+        await Promise.allSettled(session.opening.values());
         return session;
       },
       retire: async (session, reason) => {
@@ -92,6 +109,7 @@ export class PartitionQueues {
         await Promise.allSettled([...session.lanes.values()].flatMap((lane) => [...lane.inFlight]));
       },
       logger: options.logger,
+      ...(options.connect === undefined ? {} : { connect: options.connect }),
     });
   }
 
@@ -108,8 +126,10 @@ export class PartitionQueues {
    */
   async subscribe(partition: number): Promise<void> {
     this.#wanted.add(partition);
-    const session = this.#broker.current;
-    if (session === undefined || session.link.lost || session.lanes.has(partition)) return;
+    const session = this.#session();
+    if (session === undefined || session.lanes.has(partition)) return;
+    const opening = session.opening.get(partition);
+    if (opening !== undefined) return opening.catch(() => undefined);
     try {
       await this.#open(session, partition);
     } catch (error) {
@@ -131,7 +151,9 @@ export class PartitionQueues {
    */
   async unsubscribe(partition: number): Promise<void> {
     this.#wanted.delete(partition);
-    const session = this.#broker.current;
+    const session = this.#session();
+    // Being opened: let go once it is (a consumer opened after this returned would hold the queue unseen).
+    await session?.opening.get(partition)?.catch(() => undefined);
     const lane = session?.lanes.get(partition);
     if (session === undefined || lane === undefined) return;
     session.lanes.delete(partition);
@@ -139,12 +161,19 @@ export class PartitionQueues {
     await Promise.allSettled([...lane.inFlight]);
     await lane.settled;
     await lane.channel.close().catch(() => undefined);
+    this.#log.debug({ queue: this.#options.queueOf(partition) }, 'let a delivery partition queue go');
   }
 
   async close(): Promise<void> {
     await this.#broker.close(async (session) => {
       await Promise.all([...session.lanes.keys()].map(async (partition) => this.unsubscribe(partition)));
     });
+  }
+
+  /** The live session, or the one being set up; none while no connection is up. */
+  #session(): Session | undefined {
+    const session = this.#broker.current ?? this.#settingUp;
+    return session === undefined || session.link.lost ? undefined : session;
   }
 
   #cannotConsume(partition: number, error: unknown): void {
@@ -157,6 +186,16 @@ export class PartitionQueues {
   }
 
   async #open(session: Session, partition: number): Promise<void> {
+    const opening = this.#openLane(session, partition);
+    session.opening.set(partition, opening);
+    try {
+      await opening;
+    } finally {
+      session.opening.delete(partition);
+    }
+  }
+
+  async #openLane(session: Session, partition: number): Promise<void> {
     const { delivery, amqp } = this.#options;
     const queue = this.#options.queueOf(partition);
     const channel = await session.link.connection.createChannel();

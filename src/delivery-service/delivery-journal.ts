@@ -180,6 +180,19 @@ export class DeliveryJournal {
   }
 
   /**
+   * A handover's flush (`flush`) is over: the parts it could not secure
+   * (the store down) go back to the queue, in order, for the next holder,
+   * which plans them again (what was sent of them may be sent twice).
+   * What the journal tracks of the partition stays until `released`: the
+   * sends still in flight are settled against it.
+   */
+  returnUnsecured(partition: number): void {
+    const entries = this.#entries.get(partition) ?? [];
+    this.#entries.delete(partition);
+    for (const entry of entries) entry.reject(new IntakeStoppedError());
+  }
+
+  /**
    * The partition was taken over by another worker (this one lost its
    * lease): nothing may be written any more; its parts are returned to the
    * queue for the new holder (their acknowledgement is refused).

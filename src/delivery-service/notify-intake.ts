@@ -25,6 +25,8 @@ export interface IntakeGate {
 export interface PartJournal {
   admit(partition: number, notify: AcceptedNotify, deliveries: readonly PendingDelivery[]): Promise<void>;
   flush(partition: number): Promise<void>;
+  /** The parts a handover's flush could not secure go back to the queue (their acknowledgement refused). */
+  returnUnsecured(partition: number): void;
   forget(partition: number): void;
 }
 
@@ -129,8 +131,12 @@ export class NotifyIntake {
       await line.tail.catch(() => undefined);
       if (this.#lines.get(partition) === line) this.#lines.delete(partition);
     }
-    if (keep) await this.#options.journal.flush(partition);
-    else this.#options.journal.forget(partition);
+    if (keep) {
+      await this.#options.journal.flush(partition);
+      // Not secured (the store down): back to the queue now. The queue's consumer is closed once every part taken
+      // in is settled, and only then is the lease released: a part left waiting would hold both for good.
+      this.#options.journal.returnUnsecured(partition);
+    } else this.#options.journal.forget(partition);
   }
 
   /**

@@ -245,6 +245,23 @@ describe('the intake of notify messages', () => {
     expect(await store.listPartition(P)).toHaveLength(1);
   });
 
+  it('returns to the queue at a handover what the flush could not store (the store down): the queue is let go', async () => {
+    const store = wrapped(new InMemoryDeliveryStore(), {
+      acceptAll: async () => Promise.reject(new StoreUnavailableError('the store does not answer')),
+    });
+    const { intake } = anIntake({ store });
+    const outcome = intake.accept(aNotify('$1', ['@a:x.org']), 'm1', P).then(
+      () => 'acknowledged',
+      (error: unknown) => (error instanceof IntakeStoppedError ? 'returned to the queue' : 'dead-lettered'),
+    );
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    // A clean handover (keep): the partition queue's consumer is closed once every part taken in is settled, and
+    // the lease released after. A part left waiting here would hold the queue, and the lease, for good.
+    await intake.drain(P, true);
+    const settled = await Promise.race([outcome, new Promise((resolve) => setTimeout(resolve, 200, 'still waiting'))]);
+    expect(settled).toBe('returned to the queue');
+  });
+
   it('refuses a partition it does not hold, and one being drained; orders a new holder after what is stored', async () => {
     const { intake, held } = anIntake();
     await expect(intake.accept(aNotify('$1', ['@a:x.org']), 'm1', P + 1)).rejects.toBeInstanceOf(IntakeStoppedError);

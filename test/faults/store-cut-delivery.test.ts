@@ -1,3 +1,6 @@
+import { mkdtemp, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, inject, it } from 'vitest';
 import type { NotifyNotification } from '../../src/client/push-rules-client.js';
@@ -20,7 +23,22 @@ const LEASE_MS = 3_000;
 let d: DeliveryWorld | undefined;
 let link: CuttableLink | undefined;
 
-afterEach(async () => {
+afterEach(async (context) => {
+  if ((context.task.result?.state === 'fail' || process.env['STORE_CUT_LOGS'] !== undefined) && d !== undefined) {
+    // The workers' logs and the gateway's requests, to find out afterwards where a delivery went (kept after a
+    // failure, or every run with STORE_CUT_LOGS set).
+    const dir = await mkdtemp(join(tmpdir(), 'store-cut-'));
+    for (const [i, worker] of d.world.workers.entries())
+      await writeFile(join(dir, `worker-${String(i)}.jsonl`), worker.lines.map((l) => JSON.stringify(l)).join('\n'));
+    const requests = d.gateway.requests.map((r) => ({
+      at: r.at,
+      answer: r.answer,
+      pushkeys: r.pushkeys,
+      event: (r.body as { notification?: { event_id?: string } } | undefined)?.notification?.event_id,
+    }));
+    await writeFile(join(dir, 'gateway.jsonl'), requests.map((r) => JSON.stringify(r)).join('\n'));
+    console.log(`[store-cut] worker logs in ${dir}`);
+  }
   link?.mend();
   await d?.close();
   await link?.close();
@@ -42,12 +60,29 @@ const aMessage = (n: number): NotifyNotification => ({
 const recipients = (list: readonly string[]) =>
   list.map((user_id) => ({ user_id, actions: ['notify'], counts: { unread: 1 } }));
 
-async function until(check: () => boolean, timeoutMs: number, what: string): Promise<void> {
+async function until(check: () => boolean, timeoutMs: number, what: string, why = () => ''): Promise<void> {
   const end = Date.now() + timeoutMs;
   while (!check()) {
-    if (Date.now() > end) throw new Error(`timed out after ${String(timeoutMs)} ms waiting for ${what}`);
+    if (Date.now() > end) throw new Error(`timed out after ${String(timeoutMs)} ms waiting for ${what}${why()}`);
     await sleep(100);
   }
+}
+
+/** Which devices lack a notification, and which got their first sends out of order (a failure's message). */
+function shortfall(byDevice: Map<string, string[]>, all: readonly string[], events: readonly string[]): string {
+  const firstSends = withoutRepeats(byDevice).events;
+  const missing: string[] = [];
+  const disordered: string[] = [];
+  for (const user of all) {
+    const list = firstSends.get(`${user}-phone`) ?? [];
+    const lacking = events.filter((event) => !list.includes(event));
+    if (lacking.length > 0) missing.push(`${user} lacks ${lacking.join(',')}`);
+    else if (list.join() !== events.join()) disordered.push(`${user} got ${list.join(',')}`);
+  }
+  return (
+    `: ${String(missing.length)} device(s) lack some (${missing.slice(0, 5).join('; ')}), ` +
+    `${String(disordered.length)} out of order (${disordered.slice(0, 5).join('; ')})`
+  );
 }
 
 describe.skipIf(noCa !== undefined)('a worker cut from the store, not the broker', () => {
@@ -87,6 +122,7 @@ describe.skipIf(noCa !== undefined)('a worker cut from the store, not the broker
         ).length === all.length,
       120_000,
       'all five on every device, in order, with the worker still cut off',
+      () => shortfall(deliveredByDevice(world.gateway.requests), all, events),
     );
     const byDevice = deliveredByDevice(world.gateway.requests);
     let replayed = 0;
