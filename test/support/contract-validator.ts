@@ -51,10 +51,12 @@ export function evaluateEntryProblems(entry: unknown): string | undefined {
 export function replyProblems(op: string, value: unknown): string | undefined {
   const envelope = check(reply, value);
   if (envelope !== undefined) return `envelope: ${envelope}`;
-  const body = bodies.get(op);
-  if (body === undefined) return `no reply schema for op ${JSON.stringify(op)}`;
   const { ok, body: content } = value as { ok: boolean; body?: unknown };
-  return ok ? check(body, content) : undefined;
+  if (!ok) return undefined;
+  const body = bodies.get(op);
+  return body === undefined
+    ? `a success for op ${JSON.stringify(op)}, which has no reply schema`
+    : check(body, content);
 }
 
 /** A change event against change-event.schema.json. */
