@@ -32,7 +32,7 @@ const RecipientIds = { properties: { recipients: { items: { properties: { user_i
 const OneRecipientForm = {
   oneOf: [{ required: ['recipients'] }, { required: ['recipients_by_server'] }],
   description:
-    'Exactly one of recipients and recipients_by_server; no user twice; at most evaluate.maxRecipients (20,000 by default) recipients; the event at most evaluate.maxEventBytes (65,536) bytes as compact JSON.',
+    'Exactly one of recipients and recipients_by_server; no user twice; at most evaluate.maxRecipients recipients; the event at most evaluate.maxEventBytes bytes as compact JSON (docs/configuration.md has their defaults).',
 };
 
 const UserOps = Object.fromEntries(Object.keys(REQUEST_SCHEMAS).map((op) => [op, { properties: { user_id: UserId } }]));
@@ -50,7 +50,7 @@ export const REQUEST_RULES: Readonly<Record<string, object>> = {
   evaluate_batch: {
     not: { anyOf: ['event', 'room', 'recipients', 'recipients_by_server'].map((key) => ({ required: [key] })) },
     description:
-      'The batch form: 1 to evaluate.maxBatchEvents (256 by default) entries, nothing of the single form beside them; each entry is checked and answered on its own.',
+      'The batch form: 1 to evaluate.maxBatchEvents entries, nothing of the single form beside them; each entry is checked and answered on its own.',
   },
   notify: RecipientIds,
 };
