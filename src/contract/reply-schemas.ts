@@ -148,8 +148,21 @@ export const REPLY_BODY_SCHEMAS = {
   delete_user_data: EmptySchema,
   evaluate: Type.Union([EvaluateDefaultReply, EvaluateGroupsReply, EvaluateBatchReply]),
   notify: Type.Object(
-    { recipients: Count, devices: Count },
-    { description: 'Only when the notify asked for a reply: the recipients and devices it was taken in for.' },
+    {
+      recipients: Count,
+      devices: Count,
+      pending: Type.Optional(
+        Type.Integer({
+          minimum: 1,
+          description:
+            'The parts not taken in yet when `delivery.replyWaitMs` ran out (they are still delivered); absent when 0.',
+        }),
+      ),
+    },
+    {
+      description:
+        'Only when the notify asked for a reply: the recipients and devices it was taken in for, once every part is taken in or after `delivery.replyWaitMs`.',
+    },
   ),
 } as const satisfies Record<Op | 'evaluate' | 'notify', TSchema>;
 

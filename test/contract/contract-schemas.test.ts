@@ -195,6 +195,7 @@ describe('contract/schemas/reply.schema.json and ops/', () => {
     ['evaluate', { notify_groups: [{ actions: ['notify'], runs: [0, 2, 5, 1] }], evaluated: 9 }],
     ['evaluate', { results: [{ ok: true, body: { notify: {}, evaluated: 0 } }, matrixFailure('BadJson')] }],
     ['notify', { recipients: 1, devices: 2 }],
+    ['notify', { recipients: 1, devices: 2, pending: 3 }],
   ])('accepts a %s success as workers send it', (op, body) => {
     expect(replyProblems(op, { ok: true, body })).toBeUndefined();
   });
@@ -209,6 +210,7 @@ describe('contract/schemas/reply.schema.json and ops/', () => {
     ['delete_pushers', { ok: true, body: {} }, 'no count'],
     ['evaluate', { ok: true, body: { notify_groups: [{ actions: [], runs: [-1] }], evaluated: 1 } }, 'a negative run'],
     ['get_pushers', { ok: true }, 'a success without body'],
+    ['notify', { ok: true, body: { recipients: 1, devices: 2, pending: 0 } }, 'pending 0 (absent instead)'],
     [
       'get_pushers',
       { ok: false, error: { kind: 'NotFound', errcode: 'M_UNKNOWN', error: 'x', status: 404 } },
