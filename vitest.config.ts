@@ -24,6 +24,8 @@ export default defineConfig({
           // The examples and the packed package need the broker, a build, or both.
           include: ['test/integration/**/*.test.ts', 'test/examples/**/*.test.ts', 'test/package/**/*.test.ts'],
           globalSetup: ['test/integration/global-setup.ts'],
+          // Every request and reply the tests send and receive, held to contract/schemas/.
+          setupFiles: ['test/integration/support/contract-check-setup.ts'],
           sequence: { groupOrder: 1 },
           testTimeout: 60_000,
           hookTimeout: 120_000,

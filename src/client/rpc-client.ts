@@ -10,6 +10,7 @@ import {
 } from '../amqp/broker-connection.js';
 import type { BackoffPolicy } from '../retry/backoff.js';
 import type { Reply } from '../contract/reply.js';
+import { WIRE_VERSION_HEADERS } from '../contract/wire-version.js';
 import { EncodedBody } from './encoded-body.js';
 
 const REPLY_QUEUE = 'amq.rabbitmq.reply-to';
@@ -206,6 +207,7 @@ export class RpcClient {
         replyTo: REPLY_QUEUE,
         correlationId,
         contentType: 'application/json',
+        headers: WIRE_VERSION_HEADERS,
         ...(options.noExpiration === true ? { persistent: true } : { expiration: String(leftMs) }),
         timestamp: Date.now(),
         ...(options.messageId === undefined ? {} : { messageId: options.messageId }),
@@ -268,6 +270,7 @@ export class RpcClient {
         persistent: true,
         correlationId,
         contentType: 'application/json',
+        headers: WIRE_VERSION_HEADERS,
         timestamp: options.timestamp ?? Date.now(),
         ...(options.messageId === undefined ? {} : { messageId: options.messageId }),
         ...(this.#options.publisherUserId === undefined ? {} : { userId: this.#options.publisherUserId }),

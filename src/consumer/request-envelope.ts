@@ -5,6 +5,7 @@ import type { Logger } from '../logging/logger.js';
 import { failureOutcome } from '../service/failure-reply.js';
 import type { ChangeEvent } from '../service/push-service.js';
 import { encodeReply, encodeReplyBytes, failure, type Reply } from '../contract/reply.js';
+import { requestedWireVersion, WIRE_VERSION_HEADERS } from '../contract/wire-version.js';
 import type { ChangeListener } from './change-listener.js';
 import type { ServeContext, ServeOutcome } from './consumed-queue.js';
 import type { Lane } from './lane.js';
@@ -78,6 +79,7 @@ export class RequestEnvelope {
           this.#publish(lane.channel, '', replyTo, failureOutcome(error).reply, {
             correlationId,
             contentType: JSON_CONTENT,
+            headers: WIRE_VERSION_HEADERS,
           });
         }
         if (!progress.settled) this.#settle(lane, message, 'ack');
@@ -146,10 +148,14 @@ export class RequestEnvelope {
         ? stopWorkBy(properties.timestamp as unknown, properties.expiration as unknown, replyMarginMs)
         : undefined,
     };
+    // A caller newer than this worker is refused before its body is read: it may mean what this worker cannot.
+    const wire = requestedWireVersion(properties.headers);
     const outcome: ServeOutcome =
       trustedPublishers.length > 0 && (typeof publisher !== 'string' || !trustedPublishers.includes(publisher))
         ? { reply: failure(matrixError('Forbidden', MESSAGES.untrustedPublisher)), conflicts: 0 }
-        : await lane.consumed.serve(message.content, context);
+        : !wire.ok
+          ? { reply: failure(matrixError('Unrecognized', wire.message)), conflicts: 0 }
+          : await lane.consumed.serve(message.content, context);
     if (outcome.requeue === true) {
       progress.settled = true;
       this.#settle(lane, message, 'requeue');
@@ -175,7 +181,11 @@ export class RequestEnvelope {
     const replied =
       announced &&
       (answerable
-        ? this.#publish(channel, '', replyTo, outcome.reply, { correlationId, contentType: JSON_CONTENT })
+        ? this.#publish(channel, '', replyTo, outcome.reply, {
+            correlationId,
+            contentType: JSON_CONTENT,
+            headers: WIRE_VERSION_HEADERS,
+          })
         : true);
     progress.replied = replied;
     progress.settled = true;
@@ -235,7 +245,7 @@ export class RequestEnvelope {
                 exchange,
                 change.type,
                 Buffer.from(encodeReply(change)),
-                { contentType: JSON_CONTENT, persistent: true },
+                { contentType: JSON_CONTENT, persistent: true, headers: WIRE_VERSION_HEADERS },
                 (error) => {
                   if (error !== null && error !== undefined)
                     this.#log.warn(

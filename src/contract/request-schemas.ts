@@ -161,6 +161,17 @@ export const EvaluateRequestSchema = Type.Object({
 /** An entry of the batch form's `events`: checked on its own, so that a bad one fails alone. */
 export const EvaluateEventSchema = Type.Object(EvaluateEventFields);
 
+/**
+ * The batch form of `evaluate`: its envelope (`events`, 1 to
+ * `evaluate.maxBatchEvents` entries) is checked by toEvaluateBatchCommand
+ * in its own words, each entry by `EvaluateEventSchema`; this is the form
+ * contract/schemas/request.schema.json publishes.
+ */
+export const EvaluateBatchRequestSchema = Type.Object({
+  op: Type.Literal('evaluate'),
+  events: Type.Array(EvaluateEventSchema, { minItems: 1 }),
+});
+
 /** A non-negative integer count, as a badge shows it. */
 const Count = Type.Integer({ minimum: 0 });
 

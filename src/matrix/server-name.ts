@@ -2,9 +2,9 @@
  * Server name grammar of the Matrix appendices: a DNS name, an IPv4 literal
  * or a bracketed IPv6 literal, with an optional decimal port.
  */
-const DNS_NAME = /^[A-Za-z0-9.-]{1,255}$/;
-const IPV6_LITERAL = /^\[[0-9A-Fa-f:.]{2,45}\]$/;
-const PORT = /^[0-9]{1,5}$/;
+export const DNS_NAME = /^[A-Za-z0-9.-]{1,255}$/;
+export const IPV6_LITERAL = /^\[[0-9A-Fa-f:.]{2,45}\]$/;
+export const PORT = /^[0-9]{1,5}$/;
 
 export function isValidServerName(name: string): boolean {
   let host = name;

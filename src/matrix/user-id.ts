@@ -8,7 +8,7 @@ export const MAX_USER_ID_BYTES = 255;
  * not only the stricter modern grammar: accounts created under the old rules
  * still exist and still own push rules.
  */
-const LOCALPART = /^[\x21-\x39\x3B-\x7E]+$/;
+export const LOCALPART = /^[\x21-\x39\x3B-\x7E]+$/;
 
 export function isValidUserId(userId: string): boolean {
   if (!userId.startsWith('@')) return false;
