@@ -105,7 +105,19 @@ const LAYERS = {
   // Import from Synapse: its rows mapped onto our rulesets and pushers, pure (docs/import-from-synapse.md).
   import: ['push-rules', 'pushers', 'matrix', 'errors', 'result', 'config'],
   // The importer's adapters: Synapse's database, the store's import writes, change events, the command.
-  'import-io': ['import', 'store', 'amqp', 'config', 'logging', 'push-rules', 'pushers', 'matrix', 'errors', 'result'],
+  'import-io': [
+    'import',
+    'store',
+    'contract',
+    'amqp',
+    'config',
+    'logging',
+    'push-rules',
+    'pushers',
+    'matrix',
+    'errors',
+    'result',
+  ],
 };
 
 const folders = Object.keys(LAYERS);

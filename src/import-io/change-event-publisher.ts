@@ -1,6 +1,7 @@
 import type { ChannelModel, ConfirmChannel } from 'amqplib';
 import { connectAmqp } from '../amqp/amqp-connect.js';
 import type { BrokerAddress } from '../config/broker-urls.js';
+import { WIRE_VERSION_HEADERS } from '../contract/wire-version.js';
 
 /** What the workers publish after a write (docs/rpc-contract.md#change-events), the same for an import. */
 export interface ChangeEvent {
@@ -64,6 +65,8 @@ export class AmqpChangeEventPublisher implements ChangeEventSink {
       this.#channel.publish(this.#exchange, event.type, Buffer.from(JSON.stringify(event)), {
         contentType: 'application/json',
         persistent: true,
+        // As the workers' own events: a consumer reads the wire version from it (docs/rpc-contract.md).
+        headers: WIRE_VERSION_HEADERS,
       });
     }
     await this.#channel.waitForConfirms();
