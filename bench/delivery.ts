@@ -33,7 +33,7 @@ import {
 } from './support/delivery-report.js';
 import { GatewayFleet } from './support/gateway-fleet.js';
 import { checkOutage, type Published } from './support/outage-check.js';
-import { startWorker, type Child } from './support/processes.js';
+import { startWorkerWithHealth, type Child } from './support/processes.js';
 import { cpuSeconds, peakRssBytes, rssBytes } from './support/proc-stats.js';
 
 export interface DeliveryContext {
@@ -118,10 +118,11 @@ export async function runDeliveryScenarios(ctx: DeliveryContext): Promise<Delive
     return { name, db };
   };
   const workers: Child[] = [];
-  const start = async (name: string) => {
-    const worker = await startWorker(env(name), ctx.workerArgs);
-    workers.push(worker);
-    return worker;
+  const start = async (name: string) => (await startWithHealth(name)).child;
+  const startWithHealth = async (name: string) => {
+    const started = await startWorkerWithHealth(env(name), ctx.workerArgs);
+    workers.push(started.child);
+    return started;
   };
   const stop = async (worker: Child) => {
     await worker.stop();
@@ -242,7 +243,7 @@ export async function runDeliveryScenarios(ctx: DeliveryContext): Promise<Delive
       );
       const audience = deliveryAudience('o', OUTAGE_DEVICES, 1, fleet.notifyUrls.slice(0, 1));
       const { name, db } = await database('outage', audience);
-      const worker = await start(name);
+      const { child: worker, healthPort } = await startWithHealth(name);
       try {
         // Replies may come long after the publish when the intake lags: a deadline that never cuts one short.
         const patient = new PushRulesClient({
@@ -256,7 +257,10 @@ export async function runDeliveryScenarios(ctx: DeliveryContext): Promise<Delive
           await attempt(
             'delivery/outage',
             async () => {
-              results.outage = await outage(patient, audience, fleet, db, worker, ctx);
+              results.outage = {
+                ...(await outage(patient, audience, fleet, db, worker, ctx)),
+                ...(await deviceOutcomes(healthPort)),
+              };
             },
             worker,
           );
@@ -638,6 +642,28 @@ async function outage(
     workerRssHwmBytes: hwm,
     check,
   };
+}
+
+/**
+ * The worker's own count of devices by outcome (its `/metrics`), summed
+ * over gateway hosts: nothing when the port is unknown or the read fails.
+ */
+async function deviceOutcomes(healthPort: number | undefined): Promise<{ workerOutcomes?: Record<string, number> }> {
+  if (healthPort === undefined) return {};
+  try {
+    const text = await (await fetch(`http://127.0.0.1:${healthPort}/metrics`)).text();
+    const outcomes: Record<string, number> = {};
+    for (const match of text.matchAll(
+      /^push_worker_delivery_devices_total\{[^}]*outcome="([a-z_]+)"[^}]*\} (\S+)$/gm,
+    )) {
+      const [, outcome = '', value = '0'] = match;
+      outcomes[outcome] = (outcomes[outcome] ?? 0) + Number(value);
+    }
+    return { workerOutcomes: outcomes };
+  } catch (error) {
+    log(`  the worker's metrics could not be read: ${error instanceof Error ? error.message : String(error)}`);
+    return {};
+  }
 }
 
 /** The broker user the bench publishes as (the AMQP URL's): the one `TRUSTED_PUBLISHERS` must name. */

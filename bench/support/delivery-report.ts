@@ -58,6 +58,12 @@ export interface OutageResult {
   /** The kernel's high-water mark of the worker's RSS at the end. */
   readonly workerRssHwmBytes: number;
   readonly check: OutageCheck;
+  /**
+   * Devices by outcome as the worker counted them (`push_worker_delivery_devices_total`,
+   * summed over hosts) at the end: what it says it dropped, expired or gave up, to set
+   * beside what the devices lack. Absent when its metrics could not be read.
+   */
+  readonly workerOutcomes?: Readonly<Record<string, number>>;
 }
 
 export interface LatencySummary {
@@ -167,6 +173,7 @@ function outageCheckText(c: OutageCheck): string {
     `${fmt(c.devices)} devices; backlog ${fmt(c.backlogPublished)} taken in, ${fmt(c.backlogDelivered)} delivered (at most ${c.maxFromBacklog} per device, of a largest backlog of ${c.maxBacklog}${c.maxBacklog > c.maxPending ? '' : ': the cap was not reached'})`,
     `taken in after the recovery ${fmt(c.laterPublished)}, delivered ${fmt(c.laterDelivered)}`,
     `devices out of order ${c.outOfOrder}, duplicates ${c.duplicates}, over the cap ${c.overCap}, not the newest ${c.notNewest}, newest missing ${c.lastMissing}, later missing ${c.laterMissing}, lost before ${c.lostBefore}`,
+    `missing notifications the cap accounts for ${fmt(c.capExplained)} (uncertain ${fmt(c.capUncertain)}), devices with a loss it cannot account for ${c.unexplained}`,
   ].join('; ');
 }
 
@@ -217,6 +224,13 @@ export function deliveryMarkdown(r: DeliveryResults): string {
       `| ${o.ratePerSecond} notify/s × ${o.room} devices of ${fmt(o.devices)}, ${o.healthySeconds} s healthy first | ${fmt(o.published)} (${o.publishFailures} failed) | ${seconds(o.intakeLagP50Ms)} (${seconds(o.intakeLagMaxMs)}) | ${fmt(o.deadHostRequests)} (${o.deadHostBound}) | ${seconds(o.firstDeliveryAfterMs)} | ${fmt(o.requestsFirstSecondAfter)} | ${seconds(o.drainMs)} | ${mb(o.workerRssMaxBytes)} (${mb(o.workerRssHwmBytes)}) |`,
       '',
       `Per device: ${outageCheckText(o.check)}.`,
+      '',
+      o.workerOutcomes === undefined
+        ? "The worker's outcome counts could not be read."
+        : `The worker counted devices: ${Object.entries(o.workerOutcomes)
+            .filter(([, count]) => count > 0)
+            .map(([outcome, count]) => `${outcome} ${fmt(count)}`)
+            .join(', ')}.`,
       ...(o.check.examples.length === 0
         ? []
         : [
