@@ -538,6 +538,8 @@ async function outage(
   const sampler = setInterval(() => {
     rss.max = Math.max(rss.max, rssBytes(worker.pid) || 0);
   }, 250);
+  // Unref'd, here and below: a scenario that throws (a backlog never drained) must not keep the bench alive.
+  sampler.unref();
   const sends: Promise<void>[] = [];
   const failures = { count: 0, first: '' };
   const startedAt = Date.now();
@@ -559,6 +561,7 @@ async function outage(
     const taken = sent.filter((p) => Number.isFinite(p.takenInAt)).length;
     log(`  ${Math.round((Date.now() - startedAt) / 1000)} s: ${sent.length} published, ${taken} taken in`);
   }, 5000);
+  progress.unref();
   // An open loop: each notify at its time, whatever the worker does. With a reply: when it comes, the
   // worker has stored and holds the deliveries, which is when they join their devices' backlogs.
   // At most one second of load unanswered: when the intake is slower than the load, the load
