@@ -231,6 +231,8 @@ async function measure(scenario: Scenario): Promise<void> {
   const sampler = setInterval(() => {
     for (const w of workers) rss.max = Math.max(rss.max ?? 0, rssBytes(w.pid));
   }, 250);
+  // A scenario that throws skips the clearInterval below: unref'd, it cannot keep the bench alive.
+  sampler.unref();
   readFallbacks.count = 0;
   const { call, run } = scenario;
   const loop =
