@@ -130,6 +130,12 @@ interface DeviceQueue {
   checking: boolean;
   /** The front's ID, and the count of pusher changes when its last check against the pushers began. */
   checked?: { readonly id: string; readonly tick: number };
+  /**
+   * The front's ID when it is still out in a send this worker began before
+   * it let the partition go: the queue waits for that send's verdict as
+   * for one of its own (`#adopt`), so nothing newer goes out meanwhile.
+   */
+  adopting?: string | undefined;
 }
 
 /** One gateway origin: its breaker and the device queues waiting for it to admit a request. */
@@ -182,6 +188,12 @@ export class DeliveryScheduler {
   #flushing: Promise<void> | undefined;
   /** Device queues that had a request due while their partition's lease was in doubt: moved on by `resume`. */
   readonly #parked = new Set<string>();
+  /**
+   * Requests still out in a send whose partition was let go without
+   * waiting for it (a lost lease): taken back by this worker before the
+   * send ends, the new device queue adopts the send (`#adopt`).
+   */
+  readonly #outOfReleased = new Set<string>();
   #closed = false;
 
   constructor(options: DeliverySchedulerOptions) {
@@ -226,8 +238,11 @@ export class DeliveryScheduler {
   hold(deliveries: readonly PendingDelivery[], plannedAt?: number): void {
     if (this.#closed) return;
     const byKey = new Map<string, PendingDelivery[]>();
+    const adopted = new Set<string>();
     for (const delivery of deliveries) {
-      if (this.#held.has(delivery.id) || this.#removing.has(delivery.id)) continue;
+      if (this.#removing.has(delivery.id)) continue;
+      if (this.#outOfReleased.delete(delivery.id)) adopted.add(delivery.id);
+      else if (this.#held.has(delivery.id)) continue;
       this.#held.set(delivery.id, plannedAt ?? Number.NEGATIVE_INFINITY);
       const list = byKey.get(delivery.key);
       if (list === undefined) byKey.set(delivery.key, [delivery]);
@@ -235,8 +250,27 @@ export class DeliveryScheduler {
     }
     for (const [key, list] of byKey) {
       this.#add(key, list);
+      this.#adopt(key, adopted);
       this.#pump(key);
     }
+  }
+
+  /**
+   * A partition taken back while a send of its earlier hold is still out
+   * (its lease was lost, so the hand-over did not wait for the send): the
+   * store still lists that request, and sending what follows it now could
+   * put a newer notification before it, should its send fail and go again.
+   * The queue takes the send as its own in flight; its verdict (`#send`)
+   * settles it here. A request the queue does not have at its front
+   * (dropped by the cap, or behind an older one) is sent again instead,
+   * a duplicate at worst.
+   */
+  #adopt(key: string, adopted: ReadonlySet<string>): void {
+    const queue = this.#queues.get(key);
+    const front = queue?.backlog.queue[0];
+    if (queue === undefined || front === undefined || queue.backlog.inFlight || !adopted.has(front.id)) return;
+    queue.backlog = markSent(queue.backlog);
+    queue.adopting = front.id;
   }
 
   #add(key: string, list: PendingDelivery[]): void {
@@ -387,7 +421,8 @@ export class DeliveryScheduler {
     this.#pump(queue.key);
   }
 
-  async #send(queue: DeviceQueue, item: PendingDelivery, ticket: BreakerTicket): Promise<void> {
+  async #send(sentBy: DeviceQueue, item: PendingDelivery, ticket: BreakerTicket): Promise<void> {
+    let queue = sentBy;
     const started = performance.now();
     let exchange: GatewayExchange;
     try {
@@ -406,6 +441,11 @@ export class DeliveryScheduler {
     if (exchange.kind !== 'address-refused' && exchange.kind !== 'not-sent')
       this.#options.observer?.gatewayAnswered(item.url, (performance.now() - started) / 1000);
     const outcome = classifyExchange(exchange, now);
+    // Let go while out, and taken back since: the queue now holding the device waits for this verdict.
+    this.#outOfReleased.delete(item.id);
+    const current = this.#queues.get(queue.key);
+    if (current !== queue && current?.adopting === item.id) queue = current;
+    queue.adopting = undefined;
     this.#settleBreaker(queue.origin, ticket, outcome, now);
     // Settled even while closing: a delivered request is deleted before the lease is given up.
     switch (outcome.kind) {
@@ -672,6 +712,7 @@ export class DeliveryScheduler {
       this.#parked.delete(key);
       const inFlight = queue.backlog.inFlight ? queue.backlog.queue[0]?.id : undefined;
       for (const item of queue.backlog.queue) if (item.id !== inFlight) this.#held.delete(item.id);
+      if (inFlight !== undefined) this.#outOfReleased.add(inFlight);
       for (const origin of this.#origins.values()) origin.waiters.delete(key);
     }
     await settledWithin(this.#sends.started(partition), graceMs);

@@ -466,6 +466,42 @@ describe('the delivery scheduler', () => {
     expect(world.scheduler.pending).toBe(0);
   });
 
+  describe('takes back a partition it lost while a send of it was still out (a lease lost, not handed over)', () => {
+    // The send of $1 outlives the lease; the partition comes back to this worker before it ends, and the
+    // store still lists $1. The old send's answer decides for $1: nothing newer goes out meanwhile.
+    it.each([
+      { answer: OK, then: ['$1', '$2'], pending: 0 },
+      { answer: DOWN, then: ['$1', '$1', '$2'], pending: 0 },
+    ])('the old send answered $answer.kind: the device gets $then', async ({ answer, then, pending }) => {
+      const world = aWorld();
+      // What a partition takes over is checked against the pushers first: Alice's phone is still hers.
+      world.pushers.set(ALICE, [aPusher(ALICE, `${ALICE}-phone`)]);
+      let respond: (exchange: GatewayExchange) => void = () => undefined;
+      let first = true;
+      world.gateway.answerWith(async () => {
+        if (!first) return OK;
+        first = false;
+        return new Promise<GatewayExchange>((resolve) => {
+          respond = resolve;
+        });
+      });
+      await world.take([aDelivery(1), aDelivery(2)]);
+      await vi.advanceTimersByTimeAsync(10);
+      // Lost: no grace, the send of $1 still out.
+      const released = world.scheduler.releasePartition(0, 0);
+      await vi.advanceTimersByTimeAsync(10);
+      await released;
+      world.scheduler.hold(await world.pending());
+      await vi.advanceTimersByTimeAsync(10);
+      expect(eventsTo(world, `${ALICE}-phone`)).toEqual(['$1']);
+      respond(answer);
+      await vi.advanceTimersByTimeAsync(5_000);
+      expect(eventsTo(world, `${ALICE}-phone`)).toEqual(then);
+      expect(await world.pending()).toHaveLength(pending);
+      expect(world.scheduler.pending).toBe(0);
+    });
+  });
+
   it('drops a notification that waited past the maximum age instead of sending it, and counts it expired', async () => {
     const world = aWorld({ age: { maxAgeMs: 60_000 } });
     world.gateway.answerWith(() => DOWN);
