@@ -80,10 +80,15 @@ export const REQUEST_PROPERTIES: readonly AmqpProperty[] = [
 /** A `notify` on the delivery queue. */
 export const NOTIFY_PROPERTIES: readonly AmqpProperty[] = [
   {
-    name: 'reply_to, correlation_id',
+    name: 'reply_to',
     use: 'optional',
     value:
-      'both, to be answered `{"recipients", "devices"}` once every part is taken in; neither: fire and forget (publish with confirms and wait for the broker’s ack).',
+      'with `correlation_id`, to be answered `{"recipients", "devices"}` once every part is secured (or after `delivery.replyWaitMs` with `pending`); without: fire and forget (publish with confirms and wait for the broker’s ack).',
+  },
+  {
+    name: 'correlation_id',
+    use: 'optional',
+    value: 'with `reply_to`: the reply carries it. Without `message_id`, it also names the message.',
   },
   {
     name: 'message_id',
