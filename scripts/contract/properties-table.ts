@@ -40,6 +40,7 @@ export function propertiesTable(): string {
 export function withPropertiesTable(page: string): string {
   const start = page.indexOf(OPEN);
   const end = page.indexOf(CLOSE);
-  if (start < 0 || end < start) throw new Error(`${INTEGRATE_PAGE} needs the markers ${OPEN} and ${CLOSE}, in that order`);
+  if (start < 0 || end < start)
+    throw new Error(`${INTEGRATE_PAGE} needs the markers ${OPEN} and ${CLOSE}, in that order`);
   return `${page.slice(0, start + OPEN.length)}\n${propertiesTable()}\n${page.slice(end)}`;
 }
