@@ -8,8 +8,9 @@
 import { randomUUID } from 'node:crypto';
 import { PushRulesClient } from 'matrix-push-worker/client';
 
-// The worker's own variables, when set, so that the example talks to the
-// worker beside it; unset, what `npm run worker:local` uses.
+// The workers' queue variables and the gateway's AMQP_PUBLISHER_USER_ID, when
+// set, so that the example talks to the worker beside it; unset, what
+// `npm run worker:local` uses.
 const { AMQP_URL, AMQP_PUBLISHER_USER_ID, RPC_QUEUE, RPC_READ_QUEUE, EVALUATE_QUEUE, DELIVERY_QUEUE } = process.env;
 const gatewayUrl = process.env['PUSH_GATEWAY_URL'] ?? 'http://127.0.0.1:8091/_matrix/push/v1/notify';
 

@@ -1,7 +1,8 @@
 // Writes contract/: the JSON Schemas of every request, reply and change
 // event (contract/schemas/) and the AsyncAPI document of every queue and
 // exchange (contract/asyncapi.yaml), from the definitions the workers
-// validate and declare with (src/contract/, src/consumer/). Run it after
+// validate and declare with (src/contract/, src/consumer/), and the AMQP
+// properties table of docs/integrate.md from the same lists. Run it after
 // changing any of them (`npm run contract:generate`);
 // test/docs/contract-files.test.ts fails while contract/ differs from what
 // this would write.
@@ -16,6 +17,7 @@ import { stringify } from 'yaml';
 import { loadConfig } from '../src/config/load-config.js';
 import { asyncApiDocument } from './contract/asyncapi.js';
 import { declaredTopology } from './contract/declared-topology.js';
+import { INTEGRATE_PAGE, withPropertiesTable } from './contract/properties-table.js';
 import { contractSchemas } from './contract/json-schemas.js';
 
 /** contract/, absolute. */
@@ -76,13 +78,21 @@ export function contractDrift(
 async function main(args: readonly string[]): Promise<void> {
   const generated = await generatedContract();
   const drift = contractDrift(committedContract(), generated);
+  const pagePath = fileURLToPath(new URL(`../${INTEGRATE_PAGE}`, import.meta.url));
+  const page = readFileSync(pagePath, 'utf8');
+  const pageWanted = withPropertiesTable(page);
   if (args.includes('--check')) {
-    if (drift.length > 0) {
-      console.error(`contract/ is out of date (${drift.join(', ')}): run npm run contract:generate`);
+    if (drift.length > 0 || page !== pageWanted) {
+      const stale = [...drift, ...(page === pageWanted ? [] : [INTEGRATE_PAGE])];
+      console.error(`contract/ is out of date (${stale.join(', ')}): run npm run contract:generate`);
       process.exit(1);
     }
     console.log('contract/ is up to date');
     return;
+  }
+  if (page !== pageWanted) {
+    writeFileSync(pagePath, pageWanted);
+    console.log(`${INTEGRATE_PAGE}: wrote the AMQP properties table`);
   }
   for (const path of drift) {
     const target = join(CONTRACT_DIR, path);

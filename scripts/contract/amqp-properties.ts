@@ -80,16 +80,27 @@ export const REQUEST_PROPERTIES: readonly AmqpProperty[] = [
 /** A `notify` on the delivery queue. */
 export const NOTIFY_PROPERTIES: readonly AmqpProperty[] = [
   {
-    name: 'reply_to, correlation_id',
+    name: 'reply_to',
     use: 'optional',
     value:
-      'both, to be answered `{"recipients", "devices"}` once every part is taken in; neither: fire and forget (publish with confirms and wait for the broker’s ack).',
+      'with `correlation_id`, to be answered `{"recipients", "devices"}` once every part is secured (or after `delivery.replyWaitMs` with `pending`); without: fire and forget (publish with confirms and wait for the broker’s ack).',
+  },
+  {
+    name: 'correlation_id',
+    use: 'optional',
+    value: 'with `reply_to`: the reply carries it. Without `message_id`, it also names the message.',
   },
   {
     name: 'message_id',
     use: 'optional',
     value:
-      'the idempotency key for `delivery.acceptedRetentionSeconds` (7 days): a message republished with the same id schedules nothing twice. One unique id per message, not per event (an event whose recipients are split over several messages needs one id per message). Without it the SHA-256 of the body is the key: two byte-identical messages within 7 days schedule once.',
+      'the idempotency key, for `delivery.acceptedRetentionSeconds` (7 days) after the intake: the same id again (a retry after a lost confirm, a redelivery) schedules nothing more and is answered with the first answer. One id per message, stable across its own retries, not per event: when one event’s recipients are split over several messages, each needs its own (the event ID and the batch’s index, or a UUID kept with the pending message); so does each badge update. Without it the message is named by the SHA-256 of its body with its `timestamp` and `correlation_id` (a redelivery keeps them, a new publish changes them); with neither, by its body and the `delivery.derivedIdWindowSeconds` (5 min) window it is routed in: the same bytes again within that window are not sent.',
+  },
+  {
+    name: 'timestamp',
+    use: 'optional',
+    value:
+      'when the notify was published: seconds since the epoch (AMQP), or milliseconds (values above 10^11). A notification still waiting `delivery.maxAgeMs` (1 h) after it is dropped unsent (`expired`); a value ahead of the worker’s clock counts as now, and without it the age counts from when the router took the message. Keep the homeserver’s clock synchronized (NTP).',
   },
   {
     name: 'user_id',

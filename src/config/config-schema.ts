@@ -67,7 +67,7 @@ export const ConfigSchema = Type.Object(
       {
         /** One node, or every node of a cluster (`AMQP_URL` comma-separated): see `parseBrokerAddresses`. */
         url: BrokerUrlsSchema,
-        queue: named('The request queue: every op but `evaluate`.'),
+        queue: named('The request queue: every push-rule and pusher op (not `evaluate`, not `notify`).'),
         queueType: queueType('Type of the request queue.'),
         deliveryLimit: Type.Integer({
           minimum: 1,

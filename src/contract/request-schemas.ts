@@ -114,6 +114,10 @@ export const RecipientsByServerSchema = Type.Array(
     localparts: Type.Array(Type.String()),
     display_names: Type.Optional(Type.Array(Type.Union([Type.String(), Type.Null()]))),
   }),
+  {
+    description:
+      'Instead of recipients (about 45% of its bytes for a large room): the recipients @<localpart>:<server>, group by group, each group in order; display_names, when present, one per localpart, null for none.',
+  },
 );
 
 /**
@@ -123,30 +127,70 @@ export const RecipientsByServerSchema = Type.Array(
  * `recipients_by_server` (checked by toEvaluateCommand).
  */
 const EvaluateEventFields = {
-  event: Type.Object({
-    type: Type.String(),
-    room_id: Type.String(),
-    sender: Type.String(),
-    content: Type.Object({}),
-    state_key: Type.Optional(Type.String()),
-  }),
+  event: Type.Object(
+    {
+      type: Type.String(),
+      room_id: Type.String(),
+      sender: Type.String(),
+      content: Type.Object({}),
+      state_key: Type.Optional(Type.String()),
+    },
+    {
+      description:
+        'The event in client format, as the homeserver stored it; every other key is kept and can be matched. At most evaluate.maxEventBytes (65,536) bytes as compact JSON.',
+    },
+  ),
   room: Type.Object({
-    member_count: Type.Integer({ minimum: 0 }),
-    sender_power_level: Type.Optional(Type.Union([Type.Integer(), Type.Null()])),
-    notification_power_levels: Type.Optional(Type.Record(Type.String(), Type.Integer())),
+    member_count: Type.Integer({
+      minimum: 0,
+      description: "The room's joined members: what room_member_count conditions compare with.",
+    }),
+    sender_power_level: Type.Optional(
+      Type.Union([Type.Integer(), Type.Null()], {
+        description:
+          "The sender's power level; absent or null: no sender_notification_permission condition matches. A creator of a room version 12 room, whose power has no bound, as an integer at least every level of notification_power_levels.",
+      }),
+    ),
+    notification_power_levels: Type.Optional(
+      Type.Record(Type.String(), Type.Integer(), {
+        description:
+          "The power-levels event's `notifications` object: `room` counts as 50 when absent, any other absent key never matches.",
+      }),
+    ),
   }),
   recipients: Type.Optional(
     Type.Array(
       Type.Object({
         user_id: Type.String(),
-        display_name: Type.Optional(Type.String()),
+        display_name: Type.Optional(
+          Type.String({
+            description:
+              "The recipient's display name in the room, for contains_display_name. Omit it when there is none: null is refused here (unlike in recipients_by_server).",
+          }),
+        ),
       }),
+      {
+        description:
+          'The local users to evaluate for (possibly none): at most evaluate.maxRecipients (20,000), no user twice; the sender may be among them (evaluated, never notified). A larger room goes over several requests or batch entries, each answered on its own.',
+      },
     ),
   ),
   recipients_by_server: Type.Optional(RecipientsByServerSchema),
-  explain: Type.Optional(Type.Boolean()),
-  compact: Type.Optional(Type.Boolean()),
-  runs: Type.Optional(Type.Boolean()),
+  explain: Type.Optional(
+    Type.Boolean({ description: "Add rule_ids: each recipient's matched rule ID, null when none matched." }),
+  ),
+  compact: Type.Optional(
+    Type.Boolean({
+      description:
+        'Answer notify_groups with user_ids: the notified grouped by identical actions, each action list once, in the order of its first recipient.',
+    }),
+  ),
+  runs: Type.Optional(
+    Type.Boolean({
+      description:
+        "Answer notify_groups with runs, [first, count, first, count, …]: 0-based positions in this request's (or this entry's) recipient list, recipients_by_server expanded in order. Takes precedence over compact.",
+    }),
+  ),
 };
 
 /**
@@ -184,31 +228,61 @@ const Count = Type.Integer({ minimum: 0 });
  */
 export const NotifyRequestSchema = Type.Object({
   op: Type.Literal('notify'),
-  notification: Type.Object({
-    event_id: Type.Optional(Type.String()),
-    room_id: Type.Optional(Type.String()),
-    type: Type.Optional(Type.String()),
-    sender: Type.Optional(Type.String()),
-    sender_display_name: Type.Optional(Type.String()),
-    room_name: Type.Optional(Type.String()),
-    room_alias: Type.Optional(Type.String()),
-    content: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
-    prio: Type.Optional(Type.Union([Type.Literal('high'), Type.Literal('low')])),
-  }),
+  notification: Type.Object(
+    {
+      event_id: Type.Optional(
+        Type.String({
+          description:
+            'Absent: a badge update (counts only), sent to every enabled HTTP pusher of each recipient with prio low; of the updates waiting for one device only the newest is sent.',
+        }),
+      ),
+      room_id: Type.Optional(Type.String()),
+      type: Type.Optional(Type.String()),
+      sender: Type.Optional(Type.String()),
+      sender_display_name: Type.Optional(Type.String()),
+      room_name: Type.Optional(Type.String()),
+      room_alias: Type.Optional(Type.String()),
+      content: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+      prio: Type.Optional(
+        Type.Union([Type.Literal('high'), Type.Literal('low')], {
+          description:
+            "Absent: high for m.room.encrypted or when the recipient's tweaks hold sound or a true highlight, else low.",
+        }),
+      ),
+    },
+    {
+      description:
+        'The fields of the push gateway API\'s notification, all optional; a pusher with data.format "event_id_only" gets only event_id, room_id, counts and prio.',
+    },
+  ),
   recipients: Type.Array(
     Type.Object({
       user_id: Type.String(),
       // Absent means ["notify"]: a recipient listed without actions is pushed.
-      actions: Type.Optional(Type.Array(Type.Unknown())),
-      // The homeserver's counts: they depend on receipts and every room of the user.
-      counts: Type.Optional(
-        Type.Object({
-          unread: Type.Optional(Count),
-          missed_calls: Type.Optional(Count),
+      actions: Type.Optional(
+        Type.Array(Type.Unknown(), {
+          description:
+            'What evaluate answered for the recipient; absent: ["notify"]. Pushed when it holds notify; each set_tweak becomes a device tweak (highlight without value: true).',
         }),
       ),
-      user_is_target: Type.Optional(Type.Boolean()),
+      // The homeserver's counts: they depend on receipts and every room of the user.
+      counts: Type.Optional(
+        Type.Object(
+          {
+            unread: Type.Optional(Count),
+            missed_calls: Type.Optional(Count),
+          },
+          { description: "The homeserver's counts for the recipient, sent as given (unread 0 clears a badge)." },
+        ),
+      ),
+      user_is_target: Type.Optional(
+        Type.Boolean({ description: 'A membership event: whether the recipient is its state_key.' }),
+      ),
     }),
+    {
+      description:
+        'Who to push: at most delivery.maxRecipients (100,000) per message. Only their enabled HTTP pushers are delivered to; e-mail pushers are counted, and no mail is sent.',
+    },
   ),
 });
 

@@ -223,7 +223,7 @@ const containsDisplayName: ConditionTest = (event, recipient) => {
 /**
  * The sender's level against the room's level for `key`. An absent sender
  * level never matches; an absent `room` level is 50; any other absent level
- * never matches (Synapse assumes 50 there; see docs/behaviour.md#evaluation).
+ * never matches (Synapse assumes 50 there; see docs/push-rules.md#evaluation).
  */
 function senderNotificationPermission(key: string): CompiledCondition {
   const test: ConditionTest = (event) => {

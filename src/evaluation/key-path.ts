@@ -7,7 +7,7 @@ export type KeyPath = readonly string[];
  * Splits a dotted key into property names. `\.` is a literal dot and `\\` a
  * literal backslash; a backslash before any other character is kept as a
  * backslash (`m\x` names `m\x`). That last point departs from Synapse,
- * which drops such keys (docs/behaviour.md#evaluation).
+ * which drops such keys (docs/push-rules.md#evaluation).
  */
 export function parseKeyPath(key: string): KeyPath {
   const segments: string[] = [];

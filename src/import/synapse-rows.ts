@@ -1,8 +1,13 @@
 /**
- * Rows of Synapse's database as its tables hold them, column for column
- * (docs/import-from-synapse.md#what-synapse-stores). Nothing here is
- * trusted: JSON columns are text to be parsed, and a column may hold what
- * no current Synapse writes.
+ * Rows of Synapse's database as its tables hold them, column for column.
+ * Nothing here is trusted: JSON columns are text to be parsed, and a
+ * column may hold what no current Synapse writes. The facts come from
+ * element-hq/synapse 1.157 to 1.163 (exercised against 1.163.2): the full
+ * schemas (`synapse/storage/schema/main/full_schemas/72/`) and deltas
+ * 73/02–03, `storage/databases/main/push_rule.py` and `pusher.py`,
+ * `rust/src/push/base_rules.rs`, `push/clientformat.py`,
+ * `rest/client/push_rule.py` and `pusher.py`, `push/pusherpool.py`. How the
+ * rows map: docs/import-from-synapse.md#how-push-rules-map.
  */
 
 /** A row of `push_rules`. */
@@ -29,7 +34,7 @@ export interface SynapsePushRuleEnableRow {
   readonly enabled: number | boolean | null;
 }
 
-/** A row of `pushers`; the delivery state columns are not needed. */
+/** A row of `pushers` (no index on `user_name` alone); the delivery state columns are not needed. */
 export interface SynapsePusherRow {
   readonly user_name: string;
   readonly access_token?: number | string | null;
@@ -40,7 +45,7 @@ export interface SynapsePusherRow {
   readonly app_display_name: string;
   readonly device_display_name: string;
   readonly pushkey: string;
-  /** `pushkey_ts` in milliseconds; a `bigint` column, which node-postgres returns as a string. */
+  /** `pushkey_ts` in milliseconds, set at every `set_pusher`; a `bigint` column, which node-postgres returns as a string. */
   readonly ts: number | string | bigint;
   readonly lang: string | null;
   /** JSON text of the pusher's `data`. */

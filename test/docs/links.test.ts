@@ -57,7 +57,7 @@ function problemOf(link: Link): string | undefined {
 describe('links in the documentation', () => {
   it('finds the pages', () => {
     expect(PAGES).toEqual(
-      expect.arrayContaining(['README.md', 'docs/rpc-contract.md', 'docs/behaviour.md', 'bench/README.md']),
+      expect.arrayContaining(['README.md', 'docs/rpc-contract.md', 'docs/push-rules.md', 'bench/README.md']),
     );
   });
 

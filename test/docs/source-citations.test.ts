@@ -129,12 +129,12 @@ describe('the citation check itself', () => {
     expect(problemsIn('// docs/push-rules.md#no-such-heading')).toEqual([
       expect.stringContaining('no heading #no-such-heading in docs/push-rules.md'),
     ]);
-    expect(problemsIn('// see behaviour.md')).toEqual([expect.stringContaining('no file behaviour.md')]);
+    expect(problemsIn('// see push-rules.md')).toEqual([expect.stringContaining('no file push-rules.md')]);
   });
 
   it('accepts docs/ pages, their headings and public addresses', () => {
     expect(problemsIn('// docs/push-rules.md#the-push-rules-event-and-its-states.')).toEqual([]);
-    expect(problemsIn('/** docs/behaviour.md#evaluation, docs/rpc-contract.md and README.md. */ let a;')).toEqual([]);
+    expect(problemsIn('/** docs/push-rules.md#evaluation, docs/rpc-contract.md and README.md. */ let a;')).toEqual([]);
     expect(problemsIn('// https://spec.matrix.org/v1.19/client-server-api/#push-rules')).toEqual([]);
     expect(problemsIn('// https://github.com/element-hq/synapse/blob/develop/docs/evaluation.md')).toEqual([]);
     expect(problemsIn('// a random seed for fast-check; seeded; seeds the cache')).toEqual([]);
