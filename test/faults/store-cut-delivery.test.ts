@@ -3,10 +3,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, inject, it } from 'vitest';
-import type { NotifyNotification } from '../../src/client/push-rules-client.js';
 import { throwawayCaUnavailable } from '../support/throwaway-ca.js';
 import { startCuttableLink, type CuttableLink } from './support/cuttable-link.js';
 import { deliveredByDevice, openDeliveryWorld, withoutRepeats, type DeliveryWorld } from './support/delivery-world.js';
+import { aMessage, recipients, users } from './support/numbered-notifications.js';
 
 /**
  * A delivering worker cut off from MongoDB while it still reaches RabbitMQ
@@ -45,20 +45,6 @@ afterEach(async (context) => {
   d = undefined;
   link = undefined;
 });
-
-const users = (count: number, prefix: string) =>
-  Array.from({ length: count }, (_, i) => `@${prefix}${String(i)}:example.org`);
-
-const aMessage = (n: number): NotifyNotification => ({
-  event_id: `$event${String(n)}`,
-  room_id: '!room:example.org',
-  type: 'm.room.message',
-  sender: '@dave:example.org',
-  content: { msgtype: 'm.text', body: `message ${String(n)}` },
-});
-
-const recipients = (list: readonly string[]) =>
-  list.map((user_id) => ({ user_id, actions: ['notify'], counts: { unread: 1 } }));
 
 async function until(check: () => boolean, timeoutMs: number, what: string, why = () => ''): Promise<void> {
   const end = Date.now() + timeoutMs;
