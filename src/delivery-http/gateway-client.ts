@@ -184,6 +184,8 @@ export class GatewayClient {
   readonly #addressSlots: KeyedSlots;
   readonly #maxBodyBytes: number;
   readonly #bodyTimeoutMs: number;
+  /** Aborts every request in flight (`destroy`). */
+  readonly #abort = new AbortController();
   #closing: Promise<void> | undefined;
 
   constructor(options: GatewayClientOptions = {}) {
@@ -288,22 +290,23 @@ export class GatewayClient {
   }
 
   /**
+   * Like `close`, but requests in flight are aborted at once (each then ends
+   * as a connection error): for a shutdown that cannot wait for a gateway
+   * that hangs. Through their signal, not `Agent.destroy`: undici's
+   * `Agent.close` lets go of its pools, and a destroy after it (an earlier
+   * `close`, or the one here) aborts nothing.
+   */
+  async destroy(): Promise<void> {
+    this.#abort.abort();
+    await this.close();
+  }
+
+  /**
    * Stops taking requests: those waiting for a slot are refused
    * (`GatewayClientClosedError`), those in flight finish (each within its
    * timeouts), then the connections close. Calling it again waits for the
    * same close.
    */
-  /**
-   * Like `close`, but requests in flight are aborted at once (each then ends
-   * as a connection error): for a shutdown that cannot wait for a gateway
-   * that hangs.
-   */
-  async destroy(): Promise<void> {
-    const closing = this.close();
-    await this.#agent.destroy();
-    await closing;
-  }
-
   async close(): Promise<void> {
     if (this.#closing === undefined) {
       const closed = new GatewayClientClosedError();
@@ -364,6 +367,7 @@ export class GatewayClient {
         headers: { 'content-type': 'application/json', ...(byName ? { host: target.host } : {}) },
         // Pending requests are stored as the JSON text they are sent as.
         body: typeof body === 'string' ? body : JSON.stringify(body),
+        signal: this.#abort.signal,
       });
     } catch (error) {
       return failedExchange(error);

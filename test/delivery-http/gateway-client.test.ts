@@ -395,6 +395,26 @@ describe('closing', () => {
     expect(gateway.requests.map((request) => request.pushkeys)).toEqual([['key-1']]);
   });
 
+  it.each([
+    { name: 'alone', closeFirst: false },
+    { name: 'while a close waits for them', closeFirst: true },
+  ])('destroy ($name) aborts the requests a silent gateway holds: each a connection error', async ({ closeFirst }) => {
+    const gateway = await aGateway();
+    gateway.behave({ kind: 'hold' });
+    const client = aClient();
+    const inFlight = [1, 2].map(async (n) =>
+      client.send(gateway.notifyUrl, notifyBody(gateway.notifyUrl, `key-${String(n)}`)),
+    );
+    await gateway.waitForRequests(2);
+    const closing = closeFirst ? client.close() : undefined;
+    await client.destroy();
+    expect(await Promise.all(inFlight)).toEqual([1, 2].map(() => ({ kind: 'connection-error', reason: 'AbortError' })));
+    await closing;
+    await expect(client.send(gateway.notifyUrl, notifyBody(gateway.notifyUrl))).rejects.toBeInstanceOf(
+      GatewayClientClosedError,
+    );
+  });
+
   it('refuses settings that are not whole numbers ≥ 1 at construction', () => {
     expect(() => new GatewayClient({ maxInFlight: 0 })).toThrow(RangeError);
     expect(() => new GatewayClient({ maxInFlightPerOrigin: 1.5 })).toThrow(/maxInFlightPerOrigin/);

@@ -242,6 +242,22 @@ describe('push gateway double over HTTP', () => {
     expect(gateway.requests.map(({ answer }) => answer)).toEqual(['hang']);
   });
 
+  it('holds: answers nothing until told, then 200 to each held request; recorded as received', async () => {
+    gateway.behave({ kind: 'hold' }, { pushkey: 'key-1', times: 1 });
+    let answered = false;
+    const held = rawNotify(gateway.notifyUrl).finally(() => {
+      answered = true;
+    });
+    await gateway.waitForRequests(1);
+    expect(await rawNotify(gateway.notifyUrl)).toEqual({ status: 200, body: '{"rejected":[]}' });
+    expect(answered).toBe(false);
+    expect(gateway.answerHeld()).toBe(1);
+    expect(await held).toEqual({ status: 200, body: '{"rejected":[]}' });
+    expect(gateway.answerHeld()).toBe(0);
+    expect(gateway.requests.map(({ answer }) => answer)).toEqual([200, 200]);
+    expect(gateway.deviceLog.get('key-1')).toHaveLength(2);
+  });
+
   it('resets the connection: the client sees ECONNRESET', async () => {
     gateway.behave({ kind: 'reset' });
     expect(await rawNotify(gateway.notifyUrl)).toEqual({ errorCode: 'ECONNRESET' });

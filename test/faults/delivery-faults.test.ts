@@ -1,9 +1,9 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { NotifyNotification } from '../../src/client/push-rules-client.js';
 import { throwawayCaUnavailable } from '../support/throwaway-ca.js';
 import { stopWorkerProcess } from '../integration/support/worker-processes.js';
 import { deliveredByDevice, openDeliveryWorld, withoutRepeats, type DeliveryWorld } from './support/delivery-world.js';
+import { aMessage, recipients, users } from './support/numbered-notifications.js';
 import { services } from './support/services.js';
 
 /**
@@ -23,20 +23,6 @@ afterEach(async () => {
   await d?.close();
   d = undefined;
 });
-
-const users = (count: number, prefix: string) =>
-  Array.from({ length: count }, (_, i) => `@${prefix}${String(i)}:example.org`);
-
-const aMessage = (n: number): NotifyNotification => ({
-  event_id: `$event${String(n)}`,
-  room_id: '!room:example.org',
-  type: 'm.room.message',
-  sender: '@dave:example.org',
-  content: { msgtype: 'm.text', body: `message ${String(n)}` },
-});
-
-const recipients = (list: readonly string[]) =>
-  list.map((user_id) => ({ user_id, actions: ['notify'], counts: { unread: 1 } }));
 
 /** The index of the worker that took the most partitions (from the workers' own log lines). */
 function busiest(world: DeliveryWorld): number {

@@ -1,12 +1,15 @@
-import { mkdtemp, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, inject, it } from 'vitest';
-import type { NotifyNotification } from '../../src/client/push-rules-client.js';
 import { throwawayCaUnavailable } from '../support/throwaway-ca.js';
 import { startCuttableLink, type CuttableLink } from './support/cuttable-link.js';
-import { deliveredByDevice, openDeliveryWorld, withoutRepeats, type DeliveryWorld } from './support/delivery-world.js';
+import {
+  deliveredByDevice,
+  openDeliveryWorld,
+  saveDeliveryLogs,
+  withoutRepeats,
+  type DeliveryWorld,
+} from './support/delivery-world.js';
+import { aMessage, recipients, users } from './support/numbered-notifications.js';
 
 /**
  * A delivering worker cut off from MongoDB while it still reaches RabbitMQ
@@ -25,19 +28,8 @@ let link: CuttableLink | undefined;
 
 afterEach(async (context) => {
   if ((context.task.result?.state === 'fail' || process.env['STORE_CUT_LOGS'] !== undefined) && d !== undefined) {
-    // The workers' logs and the gateway's requests, to find out afterwards where a delivery went (kept after a
-    // failure, or every run with STORE_CUT_LOGS set).
-    const dir = await mkdtemp(join(tmpdir(), 'store-cut-'));
-    for (const [i, worker] of d.world.workers.entries())
-      await writeFile(join(dir, `worker-${String(i)}.jsonl`), worker.lines.map((l) => JSON.stringify(l)).join('\n'));
-    const requests = d.gateway.requests.map((r) => ({
-      at: r.at,
-      answer: r.answer,
-      pushkeys: r.pushkeys,
-      event: (r.body as { notification?: { event_id?: string } } | undefined)?.notification?.event_id,
-    }));
-    await writeFile(join(dir, 'gateway.jsonl'), requests.map((r) => JSON.stringify(r)).join('\n'));
-    console.log(`[store-cut] worker logs in ${dir}`);
+    // Kept after a failure, or every run with STORE_CUT_LOGS set.
+    console.log(`[store-cut] worker logs in ${await saveDeliveryLogs(d, 'store-cut-')}`);
   }
   link?.mend();
   await d?.close();
@@ -45,20 +37,6 @@ afterEach(async (context) => {
   d = undefined;
   link = undefined;
 });
-
-const users = (count: number, prefix: string) =>
-  Array.from({ length: count }, (_, i) => `@${prefix}${String(i)}:example.org`);
-
-const aMessage = (n: number): NotifyNotification => ({
-  event_id: `$event${String(n)}`,
-  room_id: '!room:example.org',
-  type: 'm.room.message',
-  sender: '@dave:example.org',
-  content: { msgtype: 'm.text', body: `message ${String(n)}` },
-});
-
-const recipients = (list: readonly string[]) =>
-  list.map((user_id) => ({ user_id, actions: ['notify'], counts: { unread: 1 } }));
 
 async function until(check: () => boolean, timeoutMs: number, what: string, why = () => ''): Promise<void> {
   const end = Date.now() + timeoutMs;

@@ -13,8 +13,8 @@ import type { AddressInfo, Socket } from 'node:net';
  * 127.0.0.1 that speaks the Matrix Push Gateway API's
  * `POST /_matrix/push/v1/notify` (https://spec.matrix.org/latest/push-gateway-api/),
  * records every request, and misbehaves on demand the ways real gateways do:
- * slowly, with any status, with `Retry-After`, by hanging, by resetting the
- * connection, by rejecting pushkeys, by redirecting, or by going down and
+ * slowly, with any status, with `Retry-After`, by hanging, by holding its
+ * answers until told, by resetting the connection, by rejecting pushkeys, by redirecting, or by going down and
  * coming back on the same port.
  *
  * It checks each body against the spec's shape and answers 400 when it is
@@ -48,6 +48,12 @@ export type GatewayBehaviour =
   | { readonly kind: 'redirect'; readonly location: string; readonly status?: number; readonly delayMs?: number }
   /** Read the request and never answer: only the client's timeout ends it. */
   | { readonly kind: 'hang' }
+  /**
+   * Read the request and answer nothing until `answerHeld` (then as
+   * `answer` does): a gateway silent for as long as a test needs. Recorded
+   * as 200 when received, as a delayed answer is.
+   */
+  | { readonly kind: 'hold' }
   /** Read the request and reset the connection (a TCP RST, no response). */
   | { readonly kind: 'reset'; readonly delayMs?: number };
 
@@ -73,7 +79,7 @@ export interface RecordedRequest {
   readonly body: unknown;
   /** The pushkeys of its devices, in order, when it was a valid notify request; else empty. */
   readonly pushkeys: readonly string[];
-  /** What the double did: the status it sent (or will send after a delay), `hang` or `reset`. */
+  /** What the double did: the status it sent (or will send after a delay or once held ones are answered), `hang` or `reset`. */
   readonly answer: number | 'hang' | 'reset';
 }
 
@@ -121,6 +127,8 @@ export class PushGatewayDouble {
   readonly #sockets = new Set<Socket>();
   #connections = 0;
   readonly #timers = new Set<NodeJS.Timeout>();
+  /** The answers of the requests held (`hold`), in the order received. */
+  readonly #held: (() => void)[] = [];
   readonly #rules = new Map<string | typeof EVERY_REQUEST, Rule>();
   readonly #rejected = new Set<string>();
   readonly #requests: RecordedRequest[] = [];
@@ -222,6 +230,13 @@ export class PushGatewayDouble {
     this.#rejected.clear();
   }
 
+  /** Answers every request held (`hold`), oldest first; how many there were. */
+  answerHeld(): number {
+    const answers = this.#held.splice(0);
+    for (const answer of answers) answer();
+    return answers.length;
+  }
+
   /** Forgets the requests recorded so far, their counts and the device log. */
   clearRequests(): void {
     this.#requests.length = 0;
@@ -264,6 +279,7 @@ export class PushGatewayDouble {
     this.#listening = false;
     for (const timer of this.#timers) clearTimeout(timer);
     this.#timers.clear();
+    this.#held.length = 0;
     const closed = new Promise<void>((resolve) =>
       this.#server.close(() => {
         resolve();
@@ -392,6 +408,12 @@ export class PushGatewayDouble {
       }
       case 'hang':
         record('hang', pushkeys);
+        return;
+      case 'hold':
+        record(200, pushkeys);
+        this.#held.push(() => {
+          sendJson(response, 200, rejected);
+        });
         return;
       case 'reset':
         record('reset', pushkeys);

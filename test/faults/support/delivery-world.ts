@@ -1,3 +1,6 @@
+import { mkdtemp, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { Db } from 'mongodb';
 import { PushRulesClient } from '../../../src/client/push-rules-client.js';
 import { MongoPushStore, type PusherDocument } from '../../../src/store/mongo-push-store.js';
@@ -104,4 +107,23 @@ export function withoutRepeats(byDevice: Map<string, string[]>): { events: Map<s
     events.set(device, unique);
   }
   return { events, duplicates };
+}
+
+/**
+ * Writes every worker's log lines and the gateway's requests into a new
+ * directory under the system's temporary one (`<prefix>…`), to find out
+ * after a run where a delivery went; returns its path.
+ */
+export async function saveDeliveryLogs(d: DeliveryWorld, prefix: string): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), prefix));
+  for (const [i, worker] of d.world.workers.entries())
+    await writeFile(join(dir, `worker-${String(i)}.jsonl`), worker.lines.map((l) => JSON.stringify(l)).join('\n'));
+  const requests = d.gateway.requests.map((r) => ({
+    at: r.at,
+    answer: r.answer,
+    pushkeys: r.pushkeys,
+    event: (r.body as { notification?: { event_id?: string } } | undefined)?.notification?.event_id,
+  }));
+  await writeFile(join(dir, 'gateway.jsonl'), requests.map((r) => JSON.stringify(r)).join('\n'));
+  return dir;
 }
