@@ -112,6 +112,8 @@ describe.skipIf(unavailable !== undefined)('the Synapse module', () => {
         ],
         metrics: true,
         logLevels: { matrix_push_worker: 'INFO' },
+        // As docs/synapse-module.md has it: Synapse's own pushers never start.
+        settings: { pusher_instances: [] },
       },
     );
     stops.push(async () => synapse.stop());

@@ -87,6 +87,8 @@ export interface SynapseOptions {
   readonly metrics?: boolean;
   /** Log levels by logger name, in `homeserver.log` (WARNING for everything else). */
   readonly logLevels?: Readonly<Record<string, string>>;
+  /** More top-level settings of `homeserver.yaml`. */
+  readonly settings?: Readonly<Record<string, unknown>>;
 }
 
 export interface SynapseServer {
@@ -136,6 +138,7 @@ export async function startSynapse(database: SynapseDatabase, options: SynapseOp
     ],
     ...(metricsPort === undefined ? {} : { enable_metrics: true }),
     ...(options.modules === undefined ? {} : { modules: options.modules }),
+    ...options.settings,
     database:
       database.kind === 'sqlite'
         ? { name: 'sqlite3', args: { database: sqlitePath } }
