@@ -8,7 +8,6 @@ from typing import Any
 import pytest
 
 from matrix_push_worker.synapse_event_plan import (
-    CREATOR_POWER_LEVEL,
     EventPush,
     ignores,
     invites_blocked,
@@ -17,6 +16,7 @@ from matrix_push_worker.synapse_event_plan import (
     plan_event,
     thaw,
 )
+from matrix_push_worker.synapse_power_levels import CREATOR_POWER_LEVEL
 
 from .synapse_builders import (
     SERVER,

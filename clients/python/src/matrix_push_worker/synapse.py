@@ -9,7 +9,7 @@ modules:
 ```
 
 Synapse is not a dependency of this package: what the module uses of Synapse's module API, events
-and reactor is typed by the protocols here and in `synapse_event_plan`, and Twisted's reactor is
+and reactor is typed by the protocols here and in `synapse_objects`, and Twisted's reactor is
 looked up when Synapse loads the module. The callbacks never wait on the pool and never raise: they
 build plain data in Synapse's thread and hand it to the module's own thread (`PushPipeline`).
 """
@@ -25,8 +25,9 @@ from typing import Any, Protocol, TypeVar, cast
 
 from .client import PushRulesClient
 from .push_pipeline import COUNTERS, AccountCall, PipelineSettings, PushPipeline
-from .synapse_event_plan import Checks, EventLike, Skipped, StateMap, ignores, invites_blocked, plan_event
+from .synapse_event_plan import Checks, Skipped, ignores, invites_blocked, plan_event
 from .synapse_module_config import ModuleConfig, parse_module_config
+from .synapse_objects import EventLike, StateMap
 
 logger = logging.getLogger(__name__)
 

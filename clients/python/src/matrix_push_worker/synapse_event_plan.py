@@ -6,9 +6,9 @@ room facts are those its evaluator reads (joined member count, the sender's powe
 levels' `notifications`, display names); the notification carries what its HTTP pusher sends. Every
 place where this differs from Synapse is listed in docs/synapse-module.md.
 
-Pure: Synapse's event and state objects are read through the protocols below, never imported, so
-this runs (and is tested) without Synapse. Everything it returns is plain data, safe to hand to
-another thread.
+Pure: Synapse's event and state objects are read through the protocols of `synapse_objects`, never
+imported, so this runs (and is tested) without Synapse. Everything it returns is plain data, safe to
+hand to another thread.
 """
 
 from __future__ import annotations
@@ -18,8 +18,10 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, cast
+from typing import Any, cast
 
+from .synapse_objects import EventLike, StateMap
+from .synapse_power_levels import notification_power_levels, sender_power_level
 from .wire_types import (
     EvaluationEvent,
     EvaluationRecipient,
@@ -30,17 +32,11 @@ from .wire_types import (
 )
 
 MEMBER = "m.room.member"
-CREATE = "m.room.create"
-POWER_LEVELS = "m.room.power_levels"
 ROOM_NAME = "m.room.name"
 CANONICAL_ALIAS = "m.room.canonical_alias"
 
 HIDDEN_TYPES = frozenset({"m.room.dummy", "m.room.aliases"})
 """Types Synapse never shows a client, so never pushes."""
-
-CREATOR_POWER_LEVEL = 2**53
-"""A creator's power level in room versions where creators outrank everyone (MSC4289, v12), as
-Synapse counts it."""
 
 NOTIFY_RECIPIENTS_PER_MESSAGE = 10_000
 """Recipients of one `notify` message (the workers take up to `delivery.maxRecipients`, 100,000)."""
@@ -49,56 +45,6 @@ MAX_MESSAGE_ID_BYTES = 255
 """An AMQP `message_id` is a short string."""
 
 _ALIAS = re.compile(r"^#.*:.+$")
-
-
-class RoomVersionLike(Protocol):
-    @property
-    def enforce_int_power_levels(self) -> bool: ...
-    @property
-    def implicit_room_creator(self) -> bool: ...
-    @property
-    def msc4289_creator_power_enabled(self) -> bool: ...
-
-
-class MetadataLike(Protocol):
-    def is_notifiable(self) -> bool: ...
-    def is_outlier(self) -> bool: ...
-    def is_soft_failed(self) -> bool: ...
-
-
-class UnsignedLike(Protocol):
-    def get(self, key: str, default: Any = None) -> Any: ...
-
-
-class StateEventLike(Protocol):
-    @property
-    def sender(self) -> str: ...
-    @property
-    def content(self) -> Mapping[str, Any]: ...
-
-
-class EventLike(StateEventLike, Protocol):
-    @property
-    def event_id(self) -> str: ...
-    @property
-    def room_id(self) -> str: ...
-    @property
-    def type(self) -> str: ...
-    @property
-    def origin_server_ts(self) -> int: ...
-    @property
-    def redacts(self) -> Any: ...
-    @property
-    def unsigned(self) -> UnsignedLike: ...
-    @property
-    def internal_metadata(self) -> MetadataLike: ...
-    @property
-    def room_version(self) -> RoomVersionLike: ...
-    def get_state_key(self) -> str | None: ...
-
-
-StateMap = Mapping[tuple[str, str], StateEventLike]
-"""The room's current state as Synapse hands it to `on_new_event`: `(type, state_key)` → event."""
 
 
 @dataclass(frozen=True)
@@ -242,43 +188,6 @@ def is_local(user_id: str, server_name: str) -> bool:
     return colon == ":" and domain == server_name
 
 
-def sender_power_level(sender: str, state: StateMap, version: RoomVersionLike) -> int | None:
-    """The sender's power level as Synapse's event auth computes it; None when it cannot be read (no
-    create event, or a level that is no number)."""
-    create = state.get((CREATE, ""))
-    if create is None:
-        return None
-    if version.msc4289_creator_power_enabled and _is_creator(create, sender, version):
-        return CREATOR_POWER_LEVEL
-    power_levels = state.get((POWER_LEVELS, ""))
-    if power_levels is not None:
-        users = power_levels.content.get("users")
-        level = users.get(sender) if isinstance(users, Mapping) else None
-        if level is None:
-            level = power_levels.content.get("users_default", 0)
-        return 0 if level is None else _as_int(level)
-    creator = create.sender if version.implicit_room_creator else create.content.get("creator")
-    return 100 if creator == sender else 0
-
-
-def notification_power_levels(state: StateMap, version: RoomVersionLike) -> dict[str, int]:
-    """The power levels' `notifications`: in room versions before integers were enforced, values that
-    are no integer are read as one (as Synapse does) or left out; the pool takes integers only."""
-    power_levels = state.get((POWER_LEVELS, ""))
-    levels = power_levels.content.get("notifications") if power_levels is not None else None
-    if not isinstance(levels, Mapping):
-        return {}
-    read: dict[str, int] = {}
-    for key, level in levels.items():
-        if type(level) is int:
-            read[str(key)] = level
-        elif not version.enforce_int_power_levels:
-            value = _as_int(level)
-            if value is not None:
-                read[str(key)] = value
-    return read
-
-
 def ignores(ignored_user_list: Mapping[str, Any] | None, sender: str) -> bool:
     """Whether a user's `m.ignored_user_list` account data ignores `sender`."""
     if ignored_user_list is None:
@@ -342,22 +251,6 @@ def _recipient(user_id: str, display_name: str | None) -> EvaluationRecipient:
 def _display_name(content: Mapping[str, Any]) -> str | None:
     name = content.get("displayname")
     return name if isinstance(name, str) and name != "" else None
-
-
-def _is_creator(create: StateEventLike, user_id: str, version: RoomVersionLike) -> bool:
-    if create.sender == user_id:
-        return True
-    if not version.msc4289_creator_power_enabled:
-        return False
-    additional = create.content.get("additional_creators")
-    return isinstance(additional, Sequence) and not isinstance(additional, str) and user_id in additional
-
-
-def _as_int(value: Any) -> int | None:
-    try:
-        return int(value)
-    except (TypeError, ValueError, OverflowError):
-        return None
 
 
 def _notification(
