@@ -23,6 +23,8 @@ from pymongo import MongoClient
 
 from matrix_push_worker import PushRulesClient
 
+from .push_gateway import PushGateway, running_gateway
+
 ROOT = Path(__file__).resolve().parents[3]
 AMQP_URL = os.environ.get("AMQP_URL", "amqp://guest:guest@127.0.0.1:5672")
 MONGODB_URL = os.environ.get("MONGODB_URL", "mongodb://127.0.0.1:27017")
@@ -230,3 +232,10 @@ async def known_user(client: PushRulesClient, name: str) -> str:
     user = new_user(name)
     await client.get_push_rules(user)
     return user
+
+
+@pytest_asyncio.fixture
+async def gateway() -> AsyncIterator[PushGateway]:
+    """A push gateway on 127.0.0.1 of the test's own."""
+    async with running_gateway() as gateway:
+        yield gateway

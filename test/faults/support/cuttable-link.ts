@@ -4,12 +4,15 @@ import { connect, createServer, type Server, type Socket } from 'node:net';
  * A TCP relay in front of one service, for one process: `cut` makes it go
  * silent both ways (bytes held, new connections accepted and left
  * hanging), as a network partition between that process and the service
- * does, while every other process reaches the service as before.
+ * does, while every other process reaches the service as before. `drop`
+ * closes every relayed connection and closes each new one at once, as a
+ * service that went down does; `mend` ends either.
  */
 export interface CuttableLink {
   /** `host:port` to give the process instead of the service's. */
   readonly address: string;
   cut(): void;
+  drop(): void;
   mend(): void;
   close(): Promise<void>;
 }
@@ -19,6 +22,7 @@ export async function startCuttableLink(target: { host: string; port: number }):
   const directions = new Set<{ readonly to: Socket; readonly held: Buffer[] }>();
   const sockets = new Set<Socket>();
   let cut = false;
+  let dropped = false;
   const relay = (from: Socket, to: Socket) => {
     const direction = { to, held: [] as Buffer[] };
     directions.add(direction);
@@ -29,6 +33,10 @@ export async function startCuttableLink(target: { host: string; port: number }):
     from.on('close', () => directions.delete(direction));
   };
   const server: Server = createServer((incoming) => {
+    if (dropped) {
+      incoming.destroy();
+      return;
+    }
     const outgoing = connect(target.port, target.host);
     sockets.add(incoming).add(outgoing);
     relay(incoming, outgoing);
@@ -49,8 +57,13 @@ export async function startCuttableLink(target: { host: string; port: number }):
     cut: () => {
       cut = true;
     },
+    drop: () => {
+      dropped = true;
+      for (const socket of sockets) socket.destroy();
+    },
     mend: () => {
       cut = false;
+      dropped = false;
       for (const direction of directions) for (const chunk of direction.held.splice(0)) direction.to.write(chunk);
     },
     close: async () => {

@@ -1,13 +1,13 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createHmac } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 /**
- * A real Synapse for the import tests: `matrix-synapse` from PyPI in a
- * virtualenv created once and cached (SYNAPSE_CACHE_DIR, else
+ * A real Synapse for the import and module tests: `matrix-synapse` from
+ * PyPI in a virtualenv created once and cached (SYNAPSE_CACHE_DIR, else
  * ~/.cache/matrix-push-worker), started on a free port of 127.0.0.1 in a
  * temporary folder, rate limits off, and stopped by `stop`.
  */
@@ -41,6 +41,15 @@ export function synapsePython(): string {
   return python;
 }
 
+/**
+ * Installs a Python package (a folder, as pip takes it) into Synapse's
+ * virtualenv, so that Synapse can load a module from it.
+ */
+export function installIntoSynapse(packagePath: string): void {
+  const python = synapsePython();
+  run(python, ['-m', 'pip', 'install', '--quiet', '--disable-pip-version-check', packagePath]);
+}
+
 function run(command: string, args: readonly string[]): void {
   const result = spawnSync(command, args, { stdio: ['ignore', 'ignore', 'pipe'], encoding: 'utf8' });
   if (result.status !== 0) throw new Error(`${command} ${args.join(' ')} failed: ${result.stderr}`);
@@ -70,25 +79,44 @@ export type SynapseDatabase =
       readonly database: string;
     };
 
+/** What a test adds to Synapse's configuration. */
+export interface SynapseOptions {
+  /** The `modules` list: each loaded from Synapse's virtualenv (see `installIntoSynapse`). */
+  readonly modules?: readonly { readonly module: string; readonly config: unknown }[];
+  /** Serve `/_synapse/metrics` on a port of its own (`metricsUrl`). */
+  readonly metrics?: boolean;
+  /** Log levels by logger name, in `homeserver.log` (WARNING for everything else). */
+  readonly logLevels?: Readonly<Record<string, string>>;
+  /** More top-level settings of `homeserver.yaml`. */
+  readonly settings?: Readonly<Record<string, unknown>>;
+}
+
 export interface SynapseServer {
   readonly serverName: string;
   readonly baseUrl: string;
   /** The SQLite file, when Synapse runs on SQLite. */
   readonly sqlitePath?: string;
+  /** Where Synapse's metrics are served, when asked for. */
+  readonly metricsUrl?: string;
   /** A user registered through the shared-secret admin API; their access token. */
   register(localpart: string, admin?: boolean): Promise<{ readonly userId: string; readonly token: string }>;
+  /** A new session (device) of a registered user, by password. */
+  login(localpart: string): Promise<{ readonly token: string; readonly deviceId: string }>;
   /** A client-server API request; throws on a status other than 2xx with the body. */
   request(token: string, method: string, path: string, body?: unknown): Promise<unknown>;
+  /** The end of Synapse's log, to show when a test fails. */
+  logTail(): string;
   stop(): Promise<void>;
 }
 
 const SHARED_SECRET = 'import-test-shared-secret';
 
 /** Starts Synapse and waits until it answers. */
-export async function startSynapse(database: SynapseDatabase): Promise<SynapseServer> {
+export async function startSynapse(database: SynapseDatabase, options: SynapseOptions = {}): Promise<SynapseServer> {
   const python = synapsePython();
   const dir = mkdtempSync(join(tmpdir(), 'synapse-import-'));
   const port = await freePort();
+  const metricsPort = options.metrics === true ? await freePort() : undefined;
   const serverName = 'import.test';
   const sqlitePath = join(dir, 'homeserver.db');
   const config = {
@@ -104,7 +132,13 @@ export async function startSynapse(database: SynapseDatabase): Promise<SynapseSe
         x_forwarded: false,
         resources: [{ names: ['client'], compress: false }],
       },
+      ...(metricsPort === undefined
+        ? []
+        : [{ port: metricsPort, bind_addresses: ['127.0.0.1'], type: 'metrics', tls: false }]),
     ],
+    ...(metricsPort === undefined ? {} : { enable_metrics: true }),
+    ...(options.modules === undefined ? {} : { modules: options.modules }),
+    ...options.settings,
     database:
       database.kind === 'sqlite'
         ? { name: 'sqlite3', args: { database: sqlitePath } }
@@ -126,7 +160,6 @@ export async function startSynapse(database: SynapseDatabase): Promise<SynapseSe
     report_stats: false,
     trusted_key_servers: [],
     suppress_key_server_warning: true,
-    enable_metrics: false,
     // Rate limits off: the test sends many requests from one address.
     rc_message: { per_second: 10000, burst_count: 10000 },
     rc_registration: { per_second: 10000, burst_count: 10000 },
@@ -147,6 +180,7 @@ export async function startSynapse(database: SynapseDatabase): Promise<SynapseSe
       formatters: { plain: { format: '%(asctime)s %(levelname)s %(name)s %(message)s' } },
       handlers: { file: { class: 'logging.FileHandler', filename: join(dir, 'homeserver.log'), formatter: 'plain' } },
       root: { level: 'WARNING', handlers: ['file'] },
+      loggers: Object.fromEntries(Object.entries(options.logLevels ?? {}).map(([name, level]) => [name, { level }])),
       disable_existing_loggers: false,
     }),
   );
@@ -162,8 +196,17 @@ export async function startSynapse(database: SynapseDatabase): Promise<SynapseSe
     serverName,
     baseUrl,
     ...(database.kind === 'sqlite' ? { sqlitePath } : {}),
+    ...(metricsPort === undefined ? {} : { metricsUrl: `http://127.0.0.1:${metricsPort}/_synapse/metrics` }),
     register: async (localpart, admin = false) => register(baseUrl, localpart, admin),
+    login: async (localpart) => login(baseUrl, localpart),
     request: async (token, method, path, body) => request(baseUrl, token, method, path, body),
+    logTail: () => {
+      try {
+        return readFileSync(join(dir, 'homeserver.log'), 'utf8').slice(-8000);
+      } catch {
+        return '(no log)';
+      }
+    },
     stop: async () => {
       await stopProcess(child);
       rmSync(dir, { recursive: true, force: true });
@@ -224,10 +267,22 @@ async function register(
   return { userId: body.user_id, token: body.access_token };
 }
 
+async function login(
+  baseUrl: string,
+  localpart: string,
+): Promise<{ readonly token: string; readonly deviceId: string }> {
+  const body = (await request(baseUrl, '', 'POST', '/_matrix/client/v3/login', {
+    type: 'm.login.password',
+    identifier: { type: 'm.id.user', user: localpart },
+    password: `pw-${localpart}`,
+  })) as { access_token: string; device_id: string };
+  return { token: body.access_token, deviceId: body.device_id };
+}
+
 async function request(baseUrl: string, token: string, method: string, path: string, body?: unknown): Promise<unknown> {
   const response = await fetch(`${baseUrl}${path}`, {
     method,
-    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    headers: { ...(token === '' ? {} : { authorization: `Bearer ${token}` }), 'content-type': 'application/json' },
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),
   });
   const text = await response.text();
