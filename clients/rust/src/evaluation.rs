@@ -137,6 +137,12 @@ impl<'a> From<&'a [RecipientsOfServer]> for Recipients<'a> {
     }
 }
 
+impl<'a, const N: usize> From<&'a [RecipientsOfServer; N]> for Recipients<'a> {
+    fn from(groups: &'a [RecipientsOfServer; N]) -> Self {
+        Self::ByServer(groups)
+    }
+}
+
 impl<'a> From<&'a Vec<RecipientsOfServer>> for Recipients<'a> {
     fn from(groups: &'a Vec<RecipientsOfServer>) -> Self {
         Self::ByServer(groups)
