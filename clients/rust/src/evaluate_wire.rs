@@ -143,6 +143,7 @@ pub(crate) fn group_by_server(
                     server: server.to_owned(),
                     localparts: Vec::new(),
                     display_names: None,
+                    extra: Default::default(),
                 },
                 Vec::new(),
             ));

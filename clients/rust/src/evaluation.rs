@@ -46,7 +46,7 @@ impl Event {
 }
 
 /// What the conditions read of the room.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Room {
     /// What `room_member_count` compares with.
     pub member_count: u64,
@@ -60,10 +60,13 @@ pub struct Room {
         skip_serializing_if = "Option::is_none"
     )]
     pub notification_power_levels: Option<BTreeMap<String, i64>>,
+    /// Sent as given; the workers ignore what they do not know.
+    #[serde(flatten)]
+    pub extra: JsonObject,
 }
 
 /// A local member the event may notify.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Recipient {
     pub user_id: String,
     /// What `contains_display_name` matches: the member's display name in the room.
@@ -73,6 +76,9 @@ pub struct Recipient {
         skip_serializing_if = "Option::is_none"
     )]
     pub display_name: Option<String>,
+    /// Sent as given in the plain list (the grouped form has no place for them).
+    #[serde(flatten)]
+    pub extra: JsonObject,
 }
 
 impl Recipient {
@@ -80,19 +86,20 @@ impl Recipient {
         Self {
             user_id: user_id.into(),
             display_name: None,
+            extra: JsonObject::new(),
         }
     }
 
     pub fn with_display_name(user_id: impl Into<String>, display_name: impl Into<String>) -> Self {
         Self {
-            user_id: user_id.into(),
             display_name: Some(display_name.into()),
+            ..Self::new(user_id)
         }
     }
 }
 
 /// One group of the grouped form: the recipients `@<localpart>:<server>`, in order.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RecipientsOfServer {
     pub server: String,
     pub localparts: Vec<String>,
@@ -103,6 +110,8 @@ pub struct RecipientsOfServer {
         skip_serializing_if = "Option::is_none"
     )]
     pub display_names: Option<Vec<Option<String>>>,
+    #[serde(flatten)]
+    pub extra: JsonObject,
 }
 
 /// The recipients of one `evaluate`: a list (sent grouped by server from 100 recipients), or
@@ -170,4 +179,30 @@ pub struct Evaluation {
     /// With `explain`: every recipient's matched rule, `None` when none matched.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rule_ids: Option<HashMap<String, Option<String>>>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn an_event_keeps_every_key_for_the_conditions_to_match() {
+        let wire = json!({
+            "type": "m.room.message", "room_id": "!r:x", "sender": "@s:x",
+            "content": {"body": "hi"}, "event_id": "$e", "unsigned": {"age": 1},
+        });
+        let event: Event = serde_json::from_value(wire.clone()).unwrap();
+        assert_eq!(event.extra["event_id"], "$e");
+        assert_eq!(serde_json::to_value(&event).unwrap(), wire);
+    }
+
+    #[test]
+    fn a_recipient_display_name_is_absent_or_a_string() {
+        let named: Recipient =
+            serde_json::from_value(json!({"user_id": "@a:x", "display_name": "A"})).unwrap();
+        assert_eq!(named, Recipient::with_display_name("@a:x", "A"));
+        let null = json!({"user_id": "@a:x", "display_name": null});
+        assert!(serde_json::from_value::<Recipient>(null).is_err());
+    }
 }

@@ -115,7 +115,7 @@ impl NotifyRecipient {
 }
 
 /// The badge counts pushed with a notification.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Counts {
     #[serde(
         default,
@@ -129,6 +129,8 @@ pub struct Counts {
         skip_serializing_if = "Option::is_none"
     )]
     pub missed_calls: Option<u64>,
+    #[serde(flatten)]
+    pub extra: JsonObject,
 }
 
 /// The reply to a `notify` that asked for one: what it was taken in for.

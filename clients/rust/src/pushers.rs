@@ -140,3 +140,37 @@ pub enum PusherSelector {
     /// Every one.
     All,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn an_action_goes_on_as_it_came_absent_null_and_unknown_fields_included() {
+        let cases = [
+            json!({"pushkey": "k", "kind": null, "app_id": "a"}),
+            json!({"pushkey": "k", "kind": "http", "enabled": null, "org.matrix.msc3881.enabled": false}),
+            json!({"pushkey": "k", "device_id": "FROM-CLIENT", "data": {"url": 5, "__proto__": {}}}),
+            json!({}),
+        ];
+        for wire in cases {
+            let action: PusherSetAction = serde_json::from_value(wire.clone()).unwrap();
+            assert_eq!(serde_json::to_value(&action).unwrap(), wire);
+        }
+    }
+
+    #[test]
+    fn a_null_where_the_contract_wants_a_value_is_refused() {
+        for wire in [
+            json!({"pushkey": null}),
+            json!({"data": null}),
+            json!({"append": null}),
+        ] {
+            assert!(
+                serde_json::from_value::<PusherSetAction>(wire.clone()).is_err(),
+                "{wire}"
+            );
+        }
+    }
+}

@@ -15,6 +15,7 @@ fn room(members: u64) -> Room {
         member_count: members,
         sender_power_level: Some(0),
         notification_power_levels: Some([("room".to_owned(), 50)].into()),
+        ..Room::default()
     }
 }
 
@@ -125,11 +126,13 @@ async fn recipients_already_grouped_by_server_are_sent_as_given() {
             server: "one.example.org".into(),
             localparts: vec![ann.clone(), bea.clone()],
             display_names: Some(vec![Some("Annabel".into()), Some("Beatrix".into())]),
+            extra: Default::default(),
         },
         RecipientsOfServer {
             server: "two.example.org".into(),
             localparts: vec![cid.clone()],
             display_names: None,
+            extra: Default::default(),
         },
     ];
 

@@ -91,14 +91,18 @@ async fn notify_reaches_the_recipients_gateway_once_per_message_id() {
     let mut gateway = PushGateway::start().await;
     let bob = new_user("bob");
     client
-        .set_pusher(&bob, &http_pusher("bob-phone", &gateway.url), Some("PHONE"))
+        .set_pusher(
+            &bob,
+            &http_pusher(&format!("{bob}-phone"), &gateway.url),
+            Some("PHONE"),
+        )
         .await
         .unwrap();
     let recipients = [NotifyRecipient {
         actions: Some(vec![PushAction::Notify]),
         counts: Some(Counts {
             unread: Some(1),
-            missed_calls: None,
+            ..Counts::default()
         }),
         ..NotifyRecipient::new(&bob)
     }];
@@ -117,7 +121,10 @@ async fn notify_reaches_the_recipients_gateway_once_per_message_id() {
     assert_eq!(answer, taken_in);
     let first = gateway.next().await;
     assert_eq!(first["notification"]["event_id"], "$first");
-    assert_eq!(first["notification"]["devices"][0]["pushkey"], "bob-phone");
+    assert_eq!(
+        first["notification"]["devices"][0]["pushkey"],
+        format!("{bob}-phone")
+    );
     assert_eq!(first["notification"]["counts"]["unread"], 1);
 
     // Resolved on the broker's confirm.

@@ -27,12 +27,14 @@ async fn a_pusher_is_set_listed_with_its_device_and_deleted_by_device() {
     let _broker = shared_broker().await;
     let client = client();
     let user = new_user("pushers");
+    // A pushkey set for one user leaves every other user (`append` false): each test its own.
+    let (phone, laptop) = (format!("{user}-phone"), format!("{user}-laptop"));
     client
-        .set_pusher(&user, &http_pusher("key-1", GATEWAY), Some("PHONE"))
+        .set_pusher(&user, &http_pusher(&phone, GATEWAY), Some("PHONE"))
         .await
         .unwrap();
     client
-        .set_pusher(&user, &http_pusher("key-2", GATEWAY), Some("LAPTOP"))
+        .set_pusher(&user, &http_pusher(&laptop, GATEWAY), Some("LAPTOP"))
         .await
         .unwrap();
 
@@ -43,7 +45,10 @@ async fn a_pusher_is_set_listed_with_its_device_and_deleted_by_device() {
         .collect();
     assert_eq!(
         listed,
-        BTreeSet::from([("key-1", Some("PHONE")), ("key-2", Some("LAPTOP"))])
+        BTreeSet::from([
+            (phone.as_str(), Some("PHONE")),
+            (laptop.as_str(), Some("LAPTOP"))
+        ])
     );
     assert!(pushers
         .iter()
@@ -58,7 +63,7 @@ async fn a_pusher_is_set_listed_with_its_device_and_deleted_by_device() {
     let left = client.get_pushers(&user).await.unwrap().pushers;
     assert_eq!(
         left.iter().map(|p| p.pushkey.as_str()).collect::<Vec<_>>(),
-        ["key-2"]
+        [laptop.as_str()]
     );
 
     let deleted = client
@@ -75,8 +80,9 @@ async fn delete_pushers_all_and_delete_user_data() {
     let _broker = shared_broker().await;
     let client = client();
     let user = known_user(&client, "deactivated").await;
+    let key = |name: &str| format!("{user}-{name}");
     client
-        .set_pusher(&user, &http_pusher("key-1", GATEWAY), Some("PHONE"))
+        .set_pusher(&user, &http_pusher(&key("phone"), GATEWAY), Some("PHONE"))
         .await
         .unwrap();
     let deleted = client
@@ -87,7 +93,7 @@ async fn delete_pushers_all_and_delete_user_data() {
     assert_eq!(deleted.deleted, 1);
 
     client
-        .set_pusher(&user, &http_pusher("key-2", GATEWAY), None)
+        .set_pusher(&user, &http_pusher(&key("laptop"), GATEWAY), None)
         .await
         .unwrap();
     let rule = matrix_push_worker_client::NewPushRule {
