@@ -9,13 +9,13 @@ use tokio::time::Instant;
 
 use crate::broker::Broker;
 use crate::broker_urls::{parse_broker_urls, InvalidOptions};
-use crate::calls::{
-    request, with, DeletePushers, Evaluate, EvaluateMany, Notify, Read, SetPushRule, Write,
-};
+use crate::calls::{request, with, DeletePushers, Read, SetPushRule, Write};
 use crate::error::PushRulesError;
+use crate::evaluate_calls::{Evaluate, EvaluateMany};
 use crate::evaluation::{EvaluateEvent, Event, Recipients, Room};
 use crate::json::JsonObject;
 use crate::notify::{Notification, NotifyRecipient};
+use crate::notify_calls::Notify;
 use crate::options::ClientOptions;
 use crate::push_action::PushAction;
 use crate::push_rules::{NewPushRule, PushRule, PushRuleActions, PushRuleEnabled, PushRules};

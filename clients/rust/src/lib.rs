@@ -35,10 +35,12 @@ mod broker_urls;
 mod calls;
 mod client;
 mod error;
+mod evaluate_calls;
 mod evaluate_wire;
 mod evaluation;
 mod json;
 mod notify;
+mod notify_calls;
 mod options;
 mod push_action;
 mod push_condition;
@@ -48,18 +50,17 @@ mod rpc;
 mod session;
 
 pub use broker_urls::InvalidOptions;
-pub use calls::{
-    CallFuture, DeletePushers, Evaluate, EvaluateMany, Notify, NotifyWithReply, Read, ReplyBody,
-    SetPushRule, Write, MAX_BATCH_BYTES, MAX_BATCH_EVENTS,
-};
+pub use calls::{CallFuture, DeletePushers, Read, ReplyBody, SetPushRule, Write};
 pub use client::PushRulesClient;
 pub use error::{ErrorBody, ErrorKind, MatrixErrorBody, PushRulesError, TransportFailure};
+pub use evaluate_calls::{Evaluate, EvaluateMany, MAX_BATCH_BYTES, MAX_BATCH_EVENTS};
 pub use evaluate_wire::GROUP_RECIPIENTS_FROM;
 pub use evaluation::{
     EvaluateEvent, Evaluation, Event, Recipient, Recipients, RecipientsOfServer, Room,
 };
 pub use json::JsonObject;
 pub use notify::{Counts, Notification, NotifyRecipient, NotifyReply, Priority};
+pub use notify_calls::{Notify, NotifyWithReply};
 pub use options::{
     ClientOptions, DEFAULT_DELIVER_QUEUE, DEFAULT_EVALUATE_QUEUE, DEFAULT_QUEUE,
     DEFAULT_READ_QUEUE, DEFAULT_TIMEOUT,
