@@ -1,14 +1,15 @@
 //! evaluate and evaluate_many: the default shape whatever the wire form.
 
 use std::collections::HashMap;
+use std::time::Duration;
 
 use matrix_push_worker_client::{
-    ErrorKind, EvaluateEvent, Event, JsonObject, NewPushRule, PushAction, PushCondition, Recipient,
-    RecipientsOfServer, Room,
+    ClientOptions, ErrorKind, EvaluateEvent, Event, JsonObject, NewPushRule, PushAction,
+    PushCondition, PushRulesClient, Recipient, RecipientsOfServer, Room, TransportFailure,
 };
 use serde_json::json;
 
-use crate::support::{client, known_user, new_user, shared_broker};
+use crate::support::{client, known_user, new_user, options, shared_broker, UnservedQueue};
 
 fn room(members: u64) -> Room {
     Room {
@@ -268,4 +269,79 @@ async fn a_bad_evaluate_is_the_workers_matrix_error() {
         (ErrorKind::BadJson, 400)
     );
     assert!(refused.error().contains("repeats"), "{}", refused.error());
+}
+
+#[tokio::test]
+async fn a_batch_refused_as_a_whole_for_its_size_is_sent_again_event_by_event() {
+    let _broker = shared_broker().await;
+    let client = client();
+    let sender = new_user("sender");
+    let room = room(20_000);
+    // 15,000 recipients each: one message of the batch form (well under 1 MiB grouped by server),
+    // past the workers' 20,000 recipients over all its events, but each event within them alone.
+    let tag = fastrand::u32(..);
+    let crowds: Vec<Vec<Recipient>> = (0..2)
+        .map(|crowd| {
+            (0..15_000)
+                .map(|index| Recipient::new(format!("@m{index}-{crowd}-{tag:08x}:example.org")))
+                .collect()
+        })
+        .collect();
+    let events = [message(&sender, "one"), message(&sender, "two")];
+    let calls: Vec<EvaluateEvent<'_>> = events
+        .iter()
+        .zip(&crowds)
+        .map(|(event, crowd)| EvaluateEvent {
+            event,
+            room: &room,
+            recipients: crowd.into(),
+            explain: false,
+        })
+        .collect();
+
+    let answers = client.evaluate_many(&calls).await;
+
+    for (answer, crowd) in answers.iter().zip(&crowds) {
+        let answer = answer.as_ref().unwrap();
+        assert_eq!(answer.evaluated, 15_000);
+        assert_eq!(answer.notify.len(), 15_000);
+        assert!(answer.notify.contains_key(&crowd[14_999].user_id));
+    }
+}
+
+#[tokio::test]
+async fn evaluate_many_without_a_reply_fails_each_event_with_the_reason() {
+    let _broker = shared_broker().await;
+    let queue = UnservedQueue::declare().await;
+    let client = PushRulesClient::new(ClientOptions {
+        evaluate_queue: queue.name.clone(),
+        ..options()
+    })
+    .unwrap();
+    let sender = new_user("sender");
+    let (event, room, recipients) = (
+        message(&sender, "x"),
+        room(2),
+        [Recipient::new(new_user("a"))],
+    );
+    let call = EvaluateEvent {
+        event: &event,
+        room: &room,
+        recipients: (&recipients).into(),
+        explain: false,
+    };
+
+    let answers = client
+        .evaluate_many(&[call, call])
+        .timeout(Duration::from_millis(300))
+        .await;
+
+    assert_eq!(answers.len(), 2);
+    for answer in answers {
+        assert_eq!(
+            answer.unwrap_err().reason(),
+            Some(TransportFailure::Timeout)
+        );
+    }
+    queue.delete().await;
 }
