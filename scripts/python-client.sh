@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Checks and tests the Python client (clients/python) against real workers:
 #
-#   1. a virtualenv (python3 -m venv) in ~/.cache/matrix-push-worker/python-client-venv, or
-#      PYTHON_CLIENT_VENV; the package installed in it with its `test` extra, from PyPI;
+#   1. the virtualenv of scripts/python-venv.sh (~/.cache/matrix-push-worker/python-client-venv, or
+#      PYTHON_CLIENT_VENV), the package installed in it with its `test` extra, from PyPI;
 #   2. ruff check, ruff format --check and mypy --strict on the package and its tests;
 #   3. pytest (clients/python/tests): each run starts its own worker (`node dist/main.js`, on queues
 #      and a database of its own) against RabbitMQ and MongoDB; pytest's "no tests ran" (exit 5)
@@ -17,20 +17,10 @@
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 CLIENT="$ROOT/clients/python"
-VENV="${PYTHON_CLIENT_VENV:-$HOME/.cache/matrix-push-worker/python-client-venv}"
-PYTHON="${PYTHON:-python3}"
 
 say() { printf 'python-client: %s\n' "$*" >&2; }
 
-if [[ ! -x "$VENV/bin/python" ]]; then
-  say "creating the virtualenv in $VENV"
-  mkdir -p "$(dirname "$VENV")"
-  "$PYTHON" -m venv "$VENV"
-  "$VENV/bin/python" -m pip install --quiet --upgrade pip
-fi
-say "installing clients/python[test] into $VENV"
-# Not editable: the tests run the package as pip installs it (py.typed included).
-"$VENV/bin/python" -m pip install --quiet --disable-pip-version-check "$CLIENT[test]"
+VENV="$("$ROOT/scripts/python-venv.sh")"
 
 cd "$CLIENT"
 say "ruff check, ruff format --check, mypy --strict"
