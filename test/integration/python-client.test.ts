@@ -1,6 +1,7 @@
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, inject, it } from 'vitest';
+import { pythonMissing } from './support/python-venv.js';
 
 /**
  * The Python client (clients/python) as the suite runs it: scripts/python-client.sh makes its
@@ -11,15 +12,6 @@ import { describe, expect, inject, it } from 'vitest';
  */
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const SCRIPT = `${ROOT}scripts/python-client.sh`;
-
-function pythonMissing(): string | undefined {
-  const probe = spawnSync('python3', ['-c', 'import sys, venv, ensurepip; assert sys.version_info >= (3, 10)'], {
-    encoding: 'utf8',
-  });
-  if (probe.error !== undefined) return 'python3 is not installed';
-  if (probe.status !== 0) return `python3 (3.10 or later) with its venv module is missing: ${probe.stderr.trim()}`;
-  return undefined;
-}
 
 const missing = pythonMissing();
 if (missing !== undefined) console.warn(`[python client] skipped: ${missing}`);
