@@ -46,8 +46,10 @@ for (const adapter of CLIENT_ADAPTERS) {
       if (command === undefined) throw new Error(`the ${adapter.client} adapter was not prepared`);
       const { amqpUrl, publisher: user } = running();
       const env: NodeJS.ProcessEnv = { ...process.env, AMQP_URL: amqpUrl };
+      // An adapter that also reads the workers' queue variables stays on the defaults the workers run on.
+      for (const name of ['PUBLISHER_USER_ID', 'RPC_QUEUE', 'RPC_READ_QUEUE', 'EVALUATE_QUEUE', 'DELIVERY_QUEUE'])
+        delete env[name];
       if (publisher === 'trusted') env['PUBLISHER_USER_ID'] = user;
-      else delete env['PUBLISHER_USER_ID'];
       const process_ = WireAdapterProcess.start({ ...command, env });
       started.set(publisher, process_);
       return process_;
