@@ -17,6 +17,15 @@ const CASES = loadCases();
 /** An answer comes within the clients' own 10 s deadline; more only on a machine far too busy. */
 const ANSWER_TIMEOUT_MS = 30_000;
 
+/** Not passed on to an adapter: it runs as the run says, on the queues the workers consume. */
+const UNSET_FOR_ADAPTERS = new Set([
+  'PUBLISHER_USER_ID',
+  'RPC_QUEUE',
+  'RPC_READ_QUEUE',
+  'EVALUATE_QUEUE',
+  'DELIVERY_QUEUE',
+]);
+
 let workers: ConformanceWorkers | undefined;
 
 beforeAll(async () => {
@@ -45,10 +54,11 @@ for (const adapter of CLIENT_ADAPTERS) {
       if (existing !== undefined) return existing;
       if (command === undefined) throw new Error(`the ${adapter.client} adapter was not prepared`);
       const { amqpUrl, publisher: user } = running();
-      const env: NodeJS.ProcessEnv = { ...process.env, AMQP_URL: amqpUrl };
       // An adapter that also reads the workers' queue variables stays on the defaults the workers run on.
-      for (const name of ['PUBLISHER_USER_ID', 'RPC_QUEUE', 'RPC_READ_QUEUE', 'EVALUATE_QUEUE', 'DELIVERY_QUEUE'])
-        delete env[name];
+      const env: NodeJS.ProcessEnv = Object.fromEntries(
+        Object.entries(process.env).filter(([name]) => !UNSET_FOR_ADAPTERS.has(name)),
+      );
+      env['AMQP_URL'] = amqpUrl;
       if (publisher === 'trusted') env['PUBLISHER_USER_ID'] = user;
       const process_ = WireAdapterProcess.start({ ...command, env });
       started.set(publisher, process_);
