@@ -18,7 +18,8 @@ import { brokerUser } from './delivery-harness.js';
  * own, and a push gateway double. Its settings are the defaults but for
  * what the cases' format names (contract/schemas/conformance-case.schema.json):
  * the adapters' broker user is a trusted publisher, and pushers may name
- * the double, plain HTTP on 127.0.0.1.
+ * the double, plain HTTP on 127.0.0.1; and for delivery's pace (fewer
+ * partitions, claimed and secured sooner), which no reply shows.
  */
 export interface ConformanceWorkers {
   readonly amqpUrl: string;
