@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# The virtualenv the project's Python runs in: ~/.cache/matrix-push-worker/python-client-venv, or
-# PYTHON_CLIENT_VENV. Creates it when missing (python3 -m venv, or PYTHON), installs clients/python
-# into it with its `test` extra from PyPI (pytest, mypy, ruff, pika for docs/integrate.md, …), and
-# prints the virtualenv's path on stdout. Used by scripts/python-client.sh and the test of
-# docs/integrate.md's walk-through.
+# The Python client's virtualenv, for scripts/python-client.sh and the conformance run
+# (test/integration/conformance.test.ts): makes it when missing (python3 -m venv, in
+# ~/.cache/matrix-push-worker/python-client-venv or PYTHON_CLIENT_VENV), installs clients/python
+# with its `test` extra into it from PyPI (not editable: the package as pip installs it, py.typed
+# included, rebuilt from the checkout every time), and prints its folder on stdout; progress on
+# stderr. PYTHON names the interpreter that makes it (python3).
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 CLIENT="$ROOT/clients/python"
@@ -19,6 +20,5 @@ if [[ ! -x "$VENV/bin/python" ]]; then
   "$VENV/bin/python" -m pip install --quiet --upgrade pip >&2
 fi
 say "installing clients/python[test] into $VENV"
-# Not editable: the tests run the package as pip installs it (py.typed included).
 "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check "$CLIENT[test]" >&2
-printf '%s\n' "$VENV"
+echo "$VENV"

@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { MongoClient } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { pythonMissing, pythonVenv } from './support/python.js';
+import { pythonMissing, pythonVenv } from './support/python-venv.js';
 import { deleteTopology, uniqueNames, type Names } from './support/worker-harness.js';
 import {
   startWorkerProcess,
@@ -59,9 +59,9 @@ describe.skipIf(missing !== undefined)("docs/integrate.md's pika walk-through", 
     expect(statedOutput(PAGE)).toEqual(['{"@alice:example.org": ["notify"]}', '{"recipients": 0, "devices": 0}']);
   });
 
-  it('runs as the page shows it against a real worker, printing what the page says', { timeout: 300_000 }, () => {
+  it('runs as the page shows it against a real worker, printing what the page says', { timeout: 300_000 }, async () => {
     const [snippet = ''] = pythonBlocks(PAGE);
-    const venv = pythonVenv();
+    const venv = await pythonVenv();
     // The snippet reads the workers' own variables: the queues and the broker of this test's worker.
     const result = spawnSync(`${venv}/bin/python`, ['-'], { input: snippet, env, encoding: 'utf8', timeout: 60_000 });
     expect(result.status, `python exited with ${String(result.status)}: ${result.stderr}`).toBe(0);

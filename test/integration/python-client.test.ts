@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, inject, it } from 'vitest';
-import { pythonMissing } from './support/python.js';
+import { pythonMissing } from './support/python-venv.js';
 
 /**
  * The Python client (clients/python) as the suite runs it: scripts/python-client.sh makes its

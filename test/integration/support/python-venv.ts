@@ -1,9 +1,10 @@
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { runCommand } from './run-command.js';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 
-/** Why the project's Python cannot run here (no python3 3.10+ with venv), or undefined when it can. */
+/** Why the Python client cannot run here (no python3 3.10+ with venv), or undefined when it can. */
 export function pythonMissing(): string | undefined {
   const probe = spawnSync('python3', ['-c', 'import sys, venv, ensurepip; assert sys.version_info >= (3, 10)'], {
     encoding: 'utf8',
@@ -13,9 +14,9 @@ export function pythonMissing(): string | undefined {
   return undefined;
 }
 
-/** The project's virtualenv (scripts/python-venv.sh: made when missing, clients/python[test] installed). */
-export function pythonVenv(): string {
-  const result = spawnSync(`${ROOT}scripts/python-venv.sh`, [], { cwd: ROOT, encoding: 'utf8' });
-  if (result.status !== 0) throw new Error(`scripts/python-venv.sh failed: ${result.stderr}`);
-  return result.stdout.trim();
+/** The folder of the Python client's virtualenv, made or brought up to date by scripts/python-venv.sh. */
+export async function pythonVenv(): Promise<string> {
+  const { code, stdout, stderr } = await runCommand(`${ROOT}scripts/python-venv.sh`, [], { cwd: ROOT });
+  if (code !== 0) throw new Error(`scripts/python-venv.sh exited with ${String(code)}: ${stderr}`);
+  return stdout.trim();
 }
