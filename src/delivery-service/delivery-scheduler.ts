@@ -1,4 +1,5 @@
 import type { Logger } from '../logging/logger.js';
+import { loggable } from '../logging/loggable-error.js';
 import { gatewayOrigin } from '../delivery/circuit-breaker-origin.js';
 import {
   admit,
@@ -28,10 +29,11 @@ import { pushkeyTag } from '../delivery/pushkey-tag.js';
 import { classifyExchange, type GatewayExchange, type ResponseOutcome } from '../delivery/response-outcome.js';
 import type { RetryPolicy } from '../delivery/retry-schedule.js';
 import { sentRegistration } from '../delivery/sent-registration.js';
-import type { StoredPusher } from '../pushers/pusher.js';
 import type { RejectedRegistration } from '../pushers/rejected-registration.js';
 import type { DeliveryStore, PendingDelivery } from '../store/delivery-store.js';
+import type { DeliveryObserver, DeliveryOutcome } from './delivery-observer.js';
 import { PartitionSends, settledWithin } from './partition-sends.js';
+import type { PusherLookup } from './pusher-lookup.js';
 
 /** The HTTP client, as the scheduler uses it (delivery-http/gateway-client.ts). */
 export interface GatewaySender {
@@ -46,12 +48,6 @@ export interface GatewaySender {
   ): Promise<GatewayExchange>;
 }
 
-/** Reads a user's pushers now (the pusher store). */
-export interface PusherLookup {
-  listPushers(userId: string): Promise<readonly StoredPusher[]>;
-  listPushersOfUsers(userIds: readonly string[]): Promise<ReadonlyMap<string, readonly StoredPusher[]>>;
-}
-
 /**
  * Removes the pusher a gateway rejected, if it is still the registration
  * the request was sent for, and announces the change (an `m.pushers`
@@ -59,33 +55,6 @@ export interface PusherLookup {
  */
 export interface RejectedPusherRemover {
   removeRejected(rejected: RejectedRegistration): Promise<void>;
-}
-
-/**
- * What happened to a gateway request and its devices:
- * - delivered: the gateway took it (its devices, rejected ones aside);
- * - rejected: devices whose pushkey the gateway rejected (their pushers are removed);
- * - retried: the attempt failed in a way worth retrying;
- * - failed: a 4xx or a redirect, for good (pushers kept);
- * - refused: the gateway's address is one deliveries may not go to;
- * - given_up: still failing at the end of the give-up window;
- * - dropped: pushed out of a device's backlog by newer notifications (or a badge update by a newer one);
- * - expired: waited longer than the maximum age (`delivery.maxAgeMs`): not sent any more;
- * - pusher_removed: its pushers were removed before it could be sent.
- */
-export type DeliveryOutcome =
-  'delivered' | 'rejected' | 'retried' | 'failed' | 'refused' | 'given_up' | 'dropped' | 'expired' | 'pusher_removed';
-
-/** Narrow hook for the delivery metrics; tests pass object literals. */
-export interface DeliveryObserver {
-  /** A request (and `devices` of its devices) ended an attempt this way. */
-  settled(url: string, outcome: DeliveryOutcome, devices: number): void;
-  /** The gateway answered (or failed to) after this long. */
-  gatewayAnswered(url: string, seconds: number): void;
-  /** A request was delivered this long after its `notify` was taken in. */
-  deliveredAfter(seconds: number): void;
-  /** A device's request waits because its gateway's breaker is open. */
-  heldByBreaker(url: string): void;
 }
 
 /** Whether this worker may send for a partition now: it holds the partition's lease, and the lease is not in doubt. */
@@ -716,21 +685,6 @@ export class DeliveryScheduler {
 /** The front's ID after a check (a narrowed front keeps its ID). */
 function narrowedId(queue: DeviceQueue, item: PendingDelivery): string {
   return queue.backlog.queue[0]?.id ?? item.id;
-}
-
-/**
- * A store error as a log line may hold it: its kind, message and code. A
- * driver's bulk-write error carries the documents it failed on, and those
- * hold pushkeys, which never go into a log.
- */
-export function loggable(error: unknown): Record<string, unknown> {
-  if (!(error instanceof Error)) return { message: String(error) };
-  const code = (error as { code?: unknown }).code;
-  return {
-    type: error.name,
-    message: error.message,
-    ...(typeof code === 'string' || typeof code === 'number' ? { code } : {}),
-  };
 }
 
 function hostOf(url: string): string {
