@@ -1,7 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { Ajv, type ValidateFunction } from 'ajv';
 import { parseBrokerAddresses, type BrokerUrls } from './broker-urls.js';
-import { ConfigSchema, ENVIRONMENT, type Config, type EnvironmentKind } from './config-schema.js';
+import { ConfigSchema, type Config } from './config-schema.js';
+import { ENVIRONMENT, type EnvironmentKind } from './worker-environment.js';
 
 export class ConfigError extends Error {
   constructor(message: string) {
