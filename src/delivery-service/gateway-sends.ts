@@ -8,7 +8,7 @@ import type { PartitionSends } from './partition-sends.js';
 export interface GatewaySender {
   /**
    * `userId`: whose request it is, for the per-user cap on requests in flight; `signal` and `sendable`
-   * withdraw it (`not-sent`, `withdrawn`) while it waits for a slot (gateway-client.ts `SendContext`).
+   * withdraw it (`not-sent`, `withdrawn`) while it waits for a slot (gateway-client-options.ts `SendContext`).
    */
   send(
     url: string,
