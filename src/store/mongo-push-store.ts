@@ -3,7 +3,7 @@ import type { Ruleset } from '../push-rules/push-rule.js';
 import { deletionSelects, type PusherDeletion } from '../pushers/pusher-deletion.js';
 import type { PusherKey, StoredPusher } from '../pushers/pusher.js';
 import { stillRejected, type RejectedRegistration } from '../pushers/rejected-registration.js';
-import { classifyMongoError, isDuplicateKey, isRetryableRead } from './mongo-errors.js';
+import { guard, isDuplicateKey, isRetryableRead } from './mongo-errors.js';
 import { fromEntry, PusherLists, type PusherDocument, type PusherListFields } from './mongo-pusher-lists.js';
 import {
   DEFAULT_RECORDED_WRITES_WINDOW,
@@ -423,12 +423,4 @@ function findRecorded(
     replyJson: entry.reply_json,
     ...(entry.unchanged === true ? { unchanged: true as const } : {}),
   };
-}
-
-async function guard<T>(operation: () => Promise<T>): Promise<T> {
-  try {
-    return await operation();
-  } catch (error) {
-    throw classifyMongoError(error);
-  }
 }
