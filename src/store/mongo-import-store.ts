@@ -3,7 +3,7 @@ import { MongoBulkWriteError, type AnyBulkWriteOperation, type Collection, type 
 import type { ImportStore, ImportWriteOptions, UserImport, UserImportOutcome } from './import-store.js';
 import { planUserImport, pusherKey, type ImportPlan } from './import-plan.js';
 import { classifyMongoError, guard } from './mongo-errors.js';
-import { versionFilter, type AccountDataDocument } from './mongo-push-store.js';
+import { versionFilter, type AccountDataDocument } from './account-data-document.js';
 import { compareText, fromEntry, PusherLists, toEntry, type PusherListFields } from './mongo-pusher-lists.js';
 
 /** The account-data document with the mark an import leaves until the user's pushers are written. */
