@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { ConsumeMessage, Message, Options } from 'amqplib';
-import { BrokerConnection, closeReason, type BrokerLink } from '../amqp/broker-connection.js';
+import { BrokerConnection } from '../amqp/broker-connection.js';
+import { closeReason, type BrokerLink } from '../amqp/broker-link.js';
 import type { Reply } from '../contract/reply.js';
 import { WIRE_VERSION_HEADERS } from '../contract/wire-version.js';
 import {

@@ -1,5 +1,5 @@
 import type { Channel, ConfirmChannel, Options } from 'amqplib';
-import type { BrokerLink } from '../amqp/broker-connection.js';
+import type { BrokerLink } from '../amqp/broker-link.js';
 import type { Reply } from '../contract/reply.js';
 import { EncodedBody } from './encoded-body.js';
 import { RpcRequestError, RpcTransportError, type TransportFailure } from './rpc-errors.js';

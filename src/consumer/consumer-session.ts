@@ -4,7 +4,7 @@ import type { Logger } from '../logging/logger.js';
 import { backoffDelay } from '../retry/backoff.js';
 import { AckBatcher } from './ack-batcher.js';
 import { declareDeadLetterQueue } from './amqp-topology.js';
-import { closeReason, type BrokerLink } from '../amqp/broker-connection.js';
+import { closeReason, type BrokerLink } from '../amqp/broker-link.js';
 import type { ChangeListener } from './change-listener.js';
 import type { ConsumedQueue } from './consumed-queue.js';
 import type { Lane } from './lane.js';

@@ -1,6 +1,6 @@
 import type { ChannelModel } from 'amqplib';
 import { describe, expect, it } from 'vitest';
-import type { BrokerLink } from '../../src/amqp/broker-connection.js';
+import type { BrokerLink } from '../../src/amqp/broker-link.js';
 import type { ChangeListener } from '../../src/consumer/change-listener.js';
 import type { ConsumedQueue } from '../../src/consumer/consumed-queue.js';
 import { ConsumerSession } from '../../src/consumer/consumer-session.js';
