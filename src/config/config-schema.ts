@@ -12,6 +12,17 @@ import { Name, named, queueType } from './setting-types.js';
 /** The worker's whole configuration. Every field is required: defaults come from `config/default.json`. */
 export const ConfigSchema = Type.Object(
   {
+    /** Any names here: `loadConfig` checks them against the roles (worker-roles.ts) and names what is wrong. */
+    worker: Type.Object(
+      {
+        roles: Type.Array(Type.String({ minLength: 1, maxLength: 32 }), {
+          maxItems: 16,
+          description:
+            'What this worker runs (the variable comma-separated), one or more of: `rpc` the request queue, `read` the read queue, `evaluate` the evaluate queue, `deliver` push delivery (the `notify` router and the partitions). See docs/operations.md#running-by-role.',
+        }),
+      },
+      { additionalProperties: false },
+    ),
     amqp: Type.Object(
       {
         /** One node, or every node of a cluster (`AMQP_URL` comma-separated): see `parseBrokerAddresses`. */

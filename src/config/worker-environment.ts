@@ -11,6 +11,7 @@ export const ENVIRONMENT: readonly {
   readonly path: readonly [keyof Config, string];
   readonly kind: EnvironmentKind;
 }[] = [
+  { name: 'WORKER_ROLES', path: ['worker', 'roles'], kind: 'list' },
   { name: 'AMQP_URL', path: ['amqp', 'url'], kind: 'list' },
   { name: 'RPC_QUEUE', path: ['amqp', 'queue'], kind: 'string' },
   { name: 'RPC_QUEUE_TYPE', path: ['amqp', 'queueType'], kind: 'string' },
