@@ -1,6 +1,8 @@
 import { setFlagsFromString } from 'node:v8';
 import { MongoClient } from 'mongodb';
 import type { Config } from './config/config-schema.js';
+import { workerRolesOf } from './config/load-config.js';
+import type { WorkerRoles } from './config/worker-roles.js';
 import type { ServiceProcess } from './lifecycle/run-process.js';
 import type { Logger } from './logging/logger.js';
 import { BrokerQueueProbe } from './observability/broker-queue-probe.js';
@@ -30,7 +32,9 @@ export interface ServeHooks {
 
 /**
  * One worker process, wired from its configuration: the store, the
- * services, the queues, metrics and health. `npm start` runs it through
+ * services, the queues, metrics and health. It builds, consumes, measures
+ * and drains only what its roles need (`worker.roles`;
+ * docs/operations.md#running-by-role). `npm start` runs it through
  * `runProcess` (src/main.ts).
  */
 export function createWorkerProcess(
@@ -42,6 +46,7 @@ export function createWorkerProcess(
   // Read by V8 at every full collection, so it applies from here on.
   if (config.runtime.heapGrowingPercent > 0)
     setFlagsFromString(`--heap-growing-percent=${config.runtime.heapGrowingPercent}`);
+  const roles = workerRolesOf(config);
   // A function, not the property: signals flip it between awaits.
   const stopped = () => stop.signal.aborted;
   // Created once the database answers; signals and probes may come sooner.
@@ -51,44 +56,45 @@ export function createWorkerProcess(
     evaluator?: Evaluator;
   } = {};
 
+  // Reads are served by the request queue (`rpc`) and the read queue (`read`).
   const readCache =
-    config.reads.cacheMaxEntries > 0
+    config.reads.cacheMaxEntries > 0 && (roles.rpc || roles.read)
       ? new RulesetCache<LoadedPushRules>({
           maxEntries: config.reads.cacheMaxEntries,
           maxBytes: config.reads.cacheMaxBytes,
           maxStalenessMs: config.reads.maxStalenessMs,
         })
       : undefined;
+  const queues = queuesOf(config, roles);
   const metrics = new WorkerMetrics(() => running.worker?.inFlight ?? 0, {
     // The compiled rulesets of `evaluate`, on the event loop and in the threads, kept current by the change events.
-    cache: summedCacheView(() => (running.evaluator === undefined ? [] : [running.evaluator.cache])),
-    queues: { all: ['request', 'read', 'evaluate', 'deliver'], consumed: () => running.worker?.consumedQueues ?? [] },
+    ...(roles.evaluate
+      ? { cache: summedCacheView(() => (running.evaluator === undefined ? [] : [running.evaluator.cache])) }
+      : {}),
+    queues: { all: Object.keys(queues), consumed: () => running.worker?.consumedQueues ?? [] },
+    roles,
   });
   if (readCache !== undefined) registerReadCacheMetrics(metrics.registry, readCache);
-  const deliveryMetrics = new DeliveryMetrics(
-    metrics.registry,
-    () => running.delivery?.scheduler,
-    Date.now,
-    () => {
-      const delivery = running.delivery;
-      return delivery === undefined
-        ? undefined
-        : { partitions: delivery.coordinator.partitions, pusherCache: delivery.pushers.stats };
-    },
-  );
+  const deliveryMetrics = roles.deliver
+    ? new DeliveryMetrics(
+        metrics.registry,
+        () => running.delivery?.scheduler,
+        Date.now,
+        () => {
+          const delivery = running.delivery;
+          return delivery === undefined
+            ? undefined
+            : { partitions: delivery.coordinator.partitions, pusherCache: delivery.pushers.stats };
+        },
+      )
+    : undefined;
   // Made here, before anything starts: a mistyped address range stops the worker at start, not at the first push.
-  const gateways = gatewayClientOf(config.delivery);
-  // Its own broker connection, opened at the first scrape.
+  const gateways = roles.deliver ? gatewayClientOf(config.delivery) : undefined;
+  // Its own broker connection, opened at the first scrape: the queues of its roles, and where refusals go.
   const depth = new BrokerQueueProbe(config.amqp);
   new QueueDepthMetrics('push_worker', metrics.registry, {
     probe: depth,
-    queues: {
-      request: config.amqp.queue,
-      read: config.amqp.readQueue,
-      evaluate: config.evaluate.queue,
-      deliver: config.delivery.queue,
-      'dead-letter': config.amqp.deadLetterQueue,
-    },
+    queues: { ...queues, 'dead-letter': config.amqp.deadLetterQueue },
   });
   const mongo = new MongoClient(config.mongodb.url, mongoClientOptions(config.mongodb));
   const db = mongo.db(config.mongodb.database);
@@ -139,50 +145,59 @@ export function createWorkerProcess(
       // A write answered Unavailable but applied afterwards: announced once it settled.
       announceLate: async (changes) => Promise.all(changes.map(async (change) => running.worker?.announce(change))),
     });
-    const evaluator = new Evaluator({
-      evaluate: config.evaluate,
-      mongodb: config.mongodb,
-      maxJsonDepth: config.limits.maxJsonDepth,
-      store,
-      logger: log,
-      observer: metrics,
-    });
-    running.evaluator = evaluator;
-    const delivery = await WorkerDelivery.open({
-      config,
-      log,
-      db,
-      store,
-      gateways,
-      observer: deliveryMetrics,
-      announce: async (change) => running.worker?.announce(change) ?? false,
-      signal: stop.signal,
-    });
-    if (delivery === undefined) return;
-    running.delivery = delivery;
+    // Its threads, each with a store connection and a cache, only on a worker that evaluates.
+    const evaluator = roles.evaluate
+      ? new Evaluator({
+          evaluate: config.evaluate,
+          mongodb: config.mongodb,
+          maxJsonDepth: config.limits.maxJsonDepth,
+          store,
+          logger: log,
+          observer: metrics,
+        })
+      : undefined;
+    if (evaluator !== undefined) running.evaluator = evaluator;
+    let delivery: WorkerDelivery | undefined;
+    if (gateways !== undefined && deliveryMetrics !== undefined) {
+      delivery = await WorkerDelivery.open({
+        config,
+        log,
+        db,
+        store,
+        gateways,
+        observer: deliveryMetrics,
+        announce: async (change) => running.worker?.announce(change) ?? false,
+        signal: stop.signal,
+      });
+      if (delivery === undefined) return;
+      running.delivery = delivery;
+    }
     const worker = new RpcWorker(service, {
       amqp: config.amqp,
+      userOps: [...(roles.rpc ? (['request'] as const) : []), ...(roles.read ? (['read'] as const) : [])],
       queues: [
-        evaluateQueue({
-          amqp: config.amqp,
-          evaluate: config.evaluate,
-          run: evaluator.run,
-          observer: metrics,
-        }),
-        delivery.queue,
+        ...(evaluator === undefined
+          ? []
+          : [evaluateQueue({ amqp: config.amqp, evaluate: config.evaluate, run: evaluator.run, observer: metrics })]),
+        ...(delivery === undefined ? [] : [delivery.queue]),
       ],
+      // Every role keeps a cache the change events keep current; only delivery's is of pushers.
       changes: {
         pushRulesChanged: (userId) => {
           readCache?.invalidate(userId);
-          evaluator.invalidate(userId);
+          evaluator?.invalidate(userId);
         },
-        pushersChanged: (userId) => {
-          delivery.pushersChanged(userId);
-        },
+        ...(delivery === undefined
+          ? {}
+          : {
+              pushersChanged: (userId: string) => {
+                delivery.pushersChanged(userId);
+              },
+            }),
         subscriptionReset: () => {
           readCache?.clear();
-          evaluator.clear();
-          delivery.changesMissed();
+          evaluator?.clear();
+          delivery?.changesMissed();
         },
       },
       limits: config.limits,
@@ -191,9 +206,9 @@ export function createWorkerProcess(
       ...hooks,
     });
     running.worker = worker;
-    delivery.start();
+    delivery?.start();
     await worker.start();
-    if (!stopped()) log.info({ database: config.mongodb.database }, 'worker started');
+    if (!stopped()) log.info({ database: config.mongodb.database, roles: config.worker.roles }, 'worker started');
   };
 
   return {
@@ -212,13 +227,23 @@ export function createWorkerProcess(
       await running.worker?.close();
       clearTimeout(routing);
       await running.delivery?.close();
-      await gateways.close();
+      await gateways?.close();
       await running.evaluator?.close();
       await depth.close();
       await mongo.close().catch(() => undefined);
       await health?.close();
     },
     start,
+  };
+}
+
+/** The queues a worker with `roles` consumes, by the role metrics label them with (`request` for `rpc`). */
+function queuesOf(config: Readonly<Config>, roles: WorkerRoles): Record<string, string> {
+  return {
+    ...(roles.rpc ? { request: config.amqp.queue } : {}),
+    ...(roles.read ? { read: config.amqp.readQueue } : {}),
+    ...(roles.evaluate ? { evaluate: config.evaluate.queue } : {}),
+    ...(roles.deliver ? { deliver: config.delivery.queue } : {}),
   };
 }
 
