@@ -90,11 +90,18 @@ export function createWorkerProcess(
     : undefined;
   // Made here, before anything starts: a mistyped address range stops the worker at start, not at the first push.
   const gateways = roles.deliver ? gatewayClientOf(config.delivery) : undefined;
-  // Its own broker connection, opened at the first scrape: the queues of its roles, and where refusals go.
+  // Its own broker connection, opened at the first scrape. Every queue of the pool, whatever this worker's
+  // roles: a queue no worker serves shows its backlog too.
   const depth = new BrokerQueueProbe(config.amqp);
   new QueueDepthMetrics('push_worker', metrics.registry, {
     probe: depth,
-    queues: { ...queues, 'dead-letter': config.amqp.deadLetterQueue },
+    queues: {
+      request: config.amqp.queue,
+      read: config.amqp.readQueue,
+      evaluate: config.evaluate.queue,
+      deliver: config.delivery.queue,
+      'dead-letter': config.amqp.deadLetterQueue,
+    },
   });
   const mongo = new MongoClient(config.mongodb.url, mongoClientOptions(config.mongodb));
   const db = mongo.db(config.mongodb.database);
