@@ -1,7 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import amqp from 'amqplib';
 import type { MongoClient } from 'mongodb';
-import { RpcClient, RpcTransportError } from '../src/client/rpc-client.js';
+import { RpcClient } from '../src/client/rpc-client.js';
+import { RpcTransportError } from '../src/client/rpc-errors.js';
 import { clusterUp, killNode, startNode, waitForLeader, type ClusterNode } from '../test/support/rabbit-cluster.js';
 import { startWorker, type Child } from './support/processes.js';
 import type { TargetCheck } from './support/report.js';

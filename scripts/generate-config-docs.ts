@@ -12,7 +12,8 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import type { EnvironmentList } from '../src/config/load-config.js';
-import { ConfigSchema, ENVIRONMENT } from '../src/config/config-schema.js';
+import { ConfigSchema } from '../src/config/config-schema.js';
+import { ENVIRONMENT } from '../src/config/worker-environment.js';
 import { GATEWAY_ENVIRONMENT, GatewayConfigSchema } from '../src/gateway/gateway-config.js';
 
 /** The parts of a JSON schema that the tables show. */

@@ -2,7 +2,8 @@ import type { Db } from 'mongodb';
 import type { NotifyNotification } from '../../src/client/push-rules-client.js';
 import type { NotifyRequestBody } from '../../src/contract/ops.js';
 import type { DeliveryPusher } from '../../src/delivery/device-batches.js';
-import { MongoPushStore, type PusherDocument } from '../../src/store/mongo-push-store.js';
+import { MongoPushStore } from '../../src/store/mongo-push-store.js';
+import type { PusherDocument } from '../../src/store/mongo-pusher-lists.js';
 
 /** The delivery bench's recipients: `users` users with `devicesPerUser` HTTP pushers each, user i on gateway i mod the URLs. */
 export interface DeliveryAudience {

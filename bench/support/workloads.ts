@@ -5,7 +5,8 @@ import type { ConditionalPushRule, Ruleset } from '../../src/push-rules/push-rul
 import type { PusherSetAction } from '../../src/pushers/pusher.js';
 import { DEFAULT_RULES_REVISION, serverDefaultRuleset } from '../../src/push-rules/server-default-rules.js';
 import type { Db } from 'mongodb';
-import type { AccountDataDocument, MongoPushStore } from '../../src/store/mongo-push-store.js';
+import type { AccountDataDocument } from '../../src/store/account-data-document.js';
+import type { MongoPushStore } from '../../src/store/mongo-push-store.js';
 import { encodePushRulesContent } from '../../src/store/push-rules-entry.js';
 
 /** One request of a closed loop: caller `lane`, its `i`th request. */

@@ -4,7 +4,7 @@
 // (amqp-properties.ts) and every message, its payload referencing the
 // JSON Schemas of contract/schemas/ (json-schemas.ts).
 import type { Config } from '../../src/config/config-schema.js';
-import { ENVIRONMENT } from '../../src/config/config-schema.js';
+import { ENVIRONMENT } from '../../src/config/worker-environment.js';
 import { isReadOp, OPS } from '../../src/contract/ops.js';
 import { WIRE_VERSION, WIRE_VERSION_HEADER } from '../../src/contract/wire-version.js';
 import { partitionQueue } from '../../src/consumer/notify-queue.js';

@@ -4,21 +4,8 @@ import type { Logger } from '../logging/logger.js';
 import { backoffDelay, type BackoffPolicy } from '../retry/backoff.js';
 import { parseBrokerAddresses, type BrokerAddress, type BrokerUrls } from '../config/broker-urls.js';
 import { AddressRotation } from './broker-addresses.js';
-import { connectAmqp, connectionName, type AmqpConnectOptions } from './amqp-connect.js';
-
-/** One open connection, as the owner's `setup` sees it. */
-export interface BrokerLink {
-  readonly connection: ChannelModel;
-  readonly address: BrokerAddress;
-  /** This connection was lost or given up: nothing more should be started on it. */
-  readonly lost: boolean;
-  /**
-   * This connection can no longer serve its owner (a channel it needs
-   * closed, the broker cancelled a consumer): drop it and connect again.
-   * Called during `setup`, it fails that attempt.
-   */
-  lose(reason: string): void;
-}
+import { connectAmqp, type AmqpConnectOptions } from './amqp-connect.js';
+import { closeWithin, openLink, type BrokerLink, type Live, type LinkState } from './broker-link.js';
 
 /** What the rest of the service hears of the connection; every hook is optional. */
 export interface BrokerConnectionObserver {
@@ -62,53 +49,6 @@ async function waitFor(ms: number, signal: AbortSignal): Promise<void> {
 }
 
 type State = 'idle' | 'connecting' | 'waiting' | 'connected' | 'closed';
-
-/**
- * `what`, and the error that caused it when there is one: "connection closed:
- * Connection closed: 320 (CONNECTION-FORCED) with message ...". An operator
- * reading why a session was lost needs the broker's own words.
- */
-export function closeReason(what: string, error: unknown): string {
-  if (error === undefined || error === null) return what;
-  const message = error instanceof Error ? error.message : typeof error === 'string' ? error : describe(error);
-  return message === '' ? what : `${what}: ${message}`;
-}
-
-/** Any other value, as JSON when it is representable (a cyclic value or a BigInt is not). */
-function describe(value: unknown): string {
-  try {
-    // undefined for a function or a symbol, whatever the typings say.
-    const text = JSON.stringify(value) as string | undefined;
-    return text ?? '';
-  } catch {
-    return '';
-  }
-}
-
-interface Live<S> {
-  readonly link: LinkState;
-  readonly session: S;
-}
-
-interface LinkState extends BrokerLink {
-  lost: boolean;
-}
-
-/**
- * Closes a connection without waiting for the broker's answer for longer
- * than `ms`: amqplib's close waits for CloseOk with no timer of its own, and
- * a node that went silent would hold the caller until heartbeats gave up.
- */
-async function closeWithin(connection: ChannelModel, ms: number): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  await Promise.race([
-    connection.close().catch(() => undefined),
-    new Promise<void>((resolve) => {
-      timer = setTimeout(resolve, ms);
-    }),
-  ]);
-  clearTimeout(timer);
-}
 
 interface Waiter<S> {
   readonly resolve: (session: S) => void;
@@ -278,7 +218,9 @@ export class BrokerConnection<S> {
       const attemptStarted = Date.now();
       if (this.#everConnected) logger?.info({ broker: address.label }, 'reconnecting to RabbitMQ');
       try {
-        const live = await this.#attempt(address);
+        const live = await openLink(address, { ...this.#options, connect: this.#connect }, (link, reason) => {
+          this.#lose(link, reason);
+        });
         if (this.#closed()) {
           await closeWithin(live.link.connection, this.#options.attemptTimeoutMs);
           return;
@@ -330,61 +272,6 @@ export class BrokerConnection<S> {
         if (this.#closed()) return;
         this.#state = 'connecting';
       }
-    }
-  }
-
-  /** Connects to `address` and runs `setup`, all within `attemptTimeoutMs`. */
-  async #attempt(address: BrokerAddress): Promise<Live<S>> {
-    const { attemptTimeoutMs, heartbeatSeconds, role, logger } = this.#options;
-    const started = Date.now();
-    const connection = await this.#connect(address.url, {
-      ...(heartbeatSeconds === undefined ? {} : { heartbeatSeconds }),
-      connectionName: connectionName(role),
-      timeoutMs: attemptTimeoutMs,
-    });
-    const link: LinkState = {
-      connection,
-      address,
-      lost: false,
-      lose: (reason) => {
-        this.#lose(link, reason);
-      },
-    };
-    connection.on('error', (error: Error) => {
-      logger?.warn({ err: error, broker: address.label }, 'AMQP connection error');
-    });
-    // amqplib passes why the connection closed (the broker's close code and
-    // text, a socket error, a missed heartbeat); none when we closed it.
-    connection.on('close', (error?: unknown) => {
-      const reason = closeReason('connection closed', error);
-      if (link.lost && error !== undefined && error !== null) {
-        // amqplib closes the channels before the connection says why, so
-        // the owner may have reported the loss already ("channel closed"):
-        // this line carries the cause.
-        logger?.warn({ broker: address.label, reason }, 'the broker connection closed');
-      }
-      this.#lose(link, reason);
-    });
-    let timer: NodeJS.Timeout | undefined;
-    try {
-      const left = Math.max(1, attemptTimeoutMs - (Date.now() - started));
-      const session = await Promise.race([
-        this.#options.setup(link),
-        new Promise<never>((_, reject) => {
-          timer = setTimeout(() => {
-            reject(new Error(`setting up the session on ${address.label} took over ${attemptTimeoutMs} ms`));
-          }, left);
-        }),
-      ]);
-      if (link.lost) throw new Error(`the connection to ${address.label} was lost while it was set up`);
-      return { link, session };
-    } catch (error) {
-      link.lost = true;
-      // Not awaited: the next node is tried now, not once this one has said goodbye.
-      void connection.close().catch(() => undefined);
-      throw error;
-    } finally {
-      clearTimeout(timer);
     }
   }
 

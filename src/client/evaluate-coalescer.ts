@@ -2,7 +2,8 @@ import type { Reply } from '../contract/reply.js';
 import type { ErrorKind } from '../errors/error-catalogue.js';
 import { nestsDeeperThan } from '../matrix/json-depth.js';
 import { EncodedBody } from './encoded-body.js';
-import { RpcRequestError, RpcTransportError, type RequestOptions } from './rpc-client.js';
+import { RpcRequestError, RpcTransportError } from './rpc-errors.js';
+import type { RequestOptions } from './rpc-client-options.js';
 
 /** How `evaluate()` calls are gathered into one message (docs/client.md#many-events-in-one-message). */
 export interface EvaluateCoalescing {

@@ -5,7 +5,7 @@ import type { Logger } from '../logging/logger.js';
 import type { BrokerUrls } from '../config/broker-urls.js';
 import type { BrokerConnectionObserver } from '../amqp/broker-connection.js';
 import type { EvaluateCoalescing } from './evaluate-coalescer.js';
-import type { ReadFallback, RequestOptions } from './rpc-client.js';
+import type { ReadFallback, RequestOptions } from './rpc-client-options.js';
 
 // What `PushRulesClient` is given and resolves with, apart from the class
 // itself; push-rules-client.ts, the package entry, exports all of it.

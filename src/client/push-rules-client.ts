@@ -28,13 +28,9 @@ import {
 } from './push-rules-client-options.js';
 import { EvaluateCoalescer } from './evaluate-coalescer.js';
 import { evaluateAnswer, evaluateItem, type EvaluateManyEvent } from './evaluate-call.js';
-import {
-  DEFAULT_TIMEOUT_MS,
-  RpcClient,
-  RpcRequestError,
-  RpcTransportError,
-  type RequestOptions,
-} from './rpc-client.js';
+import { DEFAULT_TIMEOUT_MS, type RequestOptions } from './rpc-client-options.js';
+import { RpcClient } from './rpc-client.js';
+import { RpcRequestError, RpcTransportError } from './rpc-errors.js';
 
 // The package entry (`matrix-push-worker/client`) is this file, so its error type and address type come with it.
 export {

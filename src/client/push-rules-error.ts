@@ -1,6 +1,6 @@
 import type { ErrorKind, MatrixErrorBody } from '../errors/error-catalogue.js';
 import { ERROR_KINDS, MESSAGES } from '../errors/error-catalogue.js';
-import type { TransportFailure } from './rpc-client.js';
+import type { TransportFailure } from './rpc-errors.js';
 
 /** What a caller sees when a transport failure stands in for the reply. */
 const TRANSPORT_MESSAGES: Record<TransportFailure, string> = {

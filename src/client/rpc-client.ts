@@ -1,142 +1,26 @@
 import { randomUUID } from 'node:crypto';
-import type { Channel, ConfirmChannel, ConsumeMessage, Message, Options } from 'amqplib';
-import type { Logger } from '../logging/logger.js';
-import type { BrokerUrls } from '../config/broker-urls.js';
-import {
-  BrokerConnection,
-  closeReason,
-  type BrokerConnectionObserver,
-  type BrokerLink,
-} from '../amqp/broker-connection.js';
-import type { BackoffPolicy } from '../retry/backoff.js';
+import type { ConsumeMessage, Message, Options } from 'amqplib';
+import { BrokerConnection } from '../amqp/broker-connection.js';
+import { closeReason, type BrokerLink } from '../amqp/broker-link.js';
 import type { Reply } from '../contract/reply.js';
 import { WIRE_VERSION_HEADERS } from '../contract/wire-version.js';
-import { EncodedBody } from './encoded-body.js';
+import {
+  DEFAULT_CONNECT_TIMEOUT_MS,
+  DEFAULT_HEARTBEAT_SECONDS,
+  DEFAULT_RECONNECT,
+  DEFAULT_TIMEOUT_MS,
+  type RequestOptions,
+  type RpcClientOptions,
+} from './rpc-client-options.js';
+import { RpcTransportError } from './rpc-errors.js';
+import { failAll, parseReply, serialize, settle, watchReadQueue, type Pending, type Session } from './rpc-session.js';
 
 const REPLY_QUEUE = 'amq.rabbitmq.reply-to';
 /** The error amqplib (2.x) gives a confirm callback for a nack; any other means the channel closed. */
 const NACKED = 'message nacked';
 
-/**
- * - `timeout`: no reply within the deadline (the request may have been applied);
- * - `connection-lost`: the connection went before the reply (it may have been applied);
- * - `refused`: the broker did not take the request (a nack: say a quorum queue
- *   failing over to another node); it reached no worker;
- * - `unroutable`: no queue took it (no worker has declared it);
- * - `closed`: the client was closed; `bad-reply`: the reply is not an envelope.
- */
-export type TransportFailure = 'timeout' | 'connection-lost' | 'refused' | 'unroutable' | 'closed' | 'bad-reply';
-
-/** A request that got no reply; the worker may or may not have applied it. */
-export class RpcTransportError extends Error {
-  readonly reason: TransportFailure;
-
-  constructor(reason: TransportFailure, message: string) {
-    super(message);
-    this.name = 'RpcTransportError';
-    this.reason = reason;
-  }
-}
-
-/**
- * A request body that cannot be sent as JSON (`JSON.stringify` refused it:
- * nested too deep for its stack, a cycle, a BigInt). Nothing was sent, and
- * only this call fails: it says nothing about the connection.
- */
-export class RpcRequestError extends Error {
-  constructor(message: string, options?: ErrorOptions) {
-    super(message, options);
-    this.name = 'RpcRequestError';
-  }
-}
-
-export interface RpcClientOptions {
-  /**
-   * The broker: one `amqp://` URL, or every node of a cluster (an array, or
-   * one string with the URLs comma-separated). One connection, to one of
-   * them at a time (shuffled per process); on loss the next is tried at once.
-   */
-  readonly url: BrokerUrls;
-  /** The workers' request queue. */
-  readonly queue: string;
-  /** Per-call deadline unless a call gives its own; also sent as `expiration`. */
-  readonly timeoutMs?: number;
-  /**
-   * The broker user of `url`, sent as each request's `userId` so that workers
-   * with trusted publishers accept it (RabbitMQ refuses any other value).
-   */
-  readonly publisherUserId?: string;
-  /** Heartbeat interval asked of the broker (0: off); default 10 s, the workers' default. */
-  readonly heartbeatSeconds?: number;
-  /** One attempt at one node, handshake included (default 5 000 ms). */
-  readonly connectTimeoutMs?: number;
-  /** The wait between two rounds over every node when none answered (default 100 ms to 1 000 ms). */
-  readonly reconnect?: BackoffPolicy;
-  /**
-   * The workers' read queue: reads (`{read: true}`) go there while it has a
-   * consumer, and to `queue` otherwise. Unset: every request goes to `queue`.
-   */
-  readonly readQueue?: string;
-  /** How often the read queue's consumers are counted (default 1 000 ms). */
-  readonly readProbeIntervalMs?: number;
-  /** A read went to `queue` instead: the read queue returned it, or has no consumer (or does not exist). */
-  readonly onReadFallback?: (reason: ReadFallback) => void;
-  /** Connected, lost, closed: which node the client is on (the gateway's metrics). */
-  readonly observer?: BrokerConnectionObserver;
-  /** Where the connection's own events are logged (which node, losses, failed attempts); none by default. */
-  readonly logger?: Logger;
-}
-
-export type ReadFallback = 'returned' | 'no-consumer';
-
-/** A call's deadline when neither the call nor the client gives one. */
-export const DEFAULT_TIMEOUT_MS = 10_000;
-const DEFAULT_HEARTBEAT_SECONDS = 10;
-const DEFAULT_CONNECT_TIMEOUT_MS = 5_000;
-const DEFAULT_RECONNECT: BackoffPolicy = { baseMs: 100, maxMs: 1_000 };
-
-export interface RequestOptions {
-  readonly timeoutMs?: number;
-  /** Idempotency key: a write retried with the same id is applied once. */
-  readonly messageId?: string;
-  /** Another queue than the client's own (the evaluate queue). */
-  readonly queue?: string;
-  /** A read-only op: the read queue may serve it (see `RpcClientOptions.readQueue`). */
-  readonly read?: boolean;
-  /**
-   * Send no `expiration`: the message must be served even after the caller
-   * stopped waiting (a `notify`: the broker would otherwise drop it unserved
-   * once expired). The call's own deadline still applies to its reply.
-   */
-  readonly noExpiration?: boolean;
-  /** The AMQP `timestamp` (ms) of a `publish`; now unless given (the router keeps a `notify`'s publish time). */
-  readonly timestamp?: number;
-}
-
 /** What a confirmed `publish` settles its pending entry with; never seen by a caller. */
 const CONFIRMED: Reply = { ok: true, body: {} };
-
-interface Pending {
-  readonly resolve: (reply: Reply) => void;
-  readonly reject: (error: RpcTransportError) => void;
-  readonly timer: NodeJS.Timeout;
-  /** A read sent to the read queue: where to send it instead if that queue returns it. */
-  fallback?: { readonly content: Buffer; readonly properties: Options.Publish };
-}
-
-interface Session {
-  readonly link: BrokerLink;
-  /** With publisher confirms: a request the broker did not take is known at once, not at its deadline. */
-  readonly channel: ConfirmChannel;
-  readonly pending: Map<string, Pending>;
-  /** The read queue had a consumer when last counted. */
-  readQueueServed: boolean;
-  /** Its connection was lost: nothing more is sent on it. */
-  retired: boolean;
-  /** Counts the read queue's consumers; its own channel, since a missing queue closes the channel that asks. */
-  probe?: Channel;
-  probeTimer?: NodeJS.Timeout;
-}
 
 /**
  * The caller's side of the RPC contract: direct reply-to, TCP_NODELAY, a
@@ -413,7 +297,8 @@ export class RpcClient {
       },
       { noAck: true },
     );
-    if (this.#options.readQueue !== undefined) await this.#watchReadQueue(session, this.#options.readQueue);
+    if (this.#options.readQueue !== undefined)
+      await watchReadQueue(session, this.#options.readQueue, this.#options.readProbeIntervalMs ?? 1_000);
     return session;
   }
 
@@ -436,77 +321,5 @@ export class RpcClient {
     } catch {
       return false;
     }
-  }
-
-  /**
-   * Counts the read queue's consumers now and every `readProbeIntervalMs`:
-   * reads go there only while some worker consumes it, so a read is never
-   * left waiting in a queue nobody reads (a queue that does not exist
-   * returns the read at once, and it is sent to the request queue).
-   */
-  async #watchReadQueue(session: Session, readQueue: string): Promise<void> {
-    const count = async () => {
-      // A session whose attempt failed, or that was lost, is never retired by
-      // the layer when it was never live: stop counting for it here.
-      if (session.link.lost) {
-        clearInterval(session.probeTimer);
-        return;
-      }
-      try {
-        if (session.probe === undefined) {
-          const probe = await session.link.connection.createChannel();
-          probe.on('error', () => undefined);
-          probe.on('close', () => {
-            if (session.probe === probe) delete session.probe;
-          });
-          session.probe = probe;
-        }
-        const { consumerCount } = await session.probe.checkQueue(readQueue);
-        session.readQueueServed = consumerCount > 0;
-      } catch {
-        // Not declared (the probe channel is closed by the broker), or the connection is going.
-        session.readQueueServed = false;
-      }
-    };
-    await count();
-    session.probeTimer = setInterval(() => void count(), this.#options.readProbeIntervalMs ?? 1_000);
-    session.probeTimer.unref();
-  }
-}
-
-function serialize(body: object): Buffer {
-  if (body instanceof EncodedBody) return Buffer.from(body.json);
-  try {
-    return Buffer.from(JSON.stringify(body));
-  } catch (error) {
-    throw new RpcRequestError(`the request body cannot be serialized as JSON: ${(error as Error).message}`, {
-      cause: error,
-    });
-  }
-}
-
-function settle(session: Session, correlationId: string, how: (pending: Pending) => void): void {
-  const pending = session.pending.get(correlationId);
-  if (pending === undefined) return;
-  clearTimeout(pending.timer);
-  session.pending.delete(correlationId);
-  how(pending);
-}
-
-function failAll(session: Session, reason: TransportFailure, message: string): void {
-  for (const id of [...session.pending.keys()]) {
-    settle(session, id, (p) => {
-      p.reject(new RpcTransportError(reason, message));
-    });
-  }
-}
-
-/** The envelope, trusted to be the contract's once it is a JSON object. */
-function parseReply(content: Buffer): Reply | undefined {
-  try {
-    const value: unknown = JSON.parse(content.toString('utf8'));
-    return typeof value === 'object' && value !== null && 'ok' in value ? (value as Reply) : undefined;
-  } catch {
-    return undefined;
   }
 }

@@ -1,7 +1,9 @@
 import { readFileSync } from 'node:fs';
 import { Ajv, type ValidateFunction } from 'ajv';
 import { parseBrokerAddresses, type BrokerUrls } from './broker-urls.js';
-import { ConfigSchema, ENVIRONMENT, type Config, type EnvironmentKind } from './config-schema.js';
+import { ConfigSchema, type Config } from './config-schema.js';
+import { ENVIRONMENT, type EnvironmentKind } from './worker-environment.js';
+import { parseWorkerRoles, type WorkerRoles } from './worker-roles.js';
 
 export class ConfigError extends Error {
   constructor(message: string) {
@@ -41,6 +43,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Confi
     env,
   );
   checkBrokerUrls(config.amqp.url);
+  workerRolesOf(config);
   if (config.amqp.reconnectBaseMs > config.amqp.reconnectMaxMs) {
     throw new ConfigError(
       'invalid configuration: amqp.reconnectBaseMs (AMQP_RECONNECT_BASE_MS) must not exceed amqp.reconnectMaxMs (AMQP_RECONNECT_MAX_MS)',
@@ -52,6 +55,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Confi
     );
   }
   return config;
+}
+
+/** The roles `worker.roles` (`WORKER_ROLES`) names; `ConfigError` saying what is wrong with them. */
+export function workerRolesOf(config: Pick<Config, 'worker'>): WorkerRoles {
+  const parsed = parseWorkerRoles(config.worker.roles);
+  if (!parsed.ok) throw new ConfigError(`invalid configuration: worker.roles (WORKER_ROLES) ${parsed.problem}`);
+  return parsed.roles;
 }
 
 /**

@@ -29,6 +29,23 @@ export async function declareTopology(channel: Channel, amqp: Config['amqp']): P
   await channel.assertExchange(amqp.eventsExchange, 'topic', { durable: true });
 }
 
+/**
+ * The exchanges alone (dead-letter, change events), for a worker that
+ * does not consume the request queue, whose declaration brings them
+ * otherwise; on a channel of its own, closed after.
+ */
+export async function declareExchanges(connection: ChannelModel, amqp: Config['amqp']): Promise<void> {
+  const channel = await connection.createChannel();
+  // A refused declaration rejects the call below (and fails the session's attempt); the event is the same news.
+  channel.on('error', () => undefined);
+  try {
+    await channel.assertExchange(amqp.deadLetterExchange, 'fanout', { durable: true });
+    await channel.assertExchange(amqp.eventsExchange, 'topic', { durable: true });
+  } finally {
+    await channel.close().catch(() => undefined);
+  }
+}
+
 /** Just enough of a logger to warn; tests pass object literals. */
 export interface TopologyLog {
   warn(fields: object, message: string): void;

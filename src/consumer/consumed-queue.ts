@@ -1,5 +1,5 @@
 import type { Channel } from 'amqplib';
-import type { HandleOutcome } from '../service/push-service.js';
+import type { HandleOutcome } from '../service/handle-outcome.js';
 
 /**
  * One queue the worker consumes (requests, reads, evaluate): its own

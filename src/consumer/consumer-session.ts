@@ -3,8 +3,8 @@ import type { Config } from '../config/config-schema.js';
 import type { Logger } from '../logging/logger.js';
 import { backoffDelay } from '../retry/backoff.js';
 import { AckBatcher } from './ack-batcher.js';
-import { declareDeadLetterQueue } from './amqp-topology.js';
-import { closeReason, type BrokerLink } from '../amqp/broker-connection.js';
+import { declareDeadLetterQueue, declareExchanges } from './amqp-topology.js';
+import { closeReason, type BrokerLink } from '../amqp/broker-link.js';
 import type { ChangeListener } from './change-listener.js';
 import type { ConsumedQueue } from './consumed-queue.js';
 import type { Lane } from './lane.js';
@@ -34,10 +34,11 @@ export interface ConsumerSessionOptions {
  * channel for change events, the change-event subscription, and the
  * requests in flight on them.
  *
- * The request queue is the one queue a session needs: the read and
- * evaluate queues (and the dead-letter queue) may be unavailable (homed on
- * a node that is down, say) without stopping the worker; they are tried
- * again, with a backoff, while the session lives.
+ * The request queue is the one queue a session needs: the read, evaluate
+ * and `notify` queues (and the dead-letter queue) may be unavailable
+ * (homed on a node that is down, say) without stopping the worker; they
+ * are tried again, with a backoff, while the session lives. A worker
+ * without the request queue (by its roles) has only such queues.
  */
 export class ConsumerSession {
   readonly #link: BrokerLink;
@@ -85,8 +86,11 @@ export class ConsumerSession {
       // that no event can reach yet. The request queue serves reads too
       // (when the read queue has no consumer).
       if (options.changes !== undefined) session.#events = await session.#subscribe(options.changes);
-      // Then the request queue: its topology holds the dead-letter exchange.
-      for (const consumed of queues.filter((queue) => queue.required)) await session.#openLane(consumed);
+      // Then the request queue: its topology holds the dead-letter exchange. A worker without one (without
+      // the `rpc` role) declares the exchanges itself: its queues dead-letter there, and it publishes change events.
+      const required = queues.filter((queue) => queue.required);
+      if (required.length === 0) await declareExchanges(link.connection, options.amqp);
+      for (const consumed of required) await session.#openLane(consumed);
       // Not needed to serve: the dead-letter queue only parks what nobody could answer.
       await declareDeadLetterQueue(link.connection, options.amqp, options.logger);
       for (const consumed of queues.filter((queue) => !queue.required)) await session.#openOptionalLane(consumed, 0);
@@ -118,12 +122,15 @@ export class ConsumerSession {
     return [...this.#lanes.values()].filter((lane) => lane.consumerTag !== undefined).map((lane) => lane.consumed.role);
   }
 
-  /** Consuming every queue a session needs. */
-  get consumingRequired(): boolean {
-    return (
-      !this.#lost &&
-      this.#options.queues.every((queue) => !queue.required || this.#lanes.get(queue.role)?.consumerTag !== undefined)
-    );
+  /**
+   * Consuming every queue the session needs: the required ones (the request
+   * queue); with none required (a worker without the `rpc` role), every
+   * queue it has, since they are all it is for.
+   */
+  get consumingNeeded(): boolean {
+    const { queues } = this.#options;
+    const needed = queues.some((queue) => queue.required) ? queues.filter((queue) => queue.required) : queues;
+    return !this.#lost && needed.every((queue) => this.#lanes.get(queue.role)?.consumerTag !== undefined);
   }
 
   /** The session can no longer consume: the connection layer retires it and opens the next one. */

@@ -1,6 +1,7 @@
 import type { Channel, ChannelModel, ConsumeMessage } from 'amqplib';
 import type { AmqpConnectOptions } from '../amqp/amqp-connect.js';
-import { BrokerConnection, closeReason, type BrokerLink } from '../amqp/broker-connection.js';
+import { BrokerConnection } from '../amqp/broker-connection.js';
+import { closeReason, type BrokerLink } from '../amqp/broker-link.js';
 import type { Config } from '../config/config-schema.js';
 import type { Logger } from '../logging/logger.js';
 

@@ -13,7 +13,13 @@ import { NO_OBSERVER, type WorkerObserver } from './worker-observer.js';
 
 export interface RpcWorkerOptions {
   readonly amqp: Config['amqp'];
-  /** More queues to consume on the same connection (the evaluate queue). */
+  /**
+   * The push-rule and pusher queues served (`request`, `read`); both when
+   * absent. A worker without the `rpc` role serves no request queue, one
+   * without `read` no read queue (docs/operations.md#running-by-role).
+   */
+  readonly userOps?: readonly ('request' | 'read')[];
+  /** More queues to consume on the same connection (the evaluate and `notify` queues). */
   readonly queues?: readonly ConsumedQueue[];
   /** Subscribes to the change events when set (the evaluate cache). */
   readonly changes?: ChangeListener;
@@ -64,7 +70,12 @@ export class RpcWorker {
       beforeServe: options.beforeServe,
       afterServe: options.afterServe,
     };
-    this.#queues = [requestQueue(userOps), readQueue(userOps), ...(options.queues ?? [])];
+    const served = new Set(options.userOps ?? ['request', 'read']);
+    this.#queues = [
+      ...(served.has('request') ? [requestQueue(userOps)] : []),
+      ...(served.has('read') ? [readQueue(userOps)] : []),
+      ...(options.queues ?? []),
+    ];
     const observer = options.observer ?? NO_OBSERVER;
     this.#envelope = new RequestEnvelope({
       amqp,
@@ -113,10 +124,10 @@ export class RpcWorker {
     return this.#inFlight.size;
   }
 
-  /** Consuming the queues a worker needs, on a live connection: what `/readyz` asks. */
+  /** Consuming the queues a worker needs (`ConsumerSession.consumingNeeded`), on a live connection: what `/readyz` asks. */
   get consuming(): boolean {
     const session = this.#broker.current;
-    return this.#closing === undefined && session !== undefined && session.consumingRequired;
+    return this.#closing === undefined && session !== undefined && session.consumingNeeded;
   }
 
   /** `host:port` of the node the worker is connected to, if it is. */
@@ -124,7 +135,7 @@ export class RpcWorker {
     return this.#broker.address?.label;
   }
 
-  /** The roles of the queues consumed now (`request`, `read`, `evaluate`). */
+  /** The roles of the queues consumed now (`request`, `read`, `evaluate`, `deliver`). */
   get consumedQueues(): readonly string[] {
     return this.#broker.current?.consumedRoles ?? [];
   }

@@ -1,5 +1,5 @@
 import type { StoredPusher } from '../pushers/pusher.js';
-import type { PusherLookup } from './delivery-scheduler.js';
+import type { PusherLookup } from './pusher-lookup.js';
 
 export interface CachedPusherLookupOptions {
   /** Most estimated bytes of pusher lists kept (`estimateBytes`). */

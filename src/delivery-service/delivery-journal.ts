@@ -1,6 +1,6 @@
 import type { Logger } from '../logging/logger.js';
 import type { AcceptedNotify, DeliveryStore, PendingDelivery, RetryState } from '../store/delivery-store.js';
-import { loggable } from './delivery-scheduler.js';
+import { loggable } from '../logging/loggable-error.js';
 import { IntakeStoppedError } from './notify-intake.js';
 
 export interface DeliveryJournalOptions {

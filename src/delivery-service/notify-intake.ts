@@ -9,7 +9,8 @@ import type { BackoffPolicy } from '../retry/backoff.js';
 import { retryUntilDone } from '../retry/retry-until-done.js';
 import type { AcceptedNotify, DeliveryStore, PendingDelivery } from '../store/delivery-store.js';
 import { StoreUnavailableError } from '../store/push-store.js';
-import { loggable, type PusherLookup } from './delivery-scheduler.js';
+import { loggable } from '../logging/loggable-error.js';
+import type { PusherLookup } from './pusher-lookup.js';
 
 /** Where the intake hands what it stored: the scheduler (delivery-scheduler.ts). */
 export interface DeliveryHolder {

@@ -5,7 +5,7 @@ import { partitionOf } from '../delivery/partitions.js';
 import type { DeliveryStore, PendingDelivery } from '../store/delivery-store.js';
 import type { PartitionLeaseStore } from '../store/partition-lease-store.js';
 import type { PartitionGate } from './delivery-scheduler.js';
-import { loggable } from './delivery-scheduler.js';
+import { loggable } from '../logging/loggable-error.js';
 import { settledWithin } from './partition-sends.js';
 import type { IntakeGate } from './notify-intake.js';
 

@@ -3,7 +3,7 @@ import type { Logger } from '../logging/logger.js';
 import type { RejectedRegistration } from '../pushers/rejected-registration.js';
 import type { ChangeEvent } from '../service/push-service.js';
 import type { PushStore } from '../store/push-store.js';
-import type { RejectedPusherRemover } from './delivery-scheduler.js';
+import type { RejectedPusherRemover } from './send-verdicts.js';
 
 export interface RejectedPushersOptions {
   /**

@@ -1,10 +1,11 @@
-import { CloneType, Type, type Static } from '@sinclair/typebox';
+import { Type, type Static } from '@sinclair/typebox';
 import {
   BrokerUrlsSchema,
   HealthSettingsSchema,
   LogSettingsSchema,
   ShutdownSettingsSchema,
-} from '../config/config-schema.js';
+} from '../config/process-settings.js';
+import { named } from '../config/setting-types.js';
 import {
   checkBrokerUrls,
   compileSettingsSchema,
@@ -12,11 +13,6 @@ import {
   loadSettings,
   type EnvironmentList,
 } from '../config/load-config.js';
-
-const Name = Type.String({ minLength: 1, maxLength: 255 });
-
-/** `description` options are documentation only: `npm run docs:config` writes them into docs/configuration.md. */
-const named = (description: string) => CloneType(Name, { description });
 
 /** The HTTP gateway's whole configuration; defaults come from `config/gateway.json`. */
 export const GatewayConfigSchema = Type.Object(

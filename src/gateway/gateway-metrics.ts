@@ -1,4 +1,4 @@
-import type { ReadFallback } from '../client/rpc-client.js';
+import type { ReadFallback } from '../client/rpc-client-options.js';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { BrokerConnectionObserver } from '../amqp/broker-connection.js';
 import { BrokerMetrics } from '../observability/broker-metrics.js';

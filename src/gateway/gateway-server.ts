@@ -5,32 +5,16 @@ import Fastify, {
   type FastifyReply,
   type FastifyRequest,
 } from 'fastify';
-import { PushRulesError, type PushRulesClient } from '../client/push-rules-client.js';
-import type { PushAction, RuleBody } from '../push-rules/push-rule.js';
-import type { RuleAddress } from '../push-rules/rule-address.js';
-import type { PusherSetAction } from '../pushers/pusher.js';
+import { PushRulesError } from '../client/push-rules-client.js';
 import type { Logger } from '../logging/logger.js';
 import { parseUntrustedJson } from '../matrix/parse-untrusted-json.js';
-import { AuthUnavailableError, type Authenticator, type TokenRejection } from './authenticator.js';
+import type { Authenticator } from './authenticator.js';
+import { authenticate } from './bearer-authentication.js';
 import { GATEWAY_ERRORS, matrixBody, rejectionBody, type GatewayError } from './gateway-errors.js';
+import { API_PREFIXES, ROUTES, type Method, type Params, type PushRulesApi } from './gateway-routes.js';
 import { InFlightLimit, type InFlightSlot } from './in-flight-limit.js';
 import { LogThrottle } from './log-throttle.js';
-import { TokenBucketLimiter } from './token-bucket-limiter.js';
-
-/** The client calls the gateway makes; `PushRulesClient` in production, an object literal in tests. */
-export type PushRulesApi = Pick<
-  PushRulesClient,
-  | 'getPushRules'
-  | 'getPushRule'
-  | 'setPushRule'
-  | 'deletePushRule'
-  | 'getPushRuleActions'
-  | 'setPushRuleActions'
-  | 'getPushRuleEnabled'
-  | 'setPushRuleEnabled'
-  | 'getPushers'
-  | 'setPusher'
->;
+import { WriteLimiter, type WriteRateLimit } from './write-limiter.js';
 
 export interface GatewayObserver {
   /** Requests the gateway is working on now (see `InFlightLimit`): admitted, and not yet done with. */
@@ -45,16 +29,6 @@ export interface GatewayObserver {
   rateLimited(): void;
   /** A request refused at `maxInFlight`. */
   overloaded(): void;
-}
-
-/** Writes each user may make: a token bucket per user ID (`TokenBucketLimiter`). */
-export interface WriteRateLimit {
-  /** Writes regained per second; 0: no limit. */
-  readonly perSecond: number;
-  /** Writes a user may make at once after a quiet spell. */
-  readonly burst: number;
-  /** Users tracked at once; past it the least recently active one is forgotten. */
-  readonly maxUsers: number;
 }
 
 export interface GatewayServerOptions {
@@ -78,9 +52,6 @@ export interface GatewayServerOptions {
 /** How often at most the gateway logs the same kind of refusal. */
 export const REFUSAL_LOG_INTERVAL_MS = 10_000;
 
-/** The client-server API versions served: `r0` and `v3` (docs/push-rules.md#endpoints-and-operations). */
-export const API_PREFIXES = ['/_matrix/client/r0', '/_matrix/client/v3'] as const;
-
 /** What the Matrix spec asks of every response so that browser clients work. */
 export const CORS_HEADERS = {
   'access-control-allow-origin': '*',
@@ -88,101 +59,11 @@ export const CORS_HEADERS = {
   'access-control-allow-headers': 'X-Requested-With, Content-Type, Authorization',
 } as const;
 
-type Method = 'GET' | 'PUT' | 'POST' | 'DELETE';
 /** How the body parser tells the error handler what to answer. */
 interface BodyRefusal {
   readonly matrixError: GatewayError;
   readonly matrixMessage?: string;
 }
-type Params = Readonly<Record<string, string>>;
-interface Call {
-  readonly userId: string;
-  /** The device of the access token, when the authenticator knows it. */
-  readonly deviceId: string | undefined;
-  readonly params: Params;
-  readonly query: Readonly<Record<string, unknown>>;
-  /** The parsed JSON body; `undefined` when there was none. */
-  readonly body: unknown;
-  readonly timeoutMs: number;
-}
-type Handler = (api: PushRulesApi, call: Call) => Promise<unknown>;
-
-interface Route {
-  readonly path: string;
-  readonly handlers: Partial<Record<Method, Handler>>;
-}
-
-const address = (params: Params): RuleAddress => ({
-  scope: params['scope'] ?? '',
-  kind: params['kind'] ?? '',
-  ruleId: params['ruleId'] ?? '',
-});
-const field = (body: unknown, name: string): unknown => (isObject(body) ? body[name] : undefined);
-const queryString = (value: unknown) => (typeof value === 'string' ? value : undefined);
-
-/**
- * The endpoints, relative to each prefix. Bodies go to the workers as the
- * client sent them: the workers validate every field (and answer
- * M_BAD_JSON), so the gateway checks only what keeps the gateway itself
- * safe: that a body is JSON, not nested past `maxJsonDepth`, and free of
- * prototype keys.
- */
-const ROUTES: readonly Route[] = [
-  { path: '/pushrules/', handlers: { GET: async (api, c) => api.getPushRules(c.userId, { timeoutMs: c.timeoutMs }) } },
-  {
-    path: '/pushrules/global/',
-    handlers: { GET: async (api, c) => (await api.getPushRules(c.userId, { timeoutMs: c.timeoutMs })).global },
-  },
-  {
-    path: '/pushrules/:scope/:kind/:ruleId',
-    handlers: {
-      GET: async (api, c) => api.getPushRule(c.userId, address(c.params), { timeoutMs: c.timeoutMs }),
-      PUT: async (api, c) => {
-        const before = queryString(c.query['before']);
-        const after = queryString(c.query['after']);
-        return api.setPushRule(c.userId, address(c.params), c.body as RuleBody, {
-          timeoutMs: c.timeoutMs,
-          ...(before === undefined ? {} : { before }),
-          ...(after === undefined ? {} : { after }),
-        });
-      },
-      DELETE: async (api, c) => api.deletePushRule(c.userId, address(c.params), { timeoutMs: c.timeoutMs }),
-    },
-  },
-  {
-    path: '/pushrules/:scope/:kind/:ruleId/actions',
-    handlers: {
-      GET: async (api, c) => api.getPushRuleActions(c.userId, address(c.params), { timeoutMs: c.timeoutMs }),
-      PUT: async (api, c) =>
-        api.setPushRuleActions(c.userId, address(c.params), field(c.body, 'actions') as readonly PushAction[], {
-          timeoutMs: c.timeoutMs,
-        }),
-    },
-  },
-  {
-    path: '/pushrules/:scope/:kind/:ruleId/enabled',
-    handlers: {
-      GET: async (api, c) => api.getPushRuleEnabled(c.userId, address(c.params), { timeoutMs: c.timeoutMs }),
-      PUT: async (api, c) =>
-        api.setPushRuleEnabled(c.userId, address(c.params), field(c.body, 'enabled') as boolean, {
-          timeoutMs: c.timeoutMs,
-        }),
-    },
-  },
-  { path: '/pushers', handlers: { GET: async (api, c) => api.getPushers(c.userId, { timeoutMs: c.timeoutMs }) } },
-  {
-    path: '/pushers/set',
-    // The device is the token's: a `device_id` in the body is the client's and the workers ignore it.
-    handlers: {
-      POST: async (api, c) =>
-        api.setPusher(c.userId, c.body as PusherSetAction, {
-          timeoutMs: c.timeoutMs,
-          ...(c.deviceId === undefined ? {} : { deviceId: c.deviceId }),
-        }),
-    },
-  },
-];
-
 /** Methods answered 405 on a known path (rather than 404). */
 const OTHER_METHODS = ['GET', 'PUT', 'POST', 'DELETE', 'PATCH', 'HEAD'] as const;
 const BODY_METHODS = new Set<string>(['PUT', 'POST']);
@@ -224,52 +105,11 @@ export function buildGatewayServer(options: GatewayServerOptions): FastifyInstan
     options.observer?.inFlightChanged(count),
   );
   const overloadLog = new LogThrottle(REFUSAL_LOG_INTERVAL_MS, now);
-  const writes = new TokenBucketLimiter({
-    perSecond: options.writeRateLimit?.perSecond ?? 0,
-    burst: options.writeRateLimit?.burst ?? 1,
-    maxKeys: options.writeRateLimit?.maxUsers ?? 1,
+  const writes = new WriteLimiter(options.writeRateLimit, {
     now,
+    logIntervalMs: REFUSAL_LOG_INTERVAL_MS,
+    ...(options.observer === undefined ? {} : { observer: options.observer }),
   });
-  const rateLimitLog = new LogThrottle(REFUSAL_LOG_INTERVAL_MS, now);
-  const evictionLog = new LogThrottle(REFUSAL_LOG_INTERVAL_MS, now);
-  let evictionsLogged = 0;
-  /**
-   * Spends one of the user's writes, or answers 429 M_LIMIT_EXCEEDED with
-   * the exact wait, in the body (`retry_after_ms`, which clients of spec
-   * versions before v1.10 read) and as `Retry-After` in whole seconds,
-   * rounded up, as Synapse does.
-   */
-  const limitWrite = async (request: FastifyRequest, reply: FastifyReply, userId: string): Promise<boolean> => {
-    const outcome = writes.take(userId);
-    if (writes.evictions > evictionsLogged) {
-      const heldBack = evictionLog.note();
-      if (heldBack !== undefined) {
-        request.log.info(
-          { evictions: writes.evictions - evictionsLogged, tracked: writes.size },
-          'write rate limit: tracking rateLimit.maxUsers users; forgot the least recently active',
-        );
-        evictionsLogged = writes.evictions;
-      }
-    }
-    if (outcome.allowed) return true;
-    options.observer?.rateLimited();
-    const heldBack = rateLimitLog.note();
-    if (heldBack !== undefined)
-      request.log.info(
-        { userId, retryAfterMs: outcome.retryAfterMs, heldBack },
-        'write rate limit reached: answering 429',
-      );
-    const { errcode, status, message } = GATEWAY_ERRORS.limitExceeded;
-    await reply
-      .code(status)
-      // Browsers show a script only the safelisted response headers.
-      .headers({
-        'retry-after': String(Math.ceil(outcome.retryAfterMs / 1000)),
-        'access-control-expose-headers': 'Retry-After',
-      })
-      .send({ errcode, error: message, retry_after_ms: outcome.retryAfterMs });
-    return false;
-  };
 
   // Any content type: Matrix clients send JSON, some without saying so.
   app.removeAllContentTypeParsers();
@@ -369,7 +209,7 @@ export function buildGatewayServer(options: GatewayServerOptions): FastifyInstan
           const { userId, deviceId } = identity;
           if (BODY_METHODS.has(request.method) && request.body === undefined) return send(reply, 'notJson');
           // Only what would reach the workers counts; after authentication, so it is per user.
-          if (WRITE_METHODS.has(request.method) && !(await limitWrite(request, reply, userId))) return reply;
+          if (WRITE_METHODS.has(request.method) && !(await writes.take(request, reply, userId))) return reply;
           // The call to the workers keeps the request in flight, even if its client goes away.
           const slot = slots.get(request);
           slot?.hold();
@@ -402,25 +242,3 @@ export function buildGatewayServer(options: GatewayServerOptions): FastifyInstan
 const authenticated = new WeakMap<FastifyRequest, { readonly userId: string; readonly deviceId: string | undefined }>();
 /** Each admitted request's place in the in-flight count. */
 const slots = new WeakMap<FastifyRequest, InFlightSlot>();
-
-type AuthOutcome =
-  | { readonly userId: string; readonly deviceId?: string }
-  | { readonly rejected: TokenRejection }
-  | { readonly error: GatewayError; readonly cause?: unknown };
-
-async function authenticate(authenticator: Authenticator, header: string | undefined): Promise<AuthOutcome> {
-  const match = header === undefined ? null : /^Bearer\s+(\S+)\s*$/i.exec(header);
-  const token = match?.[1];
-  if (token === undefined) return { error: 'missingToken' };
-  try {
-    const result = await authenticator.authenticate(token);
-    return result;
-  } catch (error) {
-    if (error instanceof AuthUnavailableError) return { error: 'authUnavailable', cause: error };
-    throw error;
-  }
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}

@@ -4,7 +4,8 @@ import type { Ruleset } from '../push-rules/push-rule.js';
 import { DEFAULT_RULES_REVISION } from '../push-rules/server-default-rules.js';
 import type { PusherPolicy } from '../pushers/decide-pusher-set.js';
 import type { StoredPusher } from '../pushers/pusher.js';
-import { mapPushRules, type RuleImportNote, type RuleSkipReason } from './map-push-rules.js';
+import { mapPushRules, type RuleImportNote } from './map-push-rules.js';
+import type { RuleSkipReason } from './synapse-rule-row.js';
 import { mapPushers, type PusherSkipReason } from './map-pushers.js';
 import type { SynapsePushRuleEnableRow, SynapsePushRuleRow, SynapsePusherRow } from './synapse-rows.js';
 

@@ -1,7 +1,8 @@
 import type { Channel, ChannelModel } from 'amqplib';
 import type { Config } from '../config/config-schema.js';
 import type { AmqpConnectOptions } from '../amqp/amqp-connect.js';
-import { BrokerConnection, type BrokerLink } from '../amqp/broker-connection.js';
+import { BrokerConnection } from '../amqp/broker-connection.js';
+import type { BrokerLink } from '../amqp/broker-link.js';
 import type { QueueCounts, QueueProbe } from './queue-depth-metrics.js';
 
 export type BrokerQueueProbeSettings = Pick<

@@ -1,6 +1,6 @@
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import { HostLabels } from '../delivery/host-labels.js';
-import type { DeliveryObserver, DeliveryOutcome } from '../delivery-service/delivery-scheduler.js';
+import type { DeliveryObserver, DeliveryOutcome } from '../delivery-service/delivery-observer.js';
 
 /** What the delivery gauges read at scrape time (the scheduler). */
 export interface DeliveryBacklog {

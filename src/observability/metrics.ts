@@ -38,8 +38,10 @@ export class WorkerMetrics implements WorkerObserver, EvaluateObserver, Evaluate
     options: {
       readonly processMetrics?: boolean;
       readonly cache?: Pick<RulesetCache<unknown>, 'size' | 'bytes' | 'stats'>;
-      /** The queues a worker consumes (roles), and the ones it is consuming now. */
+      /** The queues a worker consumes (by role: `request`, `read`, …), and the ones it is consuming now. */
       readonly queues?: { readonly all: readonly string[]; readonly consumed: () => readonly string[] };
+      /** The worker's roles (`worker.roles`): which it runs, which not. */
+      readonly roles?: Readonly<Record<string, boolean>>;
     } = {},
   ) {
     const registers = [this.registry];
@@ -100,7 +102,7 @@ export class WorkerMetrics implements WorkerObserver, EvaluateObserver, Evaluate
     if (queues !== undefined) {
       new Gauge({
         name: 'push_worker_queue_consuming',
-        help: 'Whether the worker consumes each of its queues now (1) or not (0), by role: request, read, evaluate.',
+        help: 'Whether the worker consumes each of its queues now (1) or not (0): request, read, evaluate, deliver (those of its roles).',
         labelNames: ['queue'],
         registers,
         collect() {
@@ -108,6 +110,16 @@ export class WorkerMetrics implements WorkerObserver, EvaluateObserver, Evaluate
           for (const queue of queues.all) this.set({ queue }, consumed.has(queue) ? 1 : 0);
         },
       });
+    }
+    const { roles } = options;
+    if (roles !== undefined) {
+      const runs = new Gauge({
+        name: 'push_worker_role',
+        help: 'The roles this worker runs (1) and those it does not (0): rpc, read, evaluate, deliver (worker.roles).',
+        labelNames: ['role'],
+        registers,
+      });
+      for (const [role, on] of Object.entries(roles)) runs.set({ role }, on ? 1 : 0);
     }
     this.#deadlinePassed = new Counter({
       name: 'push_worker_deadline_passed_total',

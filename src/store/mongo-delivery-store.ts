@@ -7,7 +7,7 @@ import {
   type WriteError,
 } from 'mongodb';
 import type { AcceptedNotify, DeliveryStore, PendingDelivery, RetryState } from './delivery-store.js';
-import { classifyMongoError, DUPLICATE_KEY } from './mongo-errors.js';
+import { classifyMongoError, DUPLICATE_KEY, guard } from './mongo-errors.js';
 import { StoreUnavailableError } from './push-store.js';
 
 /** One gateway request in the pending collection. */
@@ -349,12 +349,4 @@ function fromDocument(doc: PendingDeliveryDocument): PendingDelivery {
 function byKeyThenSeq(a: PendingDelivery, b: PendingDelivery): number {
   if (a.key !== b.key) return a.key < b.key ? -1 : 1;
   return a.seq - b.seq;
-}
-
-async function guard<T>(operation: () => Promise<T>): Promise<T> {
-  try {
-    return await operation();
-  } catch (error) {
-    throw classifyMongoError(error);
-  }
 }

@@ -107,3 +107,12 @@ export function classifyMongoError(error: unknown): unknown {
   if (error instanceof MongoError) return new StoreFailedError(`MongoDB failed: ${error.message}`, { cause: error });
   return error;
 }
+
+/** Runs a store operation, its failure classified (`classifyMongoError`) as the service expects. */
+export async function guard<T>(operation: () => Promise<T>): Promise<T> {
+  try {
+    return await operation();
+  } catch (error) {
+    throw classifyMongoError(error);
+  }
+}

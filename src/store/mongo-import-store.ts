@@ -2,8 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { MongoBulkWriteError, type AnyBulkWriteOperation, type Collection, type Db } from 'mongodb';
 import type { ImportStore, ImportWriteOptions, UserImport, UserImportOutcome } from './import-store.js';
 import { planUserImport, pusherKey, type ImportPlan } from './import-plan.js';
-import { classifyMongoError } from './mongo-errors.js';
-import { versionFilter, type AccountDataDocument } from './mongo-push-store.js';
+import { classifyMongoError, guard } from './mongo-errors.js';
+import { versionFilter, type AccountDataDocument } from './account-data-document.js';
 import { compareText, fromEntry, PusherLists, toEntry, type PusherListFields } from './mongo-pusher-lists.js';
 
 /** The account-data document with the mark an import leaves until the user's pushers are written. */
@@ -200,12 +200,4 @@ function onlyDuplicateKeys(error: unknown): boolean {
   if (!(error instanceof MongoBulkWriteError)) return false;
   const writeErrors = [error.writeErrors].flat(2) as readonly { readonly code?: unknown }[];
   return writeErrors.length > 0 && writeErrors.every((writeError) => writeError.code === DUPLICATE_KEY);
-}
-
-async function guard<T>(operation: () => Promise<T>): Promise<T> {
-  try {
-    return await operation();
-  } catch (error) {
-    throw classifyMongoError(error);
-  }
 }

@@ -1,5 +1,5 @@
 import type { Collection, Db } from 'mongodb';
-import { classifyMongoError, isDuplicateKey } from './mongo-errors.js';
+import { guard, isDuplicateKey } from './mongo-errors.js';
 import type { PartitionLease, PartitionLeaseStore, WorkerBeat } from './partition-lease-store.js';
 
 interface WorkerDocument {
@@ -114,11 +114,3 @@ export class MongoPartitionLeaseStore implements PartitionLeaseStore {
 
 /** A worker whose heartbeat stopped this long ago is deleted from the list. */
 const FORGET_AFTER_MS = 3_600_000;
-
-async function guard<T>(operation: () => Promise<T>): Promise<T> {
-  try {
-    return await operation();
-  } catch (error) {
-    throw classifyMongoError(error);
-  }
-}

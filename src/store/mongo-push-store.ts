@@ -1,13 +1,14 @@
-import { type Collection, type Db, type Document, type Filter, type UpdateFilter } from 'mongodb';
+import type { Collection, Db, UpdateFilter } from 'mongodb';
 import type { Ruleset } from '../push-rules/push-rule.js';
 import { deletionSelects, type PusherDeletion } from '../pushers/pusher-deletion.js';
 import type { PusherKey, StoredPusher } from '../pushers/pusher.js';
 import { stillRejected, type RejectedRegistration } from '../pushers/rejected-registration.js';
-import { classifyMongoError, isDuplicateKey, isRetryableRead } from './mongo-errors.js';
+import { findRecorded, pushRecord, versionFilter, type AccountDataDocument } from './account-data-document.js';
+import { AccountDataReads } from './account-data-reads.js';
+import { guard, isDuplicateKey } from './mongo-errors.js';
 import { fromEntry, PusherLists, type PusherDocument, type PusherListFields } from './mongo-pusher-lists.js';
 import {
   DEFAULT_RECORDED_WRITES_WINDOW,
-  StoreFailedError,
   type ErasureOutcome,
   type FoundWrite,
   type LoadedPushRules,
@@ -19,22 +20,6 @@ import {
 import { ParsedEntryCache } from './parsed-entry-cache.js';
 import { ReadBatcher } from './read-batcher.js';
 import { encodePushRulesContent, readPushRulesEntry } from './push-rules-entry.js';
-
-/**
- * One document per user in the account-data collection; the push-rules
- * event content is kept as JSON text (see `push-rules-entry.ts`).
- */
-export interface AccountDataDocument extends PusherListFields {
-  _id: string;
-  /** Compare-and-set version of the push rules; absent until first stored. */
-  version?: number;
-  push_rules?: { content_json?: string; defaults_revision?: string };
-  pushers_version?: number;
-  /** The newest recorded writes, oldest first, at most the configured window. */
-  recent_writes?: { message_id: string; reply_json: string; unchanged?: true }[];
-}
-
-export type { PusherDocument } from './mongo-pusher-lists.js';
 
 export interface MongoPushStoreOptions {
   readonly accountDataCollection: string;
@@ -75,7 +60,7 @@ function pushersOf(doc: Pick<AccountDataDocument, '_id' | 'pushers'> | null | un
 }
 
 export class MongoPushStore implements PushStore {
-  readonly #db: Db;
+  readonly #reads: AccountDataReads;
   readonly #accountData: Collection<AccountDataDocument>;
   readonly #legacyPushers: Collection<PusherDocument>;
   readonly #lists: PusherLists;
@@ -88,13 +73,13 @@ export class MongoPushStore implements PushStore {
   readonly #pusherReads: ReadBatcher<AccountDataDocument>;
 
   constructor(db: Db, options: MongoPushStoreOptions) {
-    this.#db = db;
     // Every read here may fill a cache (read, evaluate, delivery pushers) that
     // only a change event drops: a read of a lagging secondary after the
     // event would be kept, stale, for the cache's whole staleness bound. So
     // the primary, whatever `readPreference` the URL names.
     const onPrimary = { readPreference: 'primary' } as const;
     this.#accountData = db.collection<AccountDataDocument>(options.accountDataCollection, onPrimary);
+    this.#reads = new AccountDataReads(db, this.#accountData);
     this.#legacyPushers = db.collection<PusherDocument>(options.pushersCollection, onPrimary);
     this.#lists = new PusherLists(
       db.collection<PusherListFields>(options.accountDataCollection, onPrimary),
@@ -105,13 +90,13 @@ export class MongoPushStore implements PushStore {
     const parsedCacheChars = options.parsedCacheChars ?? 0;
     this.#parsed = parsedCacheChars > 0 ? new ParsedEntryCache(parsedCacheChars) : undefined;
     this.#ruleReads = new ReadBatcher({
-      fetchOne: async (userId) => this.#findAccountData(userId, RULES_PROJECTION),
-      fetchMany: async (userIds) => this.#findAccountDataOf(userIds, RULES_PROJECTION),
+      fetchOne: async (userId) => this.#reads.one(userId, RULES_PROJECTION),
+      fetchMany: async (userIds) => this.#reads.many(userIds, RULES_PROJECTION),
       maxBatch: options.readBatchSize ?? DEFAULT_READ_BATCH_SIZE,
     });
     this.#pusherReads = new ReadBatcher({
-      fetchOne: async (userId) => this.#findAccountData(userId, PUSHERS_PROJECTION),
-      fetchMany: async (userIds) => this.#findAccountDataOf(userIds, PUSHERS_PROJECTION),
+      fetchOne: async (userId) => this.#reads.one(userId, PUSHERS_PROJECTION),
+      fetchMany: async (userIds) => this.#reads.many(userIds, PUSHERS_PROJECTION),
       maxBatch: options.readBatchSize ?? DEFAULT_READ_BATCH_SIZE,
     });
   }
@@ -130,7 +115,7 @@ export class MongoPushStore implements PushStore {
     const doc = await guard(async () =>
       messageId === undefined
         ? this.#ruleReads.load(userId)
-        : this.#findAccountData(userId, { ...RULES_PROJECTION, recent_writes: 1 }),
+        : this.#reads.one(userId, { ...RULES_PROJECTION, recent_writes: 1 }),
     );
     const entry = doc?.push_rules;
     const version = doc?.version ?? 0;
@@ -192,7 +177,7 @@ export class MongoPushStore implements PushStore {
       const result = await guard(async () =>
         this.#accountData.updateOne(
           filter,
-          { $set: { push_rules: pushRules, version }, ...this.#pushRecord(record) },
+          { $set: { push_rules: pushRules, version }, ...pushRecord(record, this.#window) },
           { upsert: expectedVersion === 0 },
         ),
       );
@@ -228,7 +213,7 @@ export class MongoPushStore implements PushStore {
     const update: UpdateFilter<AccountDataDocument> = {
       ...(erasePushRules ? { $unset: { push_rules: '' }, $set: { version: expectedVersion + 1 } } : {}),
       ...(pushers ? { $inc: { pushers_version: 1 } } : {}),
-      ...this.#pushRecord(record),
+      ...pushRecord(record, this.#window),
     };
     try {
       // As in savePushRules: at version 0 there may be no document yet, and
@@ -297,7 +282,7 @@ export class MongoPushStore implements PushStore {
     const doc = await guard(async () =>
       this.#accountData.findOneAndUpdate(
         { _id: userId },
-        { $inc: { pushers_version: 1 }, ...this.#pushRecord(record) },
+        { $inc: { pushers_version: 1 }, ...pushRecord(record, this.#window) },
         { upsert: true, returnDocument: 'after', projection: { pushers_version: 1 } },
       ),
     );
@@ -305,73 +290,14 @@ export class MongoPushStore implements PushStore {
   }
 
   async findRecordedWrite(userId: string, messageId: string): Promise<FoundWrite | undefined> {
-    const doc = await guard(async () => this.#findAccountData(userId, { recent_writes: 1, pushers_version: 1 }));
+    const doc = await guard(async () => this.#reads.one(userId, { recent_writes: 1, pushers_version: 1 }));
     const found = findRecorded(doc, messageId);
     return found === undefined ? undefined : { ...found, pushersVersion: doc?.pushers_version ?? 0 };
   }
 
-  /**
-   * One user's account-data document, or null: what `findOne({_id})`
-   * returns, as a single `find` command (limit 1, one batch). `findOne`
-   * wraps the same command in a whole cursor (options, `next`, `close`),
-   * which cost about a third more of the driver's CPU per read: the largest
-   * part of a single-rule read left in the worker. The collection's read
-   * preference and read concern apply as they would to `findOne`, and a
-   * read that fails the way the driver retries reads (`retryReads`: a
-   * network error, a primary stepping down) is sent once more, as `findOne`
-   * would be.
-   */
-  async #findAccountData(userId: string, projection: Document): Promise<AccountDataDocument | null> {
-    const batch = await this.#find({ filter: { _id: userId }, projection, limit: 1, singleBatch: true, batchSize: 1 });
-    return batch[0] ?? null;
-  }
-
-  /**
-   * The documents of these users that exist, in one `find` (one batch).
-   * A user missing from the answer may have no document, or the batch may
-   * have been cut at the server's 16 MiB: the batcher reads them alone.
-   */
-  async #findAccountDataOf(
-    userIds: readonly string[],
-    projection: Document,
-  ): Promise<ReadonlyMap<string, AccountDataDocument>> {
-    const batch = await this.#find({
-      filter: { _id: { $in: userIds } },
-      projection,
-      singleBatch: true,
-      batchSize: userIds.length,
-    });
-    return new Map(batch.map((doc) => [doc._id, doc]));
-  }
-
-  /** A `find` on the account data, its first batch only. */
-  async #find(find: Document): Promise<AccountDataDocument[]> {
-    return firstBatchOf(await this.#command(this.#accountData, { find: this.#accountData.collectionName, ...find }));
-  }
-
-  /**
-   * A read command on a collection, with the collection's read preference
-   * and read concern; retried once on what the driver retries reads on.
-   */
-  async #command(
-    collection: Collection<AccountDataDocument>,
-    read: Document,
-    options: { promoteLongs?: boolean } = {},
-  ): Promise<Document> {
-    const { readPreference, readConcern } = collection;
-    const command: Document = readConcern === undefined ? read : { ...read, readConcern: readConcern.toJSON() };
-    for (let attempt = 0; ; attempt += 1) {
-      try {
-        return await this.#db.command(command, readPreference === undefined ? options : { ...options, readPreference });
-      } catch (error) {
-        if (attempt > 0 || !isRetryableRead(error)) throw error;
-      }
-    }
-  }
-
   async recordWrite(userId: string, record: RecordedWrite): Promise<number> {
     const doc = await guard(async () =>
-      this.#accountData.findOneAndUpdate({ _id: userId }, this.#pushRecord(record), {
+      this.#accountData.findOneAndUpdate({ _id: userId }, pushRecord(record, this.#window), {
         upsert: true,
         returnDocument: 'after',
         projection: { pushers_version: 1 },
@@ -382,53 +308,8 @@ export class MongoPushStore implements PushStore {
 
   async recordWriteAtVersion(userId: string, expectedVersion: number, record: RecordedWrite): Promise<boolean> {
     const result = await guard(async () =>
-      this.#accountData.updateOne(versionFilter(userId, expectedVersion), this.#pushRecord(record)),
+      this.#accountData.updateOne(versionFilter(userId, expectedVersion), pushRecord(record, this.#window)),
     );
     return result.matchedCount === 1;
-  }
-
-  /** Appends to the window and drops the oldest beyond its size, in the same update. */
-  #pushRecord(record: RecordedWrite | undefined): Pick<UpdateFilter<AccountDataDocument>, '$push'> {
-    if (record === undefined) return {};
-    const entry = {
-      message_id: record.messageId,
-      reply_json: record.replyJson,
-      ...(record.unchanged === true ? { unchanged: true as const } : {}),
-    };
-    return { $push: { recent_writes: { $each: [entry], $slice: -this.#window } } };
-  }
-}
-
-/** The documents of a `find` reply's first (and, with `singleBatch`, only) batch. */
-function firstBatchOf(reply: Document): AccountDataDocument[] {
-  const batch: unknown = (reply['cursor'] as { firstBatch?: unknown } | undefined)?.firstBatch;
-  if (!Array.isArray(batch)) throw new StoreFailedError('MongoDB answered a find without cursor.firstBatch');
-  return batch as AccountDataDocument[];
-}
-
-/** The user's document if its push rules are at `version`; 0 matches a document that has none yet. */
-export function versionFilter(userId: string, version: number): Filter<AccountDataDocument> {
-  return version === 0 ? { _id: userId, version: { $exists: false } } : { _id: userId, version };
-}
-
-function findRecorded(
-  doc: Pick<AccountDataDocument, 'recent_writes'> | null,
-  messageId: string,
-): RecordedWrite | undefined {
-  // Newest first: an id recorded twice (see PushService) answers as last recorded.
-  const entry = doc?.recent_writes?.findLast((w) => w.message_id === messageId);
-  if (entry === undefined) return undefined;
-  return {
-    messageId: entry.message_id,
-    replyJson: entry.reply_json,
-    ...(entry.unchanged === true ? { unchanged: true as const } : {}),
-  };
-}
-
-async function guard<T>(operation: () => Promise<T>): Promise<T> {
-  try {
-    return await operation();
-  } catch (error) {
-    throw classifyMongoError(error);
   }
 }

@@ -1,7 +1,7 @@
 import { MongoBulkWriteError, type AnyBulkWriteOperation, type Collection, type Filter } from 'mongodb';
 import type { PusherData, PusherKey, StoredPusher } from '../pushers/pusher.js';
 import { samePusher } from '../pushers/pusher.js';
-import { classifyMongoError, isDuplicateKey } from './mongo-errors.js';
+import { classifyMongoError, guard, isDuplicateKey } from './mongo-errors.js';
 import { StoreFailedError, StoreUnavailableError } from './push-store.js';
 
 /**
@@ -125,14 +125,6 @@ export function planUpsert(
   const candidate: PusherEntry = { ...values, ...(device === undefined ? {} : { device_id: device }) };
   if (samePusher(fromEntry('', old), fromEntry('', candidate))) return { outcome: 'unchanged', next: [...list] };
   return { outcome: 'updated', next: withEntry(list, { ...candidate, ts: now }) };
-}
-
-async function guard<T>(operation: () => Promise<T>): Promise<T> {
-  try {
-    return await operation();
-  } catch (error) {
-    throw classifyMongoError(error);
-  }
 }
 
 const pause = async (attempt: number) =>

@@ -8,8 +8,8 @@ import {
   BrokerConnection,
   BrokerUnavailableError,
   type BrokerConnectionOptions,
-  type BrokerLink,
 } from '../../src/amqp/broker-connection.js';
+import type { BrokerLink } from '../../src/amqp/broker-link.js';
 
 /** A connection as far as the layer uses it: `close()`, and the `close` event when it goes. */
 class FakeConnection extends EventEmitter {

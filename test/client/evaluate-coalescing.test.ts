@@ -6,7 +6,8 @@ import {
   type RpcTransport,
 } from '../../src/client/push-rules-client.js';
 import { EncodedBody } from '../../src/client/encoded-body.js';
-import { RpcTransportError, type RequestOptions } from '../../src/client/rpc-client.js';
+import { RpcTransportError } from '../../src/client/rpc-errors.js';
+import type { RequestOptions } from '../../src/client/rpc-client-options.js';
 import type { Reply } from '../../src/contract/reply.js';
 import type { JsonValue } from '../../src/matrix/json.js';
 import { eventually } from '../support/eventually.js';

@@ -1,12 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { PushRulesClient, PushRulesError, type RpcTransport } from '../../src/client/push-rules-client.js';
-import {
-  RpcClient,
-  RpcRequestError,
-  RpcTransportError,
-  type RequestOptions,
-  type TransportFailure,
-} from '../../src/client/rpc-client.js';
+import { RpcClient } from '../../src/client/rpc-client.js';
+import { RpcRequestError, RpcTransportError, type TransportFailure } from '../../src/client/rpc-errors.js';
+import type { RequestOptions } from '../../src/client/rpc-client-options.js';
 import type { JsonValue } from '../../src/matrix/json.js';
 import type { Reply } from '../../src/contract/reply.js';
 import { aPusherSetAction } from '../support/builders.js';

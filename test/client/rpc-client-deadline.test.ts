@@ -1,6 +1,7 @@
 import { createServer, type Server, type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { RpcClient, RpcTransportError } from '../../src/client/rpc-client.js';
+import { RpcClient } from '../../src/client/rpc-client.js';
+import { RpcTransportError } from '../../src/client/rpc-errors.js';
 
 /** A TCP listener that accepts and then says nothing: a broker node that hangs in the handshake. */
 async function silentNode(): Promise<{ server: Server; port: number; sockets: Socket[] }> {

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { PushRulesClient, type RpcTransport } from '../../src/client/push-rules-client.js';
-import { RpcTransportError, type RequestOptions } from '../../src/client/rpc-client.js';
+import type { RequestOptions } from '../../src/client/rpc-client-options.js';
+import { RpcTransportError } from '../../src/client/rpc-errors.js';
 import { replyThroughClient, WireRequestError } from '../../src/client/wire-adapter.js';
 import type { Reply } from '../../src/contract/reply.js';
 import { loadCases } from '../support/conformance-case-files.js';

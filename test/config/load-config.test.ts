@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../src/config/load-config.js';
-import { ENVIRONMENT } from '../../src/config/config-schema.js';
+import { ENVIRONMENT } from '../../src/config/worker-environment.js';
 
 /** The default file with `amqp.url` replaced, written where CONFIG_FILE can point. */
 function configFileWithBrokers(url: unknown): string {

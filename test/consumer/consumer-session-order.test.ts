@@ -1,10 +1,8 @@
-import type { ChannelModel } from 'amqplib';
 import { describe, expect, it } from 'vitest';
-import type { BrokerLink } from '../../src/amqp/broker-connection.js';
 import type { ChangeListener } from '../../src/consumer/change-listener.js';
-import type { ConsumedQueue } from '../../src/consumer/consumed-queue.js';
 import { ConsumerSession } from '../../src/consumer/consumer-session.js';
 import { createLogger } from '../../src/logging/logger.js';
+import { aConsumedQueue as queue, brokerLinkDouble } from '../support/broker-link-double.js';
 import { DEFAULT_CONFIG } from '../support/default-config.js';
 
 /**
@@ -13,58 +11,12 @@ import { DEFAULT_CONFIG } from '../support/default-config.js';
  * before any queue that serves reads is consumed, or a read served between
  * the two is answered from a cache no event can reach yet.
  */
-function fakeLink() {
-  const calls: string[] = [];
-  const channel = () => ({
-    on: () => undefined,
-    assertExchange: async (name: string) => {
-      calls.push(`assertExchange ${name}`);
-      return Promise.resolve({ exchange: name });
-    },
-    assertQueue: async (name: string) => {
-      const queue = name === '' ? 'amq.gen-events' : name;
-      calls.push(`assertQueue ${queue}`);
-      return Promise.resolve({ queue, messageCount: 0, consumerCount: 0 });
-    },
-    bindQueue: async (queue: string, exchange: string, key: string) => {
-      calls.push(`bind ${queue} ${exchange} ${key}`);
-      return Promise.resolve({});
-    },
-    prefetch: async () => Promise.resolve(),
-    consume: async (queue: string) => {
-      calls.push(`consume ${queue}`);
-      return Promise.resolve({ consumerTag: `tag-${queue}` });
-    },
-    close: async () => Promise.resolve(),
-  });
-  const connection = {
-    createChannel: async () => Promise.resolve(channel()),
-    createConfirmChannel: async () => Promise.resolve(channel()),
-  };
-  const link: BrokerLink = {
-    connection: connection as unknown as ChannelModel,
-    address: { label: 'localhost:5672' } as unknown as BrokerLink['address'],
-    lost: false,
-    lose: () => undefined,
-  };
-  return { calls, link };
-}
-
-const queue = (role: string, name: string, required: boolean): ConsumedQueue => ({
-  role,
-  queue: name,
-  prefetch: 1,
-  required,
-  declare: async () => Promise.resolve(),
-  serve: async () => Promise.resolve({ reply: { ok: true, body: {} }, conflicts: 0 }),
-});
-
 describe('ConsumerSession.open: the change events are bound before any request is taken', () => {
   it.each<[string, boolean]>([
     ['with a pusher listener (delivery)', true],
     ['push rules only', false],
   ])('binds, then resets the caches, then consumes the request and read queues (%s)', async (_, pushers) => {
-    const { calls, link } = fakeLink();
+    const { calls, link } = brokerLinkDouble();
     const listener: ChangeListener = {
       pushRulesChanged: () => undefined,
       ...(pushers ? { pushersChanged: () => undefined } : {}),

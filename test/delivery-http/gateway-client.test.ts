@@ -8,11 +8,8 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { parseAddressAllowlist } from '../../src/delivery/address-allowlist.js';
 import { gatewayRequestBody, type GatewayRequestBody } from '../../src/delivery/gateway-payload.js';
 import { classifyExchange, type GatewayExchange } from '../../src/delivery/response-outcome.js';
-import {
-  GatewayClient,
-  GatewayClientClosedError,
-  type GatewayClientOptions,
-} from '../../src/delivery-http/gateway-client.js';
+import { GatewayClient, GatewayClientClosedError } from '../../src/delivery-http/gateway-client.js';
+import type { GatewayClientOptions } from '../../src/delivery-http/gateway-client-options.js';
 import { ALICE } from '../support/builders.js';
 import { DnsDouble } from '../support/dns-double.js';
 import { aDeliveryPusher, aNotification, aPushedPlan, aRecipient } from '../support/notify-builders.js';

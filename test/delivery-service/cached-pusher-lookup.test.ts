@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { CachedPusherLookup, estimateBytes } from '../../src/delivery-service/cached-pusher-lookup.js';
-import type { PusherLookup } from '../../src/delivery-service/delivery-scheduler.js';
+import type { PusherLookup } from '../../src/delivery-service/pusher-lookup.js';
 import type { StoredPusher } from '../../src/pushers/pusher.js';
 
 const pusherOf = (userId: string, pushkey = `${userId}-phone`): StoredPusher => ({

@@ -2,12 +2,8 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { DEFAULT_BREAKER_POLICY } from '../../src/delivery/circuit-breaker.js';
 import { deviceQueueKey } from '../../src/delivery/delivery-key.js';
 import type { GatewayExchange } from '../../src/delivery/response-outcome.js';
-import {
-  DeliveryScheduler,
-  type DeliveryObserver,
-  type DeliveryOutcome,
-  type DeliverySchedulerOptions,
-} from '../../src/delivery-service/delivery-scheduler.js';
+import type { DeliveryObserver, DeliveryOutcome } from '../../src/delivery-service/delivery-observer.js';
+import { DeliveryScheduler, type DeliverySchedulerOptions } from '../../src/delivery-service/delivery-scheduler.js';
 import { createLogger } from '../../src/logging/logger.js';
 import type { StoredPusher } from '../../src/pushers/pusher.js';
 import type { RejectedRegistration } from '../../src/pushers/rejected-registration.js';

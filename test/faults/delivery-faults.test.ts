@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
+import { eventually } from '../support/eventually.js';
 import { throwawayCaUnavailable } from '../support/throwaway-ca.js';
 import { stopWorkerProcess } from '../integration/support/worker-processes.js';
 import { deliveredByDevice, openDeliveryWorld, withoutRepeats, type DeliveryWorld } from './support/delivery-world.js';
@@ -9,7 +10,7 @@ import { services } from './support/services.js';
 /**
  * Push delivery under faults: a worker killed in the middle of a large
  * fan-out, and the busiest of three while devices get notifications in a
- * row; the broker restarted while deliveries are under way; a gateway down
+ * row; the broker restarted while deliver-only workers deliver; a gateway down
  * for 30 s. Every device gets every notification, in publish
  * order; a gateway may see a duplicate after a crash (at least once), and the
  * test prints how many.
@@ -111,9 +112,10 @@ describe.skipIf(noCa !== undefined)('push delivery under faults', () => {
     }
   }, 300_000);
 
-  it('a broker restart during delivery neither stops the deliveries under way nor loses the next notify', async () => {
+  it('a broker restart during delivery on deliver-only workers neither stops the deliveries under way nor loses the next notify, and they are ready again', async () => {
     // 8 in flight to a gateway answering in 50 ms: 2,000 devices take 12 s, and the outage falls in the middle.
-    const world = await openDeliveryWorld(2, { PUSH_GATEWAY_MAX_IN_FLIGHT_PER_HOST: '8' });
+    // Deliver-only (WORKER_ROLES): no request queue, so each declares the exchanges itself on every new session.
+    const world = await openDeliveryWorld(2, { PUSH_GATEWAY_MAX_IN_FLIGHT_PER_HOST: '8', WORKER_ROLES: 'deliver' });
     d = world;
     const all = users(2_000, 'restart');
     await world.seedPushers(all);
@@ -148,6 +150,16 @@ describe.skipIf(noCa !== undefined)('push delivery under faults', () => {
     );
     const { events } = withoutRepeats(deliveredByDevice(world.gateway.requests));
     expect([...events.values()].every((list) => list.join() === '$event1,$event2')).toBe(true);
+    // Ready again: each consumes the deliver queue, the one queue of its role, on its new session.
+    for (const worker of world.world.workers) {
+      await eventually(async () => {
+        expect((await fetch(`${worker.healthUrl}/readyz`)).status).toBe(200);
+        const metrics = await (await fetch(`${worker.healthUrl}/metrics`)).text();
+        expect(metrics.match(/^push_worker_queue_consuming\{.*$/gm)).toEqual([
+          'push_worker_queue_consuming{queue="deliver"} 1',
+        ]);
+      }, 30_000);
+    }
   }, 300_000);
 
   it('a store stall during delivery loses nothing: sends go on, a notify published meanwhile is taken in once it is back', async () => {

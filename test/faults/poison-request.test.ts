@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import amqp from 'amqplib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RpcTransportError } from '../../src/client/rpc-client.js';
+import { RpcTransportError } from '../../src/client/rpc-errors.js';
 import type { WorkerProcess } from '../integration/support/worker-processes.js';
 import { logLines, openFaultWorld, type FaultWorld } from './support/fault-world.js';
 import { runLoad, tally } from './support/load.js';

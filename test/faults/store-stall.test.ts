@@ -1,7 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { MongoClient, type Db } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RpcClient, RpcTransportError } from '../../src/client/rpc-client.js';
+import { RpcClient } from '../../src/client/rpc-client.js';
+import { RpcTransportError } from '../../src/client/rpc-errors.js';
 import { deleteTopology, uniqueNames, type Names } from '../integration/support/worker-harness.js';
 import {
   startWorkerProcess,

@@ -13,8 +13,8 @@ import {
   REFUSAL_LOG_INTERVAL_MS,
   type GatewayObserver,
   type GatewayServerOptions,
-  type PushRulesApi,
 } from '../../src/gateway/gateway-server.js';
+import type { PushRulesApi } from '../../src/gateway/gateway-routes.js';
 import { TokenFileAuthenticator } from '../../src/gateway/token-file-authenticator.js';
 import { createLogger } from '../../src/logging/logger.js';
 import {

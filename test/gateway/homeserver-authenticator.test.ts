@@ -2,7 +2,8 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { AuthUnavailableError } from '../../src/gateway/authenticator.js';
-import { buildGatewayServer, type PushRulesApi } from '../../src/gateway/gateway-server.js';
+import { buildGatewayServer } from '../../src/gateway/gateway-server.js';
+import type { PushRulesApi } from '../../src/gateway/gateway-routes.js';
 import { HomeserverAuthenticator, WHOAMI_PATH } from '../../src/gateway/homeserver-authenticator.js';
 import { createLogger } from '../../src/logging/logger.js';
 

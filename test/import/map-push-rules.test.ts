@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { mapPushRules, type RuleSkipReason } from '../../src/import/map-push-rules.js';
+import { mapPushRules } from '../../src/import/map-push-rules.js';
+import type { RuleSkipReason } from '../../src/import/synapse-rule-row.js';
 import type { SynapsePushRuleEnableRow, SynapsePushRuleRow } from '../../src/import/synapse-rows.js';
 import type { PushRule } from '../../src/push-rules/push-rule.js';
 import { serverDefaultRuleset } from '../../src/push-rules/server-default-rules.js';

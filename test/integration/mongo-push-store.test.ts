@@ -1,7 +1,9 @@
 import { MongoClient } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { serverDefaultRuleset } from '../../src/push-rules/server-default-rules.js';
-import { MongoPushStore, type AccountDataDocument, type PusherDocument } from '../../src/store/mongo-push-store.js';
+import { MongoPushStore } from '../../src/store/mongo-push-store.js';
+import type { AccountDataDocument } from '../../src/store/account-data-document.js';
+import type { PusherDocument } from '../../src/store/mongo-pusher-lists.js';
 import { MongoImportStore } from '../../src/store/mongo-import-store.js';
 import { importStoreContract } from '../store/import-store-contract.js';
 import { pushStoreContract } from '../store/push-store-contract.js';

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import amqp from 'amqplib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PushRulesClient } from '../../src/client/push-rules-client.js';
-import type { ReadFallback } from '../../src/client/rpc-client.js';
+import type { ReadFallback } from '../../src/client/rpc-client-options.js';
 import type { ContractReply } from './support/rpc-caller.js';
 import { startHarness, type Harness } from './support/worker-harness.js';
 

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RpcClient, RpcRequestError, RpcTransportError } from '../../src/client/rpc-client.js';
+import { RpcClient } from '../../src/client/rpc-client.js';
+import { RpcRequestError, RpcTransportError } from '../../src/client/rpc-errors.js';
 import { startHarness, type Harness } from './support/worker-harness.js';
 
 let h: Harness;

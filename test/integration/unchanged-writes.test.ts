@@ -121,7 +121,7 @@ describe('writes that change nothing, end to end', () => {
     // A real change afterwards is announced with the next version. Before it,
     // only the pusher no-ops with a messageId announced anything: at the
     // version stored, once and again on their retry (they may be the retry of
-    // a write whose version bump failed; see PushService#pushersWritten).
+    // a write whose version bump failed; see pusher-writes.ts, pushersWritten).
     expect(await h.call('set_pushrule_enabled', USER, { ...cake, enabled: false })).toEqual({ ok: true, body: {} });
     expect(await h.call('set_pusher', USER, { action: { ...pusher, lang: 'de' } })).toEqual({ ok: true, body: {} });
     const reannounced = { user_id: USER, type: 'm.pushers', version: 1 };

@@ -2,7 +2,7 @@ import { existsSync, readFileSync, statSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { ENVIRONMENT } from '../../src/config/config-schema.js';
+import { ENVIRONMENT } from '../../src/config/worker-environment.js';
 import { loadConfig } from '../../src/config/load-config.js';
 import { GATEWAY_ENVIRONMENT, loadGatewayConfig } from '../../src/gateway/gateway-config.js';
 import {

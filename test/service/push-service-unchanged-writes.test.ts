@@ -176,7 +176,7 @@ describe('PushService: a write that changes nothing', () => {
       // A pusher write with a messageId and no record of it may be the retry
       // of one whose change landed while its record did not: it announces its
       // user at the pushers version stored now, bumping nothing, and is
-      // recorded as a change (see PushService#pushersWritten).
+      // recorded as a change (see pusher-writes.ts, pushersWritten).
       const announced = op === 'set_pusher' ? { changes: [{ user_id: ALICE, type: 'm.pushers', version: 1 }] } : {};
       expect(await service.handle(same, { messageId: 'm-same' })).toEqual({
         reply: { ok: true, body: {} },

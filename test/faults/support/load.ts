@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { RpcTransportError, type RpcClient } from '../../../src/client/rpc-client.js';
+import { RpcTransportError } from '../../../src/client/rpc-errors.js';
+import type { RpcClient } from '../../../src/client/rpc-client.js';
 import type { Reply } from '../../../src/contract/reply.js';
 
 export interface LoadRequest {

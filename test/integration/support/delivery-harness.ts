@@ -5,6 +5,7 @@ import { MongoClient, type Db } from 'mongodb';
 import { inject } from 'vitest';
 import { PushRulesClient } from '../../../src/client/push-rules-client.js';
 import type { Config } from '../../../src/config/config-schema.js';
+import type { WorkerRole } from '../../../src/config/worker-roles.js';
 import { createLogger } from '../../../src/logging/logger.js';
 import type { ServiceProcess } from '../../../src/lifecycle/run-process.js';
 import { createWorkerProcess } from '../../../src/worker-process.js';
@@ -28,14 +29,25 @@ export interface DeliveringWorker {
   readonly client: PushRulesClient;
   /** Stops the worker (as a shutdown does); the queues and database stay for a next worker. */
   stop(): Promise<void>;
-  /** Starts another worker process on the same queues and database. */
-  startAnother(): Promise<ServiceProcess>;
+  /** The first worker started. */
+  readonly first: StartedWorker;
+  /** Starts another worker process on the same queues and database; of `roles` only when given. */
+  startAnother(roles?: readonly WorkerRole[]): Promise<StartedWorker>;
   /** Stops the oldest worker still running (as a shutdown does). */
   stopOne(): Promise<void>;
   close(): Promise<void>;
 }
 
+/** One worker of the harness. */
+export interface StartedWorker {
+  readonly process: ServiceProcess;
+  /** Its `/readyz` and `/metrics`, on a free port of 127.0.0.1: only for a worker started with roles. */
+  readonly healthUrl: string | undefined;
+}
+
 export interface DeliveringWorkerOptions {
+  /** The first worker's roles (`worker.roles`); all of them when absent. */
+  readonly roles?: readonly WorkerRole[];
   readonly delivery?: Partial<Config['delivery']>;
   readonly trustedPublishers?: readonly string[];
 }
@@ -90,14 +102,20 @@ export async function startDeliveringWorker(options: DeliveringWorkerOptions = {
   const logs: string[] = [];
   const log = process.env['TEST_LOG_LEVEL'] === undefined ? capturingLogger(logs) : createLogger(config.log.level);
   const processes: { stop: AbortController; process: ServiceProcess }[] = [];
-  const startAnother = async () => {
+  const startAnother = async (roles?: readonly WorkerRole[]): Promise<StartedWorker> => {
     const stop = new AbortController();
-    const process = createWorkerProcess(config, log, stop);
+    // A worker of some roles only answers its own probes, to tell it from the others.
+    const own: Config =
+      roles === undefined
+        ? config
+        : { ...config, worker: { roles: [...roles] }, health: { enabled: true, host: '127.0.0.1', port: 0 } };
+    const process = createWorkerProcess(own, log, stop);
     processes.push({ stop, process });
+    const port = await process.health?.listen();
     await process.start();
-    return process;
+    return { process, healthUrl: port === undefined ? undefined : `http://127.0.0.1:${String(port)}` };
   };
-  await startAnother();
+  const first = await startAnother(options.roles);
   const mongo = new MongoClient(inject('mongoUrl'), { serverSelectionTimeoutMS: 5000 });
   await mongo.connect();
   const client = new PushRulesClient({
@@ -123,6 +141,7 @@ export async function startDeliveringWorker(options: DeliveringWorkerOptions = {
     logs,
     client,
     stop: stopAll,
+    first,
     startAnother,
     stopOne: async () => {
       const oldest = processes.shift();

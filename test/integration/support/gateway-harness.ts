@@ -2,7 +2,8 @@ import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { PushRulesClient } from '../../../src/client/push-rules-client.js';
 import type { Authenticator } from '../../../src/gateway/authenticator.js';
-import { buildGatewayServer, type WriteRateLimit } from '../../../src/gateway/gateway-server.js';
+import { buildGatewayServer } from '../../../src/gateway/gateway-server.js';
+import type { WriteRateLimit } from '../../../src/gateway/write-limiter.js';
 import { TokenFileAuthenticator, type TokenFileEntry } from '../../../src/gateway/token-file-authenticator.js';
 import { createLogger } from '../../../src/logging/logger.js';
 
