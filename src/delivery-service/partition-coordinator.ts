@@ -76,6 +76,13 @@ export class PartitionCoordinator implements PartitionGate, IntakeGate {
   readonly #leaving = new Set<number>();
   /** Claimed, its pending requests not loaded yet: renewed, but nothing taken in or sent. */
   readonly #loading = new Set<number>();
+  /**
+   * Each partition's claim, while it lasts: a take goes on after each wait
+   * only if its claim still does. Its lease may run out while it waits for
+   * the store, and the partition be let go and even claimed again, by the
+   * time its read ends.
+   */
+  readonly #claims = new Map<number, object>();
   readonly #handovers = new Set<Promise<void>>();
   #timer: NodeJS.Timeout | undefined;
   /** Lets the partitions go once their lease ran out by this worker's clock, whether or not a round ends. */
@@ -185,10 +192,12 @@ export class PartitionCoordinator implements PartitionGate, IntakeGate {
         const expired = previous !== undefined && previous !== null && previous !== me;
         if (expired && still) continue;
         if (!(await leases.claim(partition, me, until, now))) continue;
-        // Another worker's lease ran out (it did not release it): give its last write time to land.
+        const claim = {};
+        this.#claims.set(partition, claim);
         this.#running.set(partition, until);
         this.#loading.add(partition);
-        const taking = this.#take(partition, expired ? this.#options.writeGraceMs : 0);
+        // Another worker's lease ran out (it did not release it): give its last write time to land.
+        const taking = this.#take(partition, claim, expired ? this.#options.writeGraceMs : 0);
         this.#handovers.add(taking);
         void taking.finally(() => this.#handovers.delete(taking));
       }
@@ -238,12 +247,24 @@ export class PartitionCoordinator implements PartitionGate, IntakeGate {
     return this.#closed;
   }
 
-  /** Claimed: loads what is pending in the partition, then takes its queue in. */
-  async #take(partition: number, waitMs: number): Promise<void> {
+  /** Whether the claim is still the partition's, and not being let go. */
+  #holdsClaim(partition: number, claim: object): boolean {
+    return !this.#isClosed() && this.#claims.get(partition) === claim && !this.#leaving.has(partition);
+  }
+
+  /**
+   * Claimed: loads what is pending in the partition, then takes its queue
+   * in. A read that ends after the claim's lease ran out is dropped: opened,
+   * held and consumed then, the partition would run outside the
+   * coordinator's view (a later claim's intake line replacing this one
+   * leaves its waiting parts to block that claim's handover for good).
+   */
+  async #take(partition: number, claim: object, waitMs: number): Promise<void> {
     try {
       if (waitMs > 0) await sleep(waitMs);
-      if (this.#isClosed() || !this.#running.has(partition)) return;
+      if (!this.#holdsClaim(partition, claim)) return;
       const pending = await this.#options.deliveries.listPartition(partition);
+      if (!this.#holdsClaim(partition, claim)) return;
       const highestSeq = pending.reduce((highest, delivery) => Math.max(highest, delivery.seq), 0);
       this.#options.intake.open(partition, highestSeq);
       this.#options.journal?.stored(pending);
@@ -251,8 +272,9 @@ export class PartitionCoordinator implements PartitionGate, IntakeGate {
       this.#loading.delete(partition);
       await this.#options.consumer.subscribe(partition);
       this.#log.info({ partition, pending: pending.length, worker: this.#options.me }, 'delivering a partition');
-      if (waitMs > 0) void this.#readAgain(partition, waitMs);
+      if (waitMs > 0) void this.#readAgain(partition, claim, waitMs);
     } catch (error) {
+      if (!this.#holdsClaim(partition, claim)) return;
       this.#log.warn({ err: loggable(error), partition }, 'cannot take a delivery partition over yet; released');
       this.#loading.delete(partition);
       this.#handOver(partition, true);
@@ -265,13 +287,12 @@ export class PartitionCoordinator implements PartitionGate, IntakeGate {
    * would make this worker skip the part as taken in already). What is
    * held already is ignored (the journal and the scheduler go by ID).
    */
-  async #readAgain(partition: number, waitMs: number): Promise<void> {
+  async #readAgain(partition: number, claim: object, waitMs: number): Promise<void> {
     await sleep(waitMs, undefined, { ref: false });
-    const stillMine = () => !this.#isClosed() && this.#running.has(partition) && !this.#leaving.has(partition);
-    if (!stillMine()) return;
+    if (!this.#holdsClaim(partition, claim)) return;
     try {
       const pending = await this.#options.deliveries.listPartition(partition);
-      if (!stillMine()) return;
+      if (!this.#holdsClaim(partition, claim)) return;
       this.#options.journal?.stored(pending);
       this.#options.scheduler.hold(pending);
     } catch (error) {
@@ -311,6 +332,7 @@ export class PartitionCoordinator implements PartitionGate, IntakeGate {
         this.#running.delete(partition);
         this.#leaving.delete(partition);
         this.#loading.delete(partition);
+        this.#claims.delete(partition);
       }
     })();
     this.#handovers.add(work);
@@ -365,5 +387,6 @@ export class PartitionCoordinator implements PartitionGate, IntakeGate {
         'delivery leases not released in time at shutdown: the other workers take these partitions once they expire',
       );
     this.#running.clear();
+    this.#claims.clear();
   }
 }
