@@ -174,6 +174,16 @@ export class DeliveryJournal {
     if (tracked?.state === 'stored' || tracked?.storedToo === true) await this.#options.store.saveRetry(id, retry);
   }
 
+  /**
+   * Resolves once the partition's pass under way, and the one queued after
+   * it, have landed or failed: what this worker stored of a partition it
+   * let go is in the store by then, for it to read when it takes the
+   * partition back.
+   */
+  async written(partition: number): Promise<void> {
+    for (let pass = this.#passes.get(partition); pass !== undefined; pass = this.#passes.get(partition)) await pass;
+  }
+
   /** Secures every part of the partition now (a handover, a shutdown): what is not done is stored. */
   async flush(partition: number): Promise<void> {
     await this.#schedule(partition, true);

@@ -28,8 +28,15 @@ export interface PartitionCoordinatorOptions {
     open(partition: number, highestSeq: number): void;
     drain(partition: number, keep?: boolean): Promise<void>;
   };
-  /** Told which requests were read from the store (journal: deleted there once done), and which partitions it let go. */
-  readonly journal?: { stored(deliveries: readonly PendingDelivery[]): void; released(partition: number): void };
+  /**
+   * Told which requests were read from the store (journal: deleted there once done), and which partitions it let
+   * go; `written` resolves once the partition's writes under way have landed or failed.
+   */
+  readonly journal?: {
+    stored(deliveries: readonly PendingDelivery[]): void;
+    released(partition: number): void;
+    written(partition: number): Promise<void>;
+  };
   readonly scheduler: {
     hold(deliveries: readonly PendingDelivery[]): void;
     resume(): void;
@@ -40,10 +47,12 @@ export interface PartitionCoordinatorOptions {
   /** How long a handover waits for sends in flight. */
   readonly graceMs: number;
   /**
-   * How long after claiming an expired lease the partition is read, and
-   * then read once more: a holder that stalled may have started a write
-   * just before its lease came into doubt, and it lands at most this long
-   * after the lease expired (write-grace.ts).
+   * How long after claiming another worker's expired lease the partition
+   * is read, and then read once more: a holder that stalled may have
+   * started a write just before its lease came into doubt, and it lands at
+   * most this long after the lease expired (write-grace.ts). Its own
+   * expired lease, this worker reads once its own writes of the partition
+   * ended, and once more this long later.
    */
   readonly writeGraceMs: number;
   readonly logger: Logger;
@@ -189,15 +198,15 @@ export class PartitionCoordinator implements PartitionGate, IntakeGate {
       for (const partition of steps.claim) {
         if (this.#isClosed()) return;
         const previous = stored.find((lease) => lease.partition === partition)?.owner;
-        const expired = previous !== undefined && previous !== null && previous !== me;
-        if (expired && still) continue;
+        // Its lease ran out, not released: a write its holder started under it may still land.
+        const lapsed = previous === undefined || previous === null ? undefined : previous === me ? 'mine' : 'another';
+        if (lapsed === 'another' && still) continue;
         if (!(await leases.claim(partition, me, until, now))) continue;
         const claim = {};
         this.#claims.set(partition, claim);
         this.#running.set(partition, until);
         this.#loading.add(partition);
-        // Another worker's lease ran out (it did not release it): give its last write time to land.
-        const taking = this.#take(partition, claim, expired ? this.#options.writeGraceMs : 0);
+        const taking = this.#take(partition, claim, lapsed);
         this.#handovers.add(taking);
         void taking.finally(() => this.#handovers.delete(taking));
       }
@@ -259,9 +268,13 @@ export class PartitionCoordinator implements PartitionGate, IntakeGate {
    * coordinator's view (a later claim's intake line replacing this one
    * leaves its waiting parts to block that claim's handover for good).
    */
-  async #take(partition: number, claim: object, waitMs: number): Promise<void> {
+  async #take(partition: number, claim: object, lapsed: 'mine' | 'another' | undefined): Promise<void> {
+    const graceMs = this.#options.writeGraceMs;
     try {
-      if (waitMs > 0) await sleep(waitMs);
+      // Another worker's lease: give its last write time to land. This worker's own (taken back after its renewals
+      // failed for a lease): its journal knows its writes of the partition, and they are waited for.
+      if (lapsed === 'another' && graceMs > 0) await sleep(graceMs);
+      if (lapsed === 'mine') await this.#options.journal?.written(partition);
       if (!this.#holdsClaim(partition, claim)) return;
       const pending = await this.#options.deliveries.listPartition(partition);
       if (!this.#holdsClaim(partition, claim)) return;
@@ -272,7 +285,8 @@ export class PartitionCoordinator implements PartitionGate, IntakeGate {
       this.#loading.delete(partition);
       await this.#options.consumer.subscribe(partition);
       this.#log.info({ partition, pending: pending.length, worker: this.#options.me }, 'delivering a partition');
-      if (waitMs > 0) void this.#readAgain(partition, claim, waitMs);
+      // Read once more: a write that failed on this side may have landed all the same, within the grace.
+      if (lapsed !== undefined && graceMs > 0) void this.#readAgain(partition, claim, graceMs);
     } catch (error) {
       if (!this.#holdsClaim(partition, claim)) return;
       this.#log.warn({ err: loggable(error), partition }, 'cannot take a delivery partition over yet; released');

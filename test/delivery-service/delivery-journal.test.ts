@@ -206,6 +206,20 @@ describe('the delivery journal: when a part may be acknowledged', () => {
       expect(inner.size).toBe(0);
     });
 
+    it('says when the partition’s writes under way ended: taking its own lapsed partition back, a worker reads it then', async () => {
+      const { inner, store, land } = aSlowStore();
+      const { journal } = aJournal({ persistAfterMs: 10, store });
+      void journal.admit(P, aPart('m1', Date.now() - 100), [aRequest('a')]).catch(() => undefined);
+      await wait(40);
+      // The lease ran out: the partition is let go while its write is on its way.
+      journal.forget(P);
+      const written = journal.written(P);
+      expect(await state(written)).toBe('pending');
+      land();
+      await written;
+      expect((await inner.listPartition(P)).map((d) => d.id)).toEqual(['a']);
+    });
+
     it('deletes the last holder’s late copy of a request it planned itself, once done', async () => {
       const { journal, store } = aJournal({ persistAfterMs: 60_000 });
       void journal.admit(P, aPart('m1'), [aRequest('a')]);
