@@ -33,8 +33,9 @@ interface Tracked {
   /** Done while it was being written: deleted once the write landed. */
   doneWhilePersisting?: boolean;
   /**
-   * Planned here and also found in the store (written by the partition's
-   * last holder, whose write landed late): deleted from the store once done.
+   * Perhaps in the store too: found there (written by the partition's last
+   * holder, whose write landed late), or its write here failed (it may have
+   * landed all the same). Deleted from the store once done.
    */
   storedToo?: boolean;
   /** Its part, until the part is acknowledged. */
@@ -332,6 +333,8 @@ export class DeliveryJournal {
       const done: string[] = [];
       for (const tracked of writing) {
         tracked.state = 'memory';
+        // A write reported failed (a dropped connection, a timeout) may have landed all the same: deleted once done.
+        tracked.storedToo = true;
         if (tracked.doneWhilePersisting !== true) continue;
         // Done meanwhile: gone from memory, and perhaps written after all: deleted to be sure.
         done.push(tracked.delivery.id);
