@@ -40,7 +40,7 @@ export interface PartitionCoordinatorOptions {
   readonly scheduler: {
     hold(deliveries: readonly PendingDelivery[]): void;
     resume(): void;
-    releasePartition(partition: number, graceMs: number): Promise<void>;
+    releasePartition(partition: number, graceMs: number, handedOver: boolean): Promise<void>;
     close(): Promise<void>;
   };
   readonly consumer: PartitionSubscriber;
@@ -330,8 +330,8 @@ export class PartitionCoordinator implements PartitionGate, IntakeGate {
           this.#options.consumer.unsubscribe(partition),
           this.#options.intake.drain(partition, release),
         ]);
-        await this.#options.scheduler.releasePartition(partition, release ? this.#options.graceMs : 0);
-        // After the sends let go (done ones deleted): what the journal kept of the partition is the next holder's.
+        await this.#options.scheduler.releasePartition(partition, release ? this.#options.graceMs : 0, release);
+        // After the sends let go (done ones deleted, when handed over): what the journal kept of it is the next holder's.
         this.#options.journal?.released(partition);
         if (release) {
           await this.#options.leases.release(partition, this.#options.me);
