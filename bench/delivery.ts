@@ -31,6 +31,7 @@ import {
   type IsolationResult,
   type OutageResult,
 } from './support/delivery-report.js';
+import { brokerBacklog } from './support/broker-backlog.js';
 import { GatewayFleet } from './support/gateway-fleet.js';
 import { checkOutage, type Published } from './support/outage-check.js';
 import { startWorkerWithHealth, type Child } from './support/processes.js';
@@ -258,7 +259,7 @@ export async function runDeliveryScenarios(ctx: DeliveryContext): Promise<Delive
             'delivery/outage',
             async () => {
               results.outage = {
-                ...(await outage(patient, audience, fleet, db, worker, ctx)),
+                ...(await outage(patient, audience, fleet, db, worker, ctx, deliverQueue)),
                 ...(await deviceOutcomes(healthPort)),
               };
             },
@@ -441,13 +442,29 @@ async function fanOut(
   };
 }
 
-async function pendingDrained(db: Db, timeoutMs: number): Promise<void> {
+/**
+ * Until the store holds no pending request, and, with `queue`, the broker no
+ * message of that delivery queue either (checked after the store, until
+ * both are empty at once): a part a worker took back after its lease ran
+ * out waits in its partition queue, or in the worker's hands, with nothing
+ * stored for it.
+ */
+async function pendingDrained(db: Db, timeoutMs: number, queue?: string): Promise<void> {
   const end = Date.now() + timeoutMs;
   for (;;) {
     const pending = await db.collection(PENDING_COLLECTION).countDocuments();
-    if (pending === 0) return;
-    if (Date.now() > end) throw new Error(`${pending} deliveries still pending after ${timeoutMs} ms`);
-    await sleep(100);
+    const parts = pending === 0 && queue !== undefined ? await brokerBacklog(queue) : 0;
+    if (pending === 0 && (parts ?? 0) === 0) {
+      if (parts === undefined) log('  (rabbitmqctl did not answer: only the store was checked)');
+      return;
+    }
+    if (Date.now() > end)
+      throw new Error(
+        pending > 0
+          ? `${pending} deliveries still pending after ${timeoutMs} ms`
+          : `${parts ?? 0} notify parts not acknowledged after ${timeoutMs} ms`,
+      );
+    await sleep(pending > 0 ? 100 : 1000);
   }
 }
 
@@ -525,6 +542,7 @@ async function outage(
   db: Db,
   worker: Child,
   ctx: DeliveryContext,
+  deliverQueue: string,
 ): Promise<OutageResult> {
   const room = Math.min(ctx.outageRoom, OUTAGE_DEVICES);
   const rooms = Math.ceil(OUTAGE_DEVICES / room);
@@ -600,7 +618,7 @@ async function outage(
   log(
     `  every notify taken in (intake lag p50 ${Math.round(summarize(lags).p50Ms)} ms, max ${Math.round(Math.max(...lags))} ms); waiting for the backlog`,
   );
-  await pendingDrained(db, 2 * outageMs + 180_000);
+  await pendingDrained(db, 2 * outageMs + 180_000, deliverQueue);
   clearInterval(sampler);
   const hwm = peakRssBytes(worker.pid);
   const delivered = await fleet.deviceLog(0);

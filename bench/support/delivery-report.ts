@@ -172,7 +172,7 @@ function outageCheckText(c: OutageCheck): string {
   return [
     `${fmt(c.devices)} devices; backlog ${fmt(c.backlogPublished)} taken in, ${fmt(c.backlogDelivered)} delivered (at most ${c.maxFromBacklog} per device, of a largest backlog of ${c.maxBacklog}${c.maxBacklog > c.maxPending ? '' : ': the cap was not reached'})`,
     `taken in after the recovery ${fmt(c.laterPublished)}, delivered ${fmt(c.laterDelivered)}`,
-    `devices out of order ${c.outOfOrder}, duplicates ${c.duplicates}, over the cap ${c.overCap}, not the newest ${c.notNewest}, newest missing ${c.lastMissing}, later missing ${c.laterMissing}, lost before ${c.lostBefore}`,
+    `devices out of order ${c.outOfOrder} (a first send out of order ${c.firstOutOfOrder}), duplicates ${c.duplicates}, over the cap ${c.overCap}, not the newest ${c.notNewest}, newest missing ${c.lastMissing}, later missing ${c.laterMissing}, lost before ${c.lostBefore}`,
     `missing notifications the cap accounts for ${fmt(c.capExplained)} (uncertain ${fmt(c.capUncertain)}), devices with a loss it cannot account for ${c.unexplained}`,
   ].join('; ');
 }

@@ -37,6 +37,11 @@ export interface OutageCheck {
   readonly maxPending: number;
   /** Got a notification after a later one (publish order broken). */
   readonly outOfOrder: number;
+  /**
+   * Of those, got one for the first time after a later one: what docs/delivery.md promises never happens. The
+   * rest got a run they had already had again (a lease lost or run out: at least once).
+   */
+  readonly firstOutOfOrder: number;
   /** Deliveries (not devices) of a notification the device already had. */
   readonly duplicates: number;
   /** Deliveries (not devices) of a notification never published to that device. */
@@ -110,6 +115,7 @@ export interface OutageCheck {
 export function checkOutage(input: OutageCheckInput): OutageCheck {
   const counts = {
     outOfOrder: 0,
+    firstOutOfOrder: 0,
     duplicates: 0,
     strangers: 0,
     lostBefore: 0,
@@ -136,14 +142,17 @@ export function checkOutage(input: OutageCheckInput): OutageCheck {
     const seen = new Set<number>();
     let previous = -Infinity;
     let ordered = true;
+    let firstOrdered = true;
     for (const n of numbers) {
       if (seen.has(n)) counts.duplicates += 1;
+      else if (n < previous) firstOrdered = false;
       if (!publishedNumbers.has(n)) counts.strangers += 1;
       if (n <= previous) ordered = false;
       previous = Math.max(previous, n);
       seen.add(n);
     }
     if (!ordered) counts.outOfOrder += 1;
+    if (!firstOrdered) counts.firstOutOfOrder += 1;
 
     const beforeOutage = deliveries.filter((d) => d.at < input.outageStart).map((d) => input.eventNumber(d.eventId));
     const lastBefore = beforeOutage.length === 0 ? -Infinity : Math.max(...beforeOutage);

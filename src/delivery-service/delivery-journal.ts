@@ -33,8 +33,9 @@ interface Tracked {
   /** Done while it was being written: deleted once the write landed. */
   doneWhilePersisting?: boolean;
   /**
-   * Planned here and also found in the store (written by the partition's
-   * last holder, whose write landed late): deleted from the store once done.
+   * Perhaps in the store too: found there (written by the partition's last
+   * holder, whose write landed late), or its write here failed (it may have
+   * landed all the same). Deleted from the store once done.
    */
   storedToo?: boolean;
   /** Its part, until the part is acknowledged. */
@@ -172,6 +173,16 @@ export class DeliveryJournal {
     // Only in memory, the backoff lives with the scheduler; stored later, it starts afresh after a crash.
     const tracked = this.#tracked.get(id);
     if (tracked?.state === 'stored' || tracked?.storedToo === true) await this.#options.store.saveRetry(id, retry);
+  }
+
+  /**
+   * Resolves once the partition's pass under way, and the one queued after
+   * it, have landed or failed: what this worker stored of a partition it
+   * let go is in the store by then, for it to read when it takes the
+   * partition back.
+   */
+  async written(partition: number): Promise<void> {
+    for (let pass = this.#passes.get(partition); pass !== undefined; pass = this.#passes.get(partition)) await pass;
   }
 
   /** Secures every part of the partition now (a handover, a shutdown): what is not done is stored. */
@@ -322,6 +333,8 @@ export class DeliveryJournal {
       const done: string[] = [];
       for (const tracked of writing) {
         tracked.state = 'memory';
+        // A write reported failed (a dropped connection, a timeout) may have landed all the same: deleted once done.
+        tracked.storedToo = true;
         if (tracked.doneWhilePersisting !== true) continue;
         // Done meanwhile: gone from memory, and perhaps written after all: deleted to be sure.
         done.push(tracked.delivery.id);

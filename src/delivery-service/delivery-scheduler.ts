@@ -251,14 +251,18 @@ export class DeliveryScheduler {
    * stays in the store for the next holder), the sends in flight are
    * awaited for up to `graceMs`, and what is done is deleted. A send still
    * in flight after the grace may reach its gateway twice (the next holder
-   * sends it again).
+   * sends it again). Not `handedOver` (its lease lost or run out): nothing
+   * is awaited. The deletions go on by themselves; waited for, they would
+   * hold the partition, neither run nor free to claim, for as long as the
+   * store takes to delete every partition's backlog (minutes, under load).
    */
-  async releasePartition(partition: number, graceMs: number): Promise<void> {
+  async releasePartition(partition: number, graceMs: number, handedOver = true): Promise<void> {
     // What waits for a slot never goes out now: the next holder sends it, and newer ones.
     this.#sends.withdraw(partition);
     const keys = this.#queues.letGo(partition);
     for (const key of keys) this.#parked.delete(key);
     this.#breakers.forget(keys);
+    if (!handedOver) return;
     await settledWithin(this.#sends.started(partition), graceMs);
     await this.#removals.flush();
   }

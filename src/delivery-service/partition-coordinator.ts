@@ -28,22 +28,31 @@ export interface PartitionCoordinatorOptions {
     open(partition: number, highestSeq: number): void;
     drain(partition: number, keep?: boolean): Promise<void>;
   };
-  /** Told which requests were read from the store (journal: deleted there once done), and which partitions it let go. */
-  readonly journal?: { stored(deliveries: readonly PendingDelivery[]): void; released(partition: number): void };
+  /**
+   * Told which requests were read from the store (journal: deleted there once done), and which partitions it let
+   * go; `written` resolves once the partition's writes under way have landed or failed.
+   */
+  readonly journal?: {
+    stored(deliveries: readonly PendingDelivery[]): void;
+    released(partition: number): void;
+    written(partition: number): Promise<void>;
+  };
   readonly scheduler: {
     hold(deliveries: readonly PendingDelivery[]): void;
     resume(): void;
-    releasePartition(partition: number, graceMs: number): Promise<void>;
+    releasePartition(partition: number, graceMs: number, handedOver: boolean): Promise<void>;
     close(): Promise<void>;
   };
   readonly consumer: PartitionSubscriber;
   /** How long a handover waits for sends in flight. */
   readonly graceMs: number;
   /**
-   * How long after claiming an expired lease the partition is read, and
-   * then read once more: a holder that stalled may have started a write
-   * just before its lease came into doubt, and it lands at most this long
-   * after the lease expired (write-grace.ts).
+   * How long after claiming another worker's expired lease the partition
+   * is read, and then read once more: a holder that stalled may have
+   * started a write just before its lease came into doubt, and it lands at
+   * most this long after the lease expired (write-grace.ts). Its own
+   * expired lease, this worker reads once its own writes of the partition
+   * ended, and once more this long later.
    */
   readonly writeGraceMs: number;
   readonly logger: Logger;
@@ -76,6 +85,13 @@ export class PartitionCoordinator implements PartitionGate, IntakeGate {
   readonly #leaving = new Set<number>();
   /** Claimed, its pending requests not loaded yet: renewed, but nothing taken in or sent. */
   readonly #loading = new Set<number>();
+  /**
+   * Each partition's claim, while it lasts: a take goes on after each wait
+   * only if its claim still does. Its lease may run out while it waits for
+   * the store, and the partition be let go and even claimed again, by the
+   * time its read ends.
+   */
+  readonly #claims = new Map<number, object>();
   readonly #handovers = new Set<Promise<void>>();
   #timer: NodeJS.Timeout | undefined;
   /** Lets the partitions go once their lease ran out by this worker's clock, whether or not a round ends. */
@@ -182,13 +198,15 @@ export class PartitionCoordinator implements PartitionGate, IntakeGate {
       for (const partition of steps.claim) {
         if (this.#isClosed()) return;
         const previous = stored.find((lease) => lease.partition === partition)?.owner;
-        const expired = previous !== undefined && previous !== null && previous !== me;
-        if (expired && still) continue;
+        // Its lease ran out, not released: a write its holder started under it may still land.
+        const lapsed = previous === undefined || previous === null ? undefined : previous === me ? 'mine' : 'another';
+        if (lapsed === 'another' && still) continue;
         if (!(await leases.claim(partition, me, until, now))) continue;
-        // Another worker's lease ran out (it did not release it): give its last write time to land.
+        const claim = {};
+        this.#claims.set(partition, claim);
         this.#running.set(partition, until);
         this.#loading.add(partition);
-        const taking = this.#take(partition, expired ? this.#options.writeGraceMs : 0);
+        const taking = this.#take(partition, claim, lapsed);
         this.#handovers.add(taking);
         void taking.finally(() => this.#handovers.delete(taking));
       }
@@ -238,12 +256,28 @@ export class PartitionCoordinator implements PartitionGate, IntakeGate {
     return this.#closed;
   }
 
-  /** Claimed: loads what is pending in the partition, then takes its queue in. */
-  async #take(partition: number, waitMs: number): Promise<void> {
+  /** Whether the claim is still the partition's, and not being let go. */
+  #holdsClaim(partition: number, claim: object): boolean {
+    return !this.#isClosed() && this.#claims.get(partition) === claim && !this.#leaving.has(partition);
+  }
+
+  /**
+   * Claimed: loads what is pending in the partition, then takes its queue
+   * in. A read that ends after the claim's lease ran out is dropped: opened,
+   * held and consumed then, the partition would run outside the
+   * coordinator's view (a later claim's intake line replacing this one
+   * leaves its waiting parts to block that claim's handover for good).
+   */
+  async #take(partition: number, claim: object, lapsed: 'mine' | 'another' | undefined): Promise<void> {
+    const graceMs = this.#options.writeGraceMs;
     try {
-      if (waitMs > 0) await sleep(waitMs);
-      if (this.#isClosed() || !this.#running.has(partition)) return;
+      // Another worker's lease: give its last write time to land. This worker's own (taken back after its renewals
+      // failed for a lease): its journal knows its writes of the partition, and they are waited for.
+      if (lapsed === 'another' && graceMs > 0) await sleep(graceMs);
+      if (lapsed === 'mine') await this.#options.journal?.written(partition);
+      if (!this.#holdsClaim(partition, claim)) return;
       const pending = await this.#options.deliveries.listPartition(partition);
+      if (!this.#holdsClaim(partition, claim)) return;
       const highestSeq = pending.reduce((highest, delivery) => Math.max(highest, delivery.seq), 0);
       this.#options.intake.open(partition, highestSeq);
       this.#options.journal?.stored(pending);
@@ -251,8 +285,10 @@ export class PartitionCoordinator implements PartitionGate, IntakeGate {
       this.#loading.delete(partition);
       await this.#options.consumer.subscribe(partition);
       this.#log.info({ partition, pending: pending.length, worker: this.#options.me }, 'delivering a partition');
-      if (waitMs > 0) void this.#readAgain(partition, waitMs);
+      // Read once more: a write that failed on this side may have landed all the same, within the grace.
+      if (lapsed !== undefined && graceMs > 0) void this.#readAgain(partition, claim, graceMs);
     } catch (error) {
+      if (!this.#holdsClaim(partition, claim)) return;
       this.#log.warn({ err: loggable(error), partition }, 'cannot take a delivery partition over yet; released');
       this.#loading.delete(partition);
       this.#handOver(partition, true);
@@ -265,13 +301,12 @@ export class PartitionCoordinator implements PartitionGate, IntakeGate {
    * would make this worker skip the part as taken in already). What is
    * held already is ignored (the journal and the scheduler go by ID).
    */
-  async #readAgain(partition: number, waitMs: number): Promise<void> {
+  async #readAgain(partition: number, claim: object, waitMs: number): Promise<void> {
     await sleep(waitMs, undefined, { ref: false });
-    const stillMine = () => !this.#isClosed() && this.#running.has(partition) && !this.#leaving.has(partition);
-    if (!stillMine()) return;
+    if (!this.#holdsClaim(partition, claim)) return;
     try {
       const pending = await this.#options.deliveries.listPartition(partition);
-      if (!stillMine()) return;
+      if (!this.#holdsClaim(partition, claim)) return;
       this.#options.journal?.stored(pending);
       this.#options.scheduler.hold(pending);
     } catch (error) {
@@ -295,8 +330,8 @@ export class PartitionCoordinator implements PartitionGate, IntakeGate {
           this.#options.consumer.unsubscribe(partition),
           this.#options.intake.drain(partition, release),
         ]);
-        await this.#options.scheduler.releasePartition(partition, release ? this.#options.graceMs : 0);
-        // After the sends let go (done ones deleted): what the journal kept of the partition is the next holder's.
+        await this.#options.scheduler.releasePartition(partition, release ? this.#options.graceMs : 0, release);
+        // After the sends let go (done ones deleted, when handed over): what the journal kept of it is the next holder's.
         this.#options.journal?.released(partition);
         if (release) {
           await this.#options.leases.release(partition, this.#options.me);
@@ -311,6 +346,7 @@ export class PartitionCoordinator implements PartitionGate, IntakeGate {
         this.#running.delete(partition);
         this.#leaving.delete(partition);
         this.#loading.delete(partition);
+        this.#claims.delete(partition);
       }
     })();
     this.#handovers.add(work);
@@ -365,5 +401,6 @@ export class PartitionCoordinator implements PartitionGate, IntakeGate {
         'delivery leases not released in time at shutdown: the other workers take these partitions once they expire',
       );
     this.#running.clear();
+    this.#claims.clear();
   }
 }

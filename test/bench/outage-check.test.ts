@@ -35,7 +35,12 @@ describe('checkOutage', () => {
 
   it('counts order broken and duplicates', () => {
     const result = check(got(...before(9), [19, 5000], [18, 5001], [20, 5002], [20, 5003]));
-    expect(result).toMatchObject({ outOfOrder: 1, duplicates: 1 });
+    expect(result).toMatchObject({ outOfOrder: 1, firstOutOfOrder: 1, duplicates: 1 });
+  });
+
+  it('tells a run sent again (a lease lost: at least once) from a first send out of order', () => {
+    const result = check(got(...before(9), [18, 5000], [19, 5001], [18, 5002], [19, 5003], [20, 5004]));
+    expect(result).toMatchObject({ outOfOrder: 1, firstOutOfOrder: 0, duplicates: 2 });
   });
 
   it('counts an older notification delivered instead of a newer one, and the newest missing', () => {

@@ -4,6 +4,7 @@ import { IntakeStoppedError } from '../../src/delivery-service/notify-intake.js'
 import { createLogger } from '../../src/logging/logger.js';
 import type { AcceptedNotify, DeliveryStore, PendingDelivery } from '../../src/store/delivery-store.js';
 import { InMemoryDeliveryStore } from '../../src/store/in-memory-delivery-store.js';
+import { StoreUnavailableError } from '../../src/store/push-store.js';
 
 const P = 2;
 const T0 = Date.now();
@@ -153,6 +154,30 @@ describe('the delivery journal: when a part may be acknowledged', () => {
     expect(inner.size).toBe(0);
   });
 
+  it('deletes a request done after its write failed: the write may have landed all the same', async () => {
+    const inner = new InMemoryDeliveryStore();
+    let holds = true;
+    const store: Pick<DeliveryStore, 'acceptAll' | 'remove' | 'saveRetry' | 'markDone'> = {
+      markDone: async (done) => inner.markDone(done),
+      acceptAll: async (notifies, deliveries) => {
+        await inner.acceptAll(notifies, deliveries);
+        if (deliveries.length === 0) return;
+        // No second write (the lease in doubt, say): the request stays in memory, and goes out from there.
+        holds = false;
+        throw new StoreUnavailableError('the connection dropped before the answer');
+      },
+      remove: async (ids) => inner.remove(ids),
+      saveRetry: async (id, retry) => inner.saveRetry(id, retry),
+    };
+    const { journal } = aJournal({ persistAfterMs: 10, store, writable: () => holds });
+    void journal.admit(P, aPart('m1', Date.now() - 100), [aRequest('a')]).catch(() => undefined);
+    await wait(40);
+    expect(inner.size).toBe(1);
+    await journal.remove(['a']);
+    // Left there, the partition's holder (this worker) would never send nor delete it: it waits until the partition moves.
+    expect(inner.size).toBe(0);
+  });
+
   describe('a write that lands after the lease came into doubt (the next holder may have read the partition already)', () => {
     /** A store whose requests' writes land only when told to. */
     function aSlowStore() {
@@ -204,6 +229,20 @@ describe('the delivery journal: when a part may be acknowledged', () => {
       // Done later: deleted from the store (it was written).
       await journal.remove(['a']);
       expect(inner.size).toBe(0);
+    });
+
+    it('says when the partition’s writes under way ended: taking its own lapsed partition back, a worker reads it then', async () => {
+      const { inner, store, land } = aSlowStore();
+      const { journal } = aJournal({ persistAfterMs: 10, store });
+      void journal.admit(P, aPart('m1', Date.now() - 100), [aRequest('a')]).catch(() => undefined);
+      await wait(40);
+      // The lease ran out: the partition is let go while its write is on its way.
+      journal.forget(P);
+      const written = journal.written(P);
+      expect(await state(written)).toBe('pending');
+      land();
+      await written;
+      expect((await inner.listPartition(P)).map((d) => d.id)).toEqual(['a']);
     });
 
     it('deletes the last holder’s late copy of a request it planned itself, once done', async () => {

@@ -1,4 +1,4 @@
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, onTestFinished, vi } from 'vitest';
 import { DEFAULT_BREAKER_POLICY } from '../../src/delivery/circuit-breaker.js';
 import { deviceQueueKey } from '../../src/delivery/delivery-key.js';
 import type { GatewayExchange } from '../../src/delivery/response-outcome.js';
@@ -460,6 +460,47 @@ describe('the delivery scheduler', () => {
     expect((await world.pending()).map((d) => d.id)).toEqual([`notify-2/${ALICE}/${GATEWAY}`]);
     expect(eventsTo(world, `${BOB}-phone`)).toEqual(['$3']);
     expect(world.scheduler.pending).toBe(0);
+  });
+
+  it('lets a partition whose lease it lost go at once, whatever deletions still wait for the store', async () => {
+    const stored: { inner?: InMemoryDeliveryStore; slow: boolean } = { slow: true };
+    const landings: (() => void)[] = [];
+    onTestFinished(() => {
+      stored.slow = false;
+      for (const land of landings.splice(0)) land();
+    });
+    const world = aWorld({
+      // A slow store: every deletion lands when the test says.
+      store: {
+        remove: async (ids) => {
+          if (stored.slow) await new Promise<void>((resolve) => landings.push(resolve));
+          await stored.inner?.remove(ids);
+        },
+        saveRetry: async (id, retry) => stored.inner?.saveRetry(id, retry),
+      },
+    });
+    stored.inner = world.store;
+    await world.take([aDelivery(1)]);
+    await vi.advanceTimersByTimeAsync(100);
+    expect(eventsTo(world, `${ALICE}-phone`)).toEqual(['$1']);
+    expect(landings).toHaveLength(1);
+    const released = { lost: false, handedOver: false };
+    // Lost (or run out): nobody is told; the deletion goes on by itself, and the partition is free to be claimed.
+    void world.scheduler.releasePartition(0, 0, false).then(() => {
+      released.lost = true;
+    });
+    await vi.advanceTimersByTimeAsync(10);
+    expect(released.lost).toBe(true);
+    // Handed over cleanly: the next holder reads the store right after, so what is done is deleted first.
+    void world.scheduler.releasePartition(0, 0).then(() => {
+      released.handedOver = true;
+    });
+    await vi.advanceTimersByTimeAsync(10);
+    expect(released.handedOver).toBe(false);
+    for (const land of landings.splice(0)) land();
+    await vi.advanceTimersByTimeAsync(10);
+    expect(released.handedOver).toBe(true);
+    expect(await world.pending()).toEqual([]);
   });
 
   describe('takes back a partition it lost while a send of it was still out (a lease lost, not handed over)', () => {

@@ -224,6 +224,90 @@ describe('partition coordination', () => {
     await b.coordinator.close();
   });
 
+  it('drops a read that ends after the lease it was made under ran out: nothing of it opened, held or consumed', async () => {
+    const clock = { now: 1_000_000 };
+    const leases = new InMemoryPartitionLeaseStore();
+    const cuttable = aCuttableStore(leases);
+    // Reads of the store that end when the test says (a slow store): the first read of each partition waits.
+    const slowReads: (() => void)[] = [];
+    const log: string[] = [];
+    const { coordinator, calls } = aCoordinator('a', leases, clock, {
+      leases: cuttable.store,
+      deliveries: {
+        assignPartitions: async () => Promise.resolve(0),
+        listPartition: async (partition) => {
+          log.push(`load ${partition}`);
+          if (log.filter((call) => call === `load ${partition}`).length === 1)
+            await new Promise<void>((resolve) => slowReads.push(resolve));
+          return [];
+        },
+      },
+    });
+    await coordinator.round();
+    await settle();
+    expect(slowReads).toHaveLength(COUNT);
+    // The reads take longer than the lease, whose renewals fail meanwhile: the partitions are let go.
+    cuttable.link.cut = true;
+    clock.now += LEASE + 1;
+    await coordinator.round();
+    await settle();
+    expect(coordinator.partitions).toEqual([]);
+    const letGo = calls.length;
+    // The reads end now: what they read is no longer this worker's to deliver.
+    for (const end of slowReads.splice(0)) end();
+    await settle();
+    expect(calls.slice(letGo)).toEqual([]);
+    expect(coordinator.sendable(0, clock.now)).toBe(false);
+    // The store answers again: the partitions are claimed, read and consumed afresh, once each.
+    cuttable.link.cut = false;
+    await coordinator.round();
+    await settle();
+    expect(coordinator.partitions).toEqual([0, 1, 2, 3]);
+    expect(
+      calls
+        .slice(letGo)
+        .filter((call) => call.startsWith('subscribe'))
+        .sort(),
+    ).toEqual(['subscribe 0', 'subscribe 1', 'subscribe 2', 'subscribe 3']);
+    await coordinator.close();
+  });
+
+  it('a read left over from a claim whose lease ran out does not open the partition that a new claim is still reading', async () => {
+    const clock = { now: 1_000_000 };
+    const leases = new InMemoryPartitionLeaseStore();
+    const cuttable = aCuttableStore(leases);
+    const slowReads: (() => void)[] = [];
+    const { coordinator } = aCoordinator('a', leases, clock, {
+      leases: cuttable.store,
+      deliveries: {
+        assignPartitions: async () => Promise.resolve(0),
+        listPartition: async () => {
+          await new Promise<void>((resolve) => slowReads.push(resolve));
+          return [];
+        },
+      },
+    });
+    await coordinator.round();
+    await settle();
+    cuttable.link.cut = true;
+    clock.now += LEASE + 1;
+    await coordinator.round();
+    await settle();
+    cuttable.link.cut = false;
+    await coordinator.round();
+    await settle();
+    // Both claims' reads wait: the first claim's end first.
+    expect(slowReads).toHaveLength(2 * COUNT);
+    for (const end of slowReads.splice(0, COUNT)) end();
+    await settle();
+    // The second claim has read nothing yet: nothing of the partition may go out before what is stored in it.
+    expect(coordinator.sendable(0, clock.now)).toBe(false);
+    for (const end of slowReads.splice(0)) end();
+    await settle();
+    expect(coordinator.sendable(0, clock.now)).toBe(true);
+    await coordinator.close();
+  });
+
   it('after a store stall longer than a lease, the partitions stay where they were (nobody claims the others’)', async () => {
     const clock = { now: 1_000_000 };
     const leases = new InMemoryPartitionLeaseStore();

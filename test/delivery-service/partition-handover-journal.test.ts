@@ -3,9 +3,12 @@ import { partitionsOf } from '../../src/delivery/partitions.js';
 import { DeliveryJournal } from '../../src/delivery-service/delivery-journal.js';
 import { PartitionCoordinator } from '../../src/delivery-service/partition-coordinator.js';
 import { createLogger } from '../../src/logging/logger.js';
-import type { PendingDelivery } from '../../src/store/delivery-store.js';
+import { IntakeStoppedError } from '../../src/delivery-service/notify-intake.js';
+import type { AcceptedNotify, PendingDelivery } from '../../src/store/delivery-store.js';
 import { InMemoryDeliveryStore } from '../../src/store/in-memory-delivery-store.js';
 import { InMemoryPartitionLeaseStore } from '../../src/store/in-memory-partition-lease-store.js';
+import type { PartitionLeaseStore } from '../../src/store/partition-lease-store.js';
+import { StoreUnavailableError } from '../../src/store/push-store.js';
 import { eventually } from '../support/eventually.js';
 
 const LEASE = 3_000;
@@ -31,6 +34,15 @@ afterEach(async () => {
   for (const stop of stops.splice(0)) await stop();
 });
 
+/** How a worker below differs from the default one (no write grace, nothing stored before a handover). */
+interface WorkerOverrides {
+  readonly writeGraceMs?: number;
+  /** The lease store as this worker reaches it (default: the shared one itself). */
+  readonly leaseStore?: PartitionLeaseStore;
+  /** Set: the journal runs its passes, storing what still waits this long after intake. */
+  readonly persistAfterMs?: number;
+}
+
 /**
  * A worker's coordinator wired to a real journal, as worker-process.ts
  * wires them: the intake's drain secures (flush) or lets go (forget) what
@@ -41,22 +53,23 @@ function aWorker(
   leases: InMemoryPartitionLeaseStore,
   store: InMemoryDeliveryStore,
   clock: { now: number },
-  writeGrace = 0,
+  overrides: WorkerOverrides = {},
 ) {
   const held: string[] = [];
   const journal: DeliveryJournal = new DeliveryJournal({
     store,
     // Called only once the coordinator below exists.
     writable: (partition, now) => coordinator.writable(partition, now),
-    persistAfterMs: 60_000,
+    persistAfterMs: overrides.persistAfterMs ?? 60_000,
     logger: createLogger('silent'),
     now: () => clock.now,
   });
+  if (overrides.persistAfterMs !== undefined) journal.start();
   const coordinator: PartitionCoordinator = new PartitionCoordinator({
     me,
     partitions: COUNT,
     leaseMs: LEASE,
-    leases,
+    leases: overrides.leaseStore ?? leases,
     deliveries: store,
     intake: {
       open: () => undefined,
@@ -74,7 +87,7 @@ function aWorker(
     },
     consumer: { subscribe: async () => Promise.resolve(), unsubscribe: async () => Promise.resolve() },
     graceMs: 0,
-    writeGraceMs: writeGrace,
+    writeGraceMs: overrides.writeGraceMs ?? 0,
     logger: createLogger('silent'),
     now: () => clock.now,
     random: () => 0.5,
@@ -87,6 +100,42 @@ function aWorker(
 }
 
 const settle = async () => new Promise((resolve) => setTimeout(resolve, 20));
+
+/** A delivery store slow to take requests while `holding`: a write of requests started then lands at `land()`. */
+class SlowRequestWrites extends InMemoryDeliveryStore {
+  holding = false;
+  readonly #waiting: (() => void)[] = [];
+
+  get waiting(): number {
+    return this.#waiting.length;
+  }
+
+  land(): void {
+    this.holding = false;
+    for (const go of this.#waiting.splice(0)) go();
+  }
+
+  override async acceptAll(notifies: readonly AcceptedNotify[], deliveries: readonly PendingDelivery[]): Promise<void> {
+    if (this.holding && deliveries.length > 0) await new Promise<void>((resolve) => this.#waiting.push(resolve));
+    await super.acceptAll(notifies, deliveries);
+  }
+}
+
+/** The lease store as one worker reaches it: every call fails while `cut`. */
+function aCuttableLink(leases: PartitionLeaseStore) {
+  const link = { cut: false };
+  const store = new Proxy(leases, {
+    get(target, property, receiver) {
+      const value = Reflect.get(target, property, receiver) as unknown;
+      if (typeof value !== 'function') return value;
+      return async (...args: unknown[]) => {
+        if (link.cut) throw new StoreUnavailableError('the store cannot be reached');
+        return (value as (...a: unknown[]) => Promise<unknown>).apply(target, args);
+      };
+    },
+  });
+  return { store, link };
+}
 
 describe('a clean handover and the journal', () => {
   it('keeps nothing of a partition handed over: its requests are in the store, for the next holder only', async () => {
@@ -143,7 +192,7 @@ describe('taking over a partition whose holder stalled past its lease', () => {
       await leases.claim(partition, 'stalled', clock.now + LEASE, clock.now);
     await store.accept({ id: 'm-early', recipients: 1, devices: 1, acceptedAt: clock.now }, [aRequest(0, 1)]);
     clock.now += LEASE + 1;
-    const b = aWorker('b', leases, store, clock, 40);
+    const b = aWorker('b', leases, store, clock, { writeGraceMs: 40 });
     await b.coordinator.round();
     await eventually(() => {
       expect(b.held).toContain(aRequest(0, 1).id);
@@ -167,9 +216,50 @@ describe('taking over a partition whose holder stalled past its lease', () => {
       loads.push(partition);
       return original(partition);
     };
-    const b = aWorker('b', leases, store, clock, 40);
+    const b = aWorker('b', leases, store, clock, { writeGraceMs: 40 });
     await b.coordinator.round();
     await new Promise((resolve) => setTimeout(resolve, 150));
     expect(loads.sort()).toEqual([0, 1, 2, 3]);
+  });
+});
+
+describe('taking back its own partition, whose lease ran out unrenewed', () => {
+  it('holds what its own write, started under the lapsed lease, stored after the partition was taken back', async () => {
+    const clock = { now: 1_000_000 };
+    const leases = new InMemoryPartitionLeaseStore();
+    const { store: leaseStore, link } = aCuttableLink(leases);
+    const store = new SlowRequestWrites();
+    const a = aWorker('a', leases, store, clock, { leaseStore, persistAfterMs: 100 });
+    await a.coordinator.round();
+    await settle();
+    expect(a.coordinator.partitions).toEqual([0, 1, 2, 3]);
+    // A part whose request still waits (a failing gateway) is stored once old enough; the store is slow to take it.
+    store.holding = true;
+    const request = aRequest(0, 1);
+    const secured = a.journal
+      .admit(0, { id: 'm-1', recipients: 1, devices: 1, acceptedAt: clock.now }, [request])
+      .catch((error: unknown) => error);
+    clock.now += 100;
+    await eventually(() => {
+      expect(store.waiting).toBe(1);
+    }, 5_000);
+    // Meanwhile the renewals fail for a whole lease: it lets its partitions go, unreleased (the store is out of reach).
+    link.cut = true;
+    clock.now += LEASE;
+    await a.coordinator.round();
+    await settle();
+    expect(a.coordinator.partitions).toEqual([]);
+    // Its part goes back to the queue, unacknowledged.
+    expect(await secured).toBeInstanceOf(IntakeStoppedError);
+    // The store answers again: nobody else took the partitions, so it claims them back; its write lands after that.
+    link.cut = false;
+    await a.coordinator.round();
+    await settle();
+    store.land();
+    // The request is stored in a partition this worker holds: it must hold it, or nobody sends it until the partition moves.
+    await eventually(() => {
+      expect(a.held).toContain(request.id);
+    }, 2_000);
+    expect(a.coordinator.partitions).toEqual([0, 1, 2, 3]);
   });
 });
