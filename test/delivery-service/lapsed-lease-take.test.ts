@@ -6,8 +6,7 @@ import { PartitionCoordinator } from '../../src/delivery-service/partition-coord
 import { createLogger } from '../../src/logging/logger.js';
 import { InMemoryDeliveryStore } from '../../src/store/in-memory-delivery-store.js';
 import { InMemoryPartitionLeaseStore } from '../../src/store/in-memory-partition-lease-store.js';
-import type { PartitionLeaseStore } from '../../src/store/partition-lease-store.js';
-import { StoreUnavailableError } from '../../src/store/push-store.js';
+import { aCuttableLeaseStore } from '../support/cuttable-lease-store.js';
 
 const LEASE = 3_000;
 const COUNT = 4;
@@ -17,22 +16,6 @@ const stops: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
   for (const stop of stops.splice(0)) await stop();
 });
-
-/** The lease store as one worker reaches it: every call fails while `cut`. */
-function aCuttableLink(leases: PartitionLeaseStore) {
-  const link = { cut: false };
-  const store = new Proxy(leases, {
-    get(target, property, receiver) {
-      const value = Reflect.get(target, property, receiver) as unknown;
-      if (typeof value !== 'function') return value;
-      return async (...args: unknown[]) => {
-        if (link.cut) throw new StoreUnavailableError('the store cannot be reached');
-        return (value as (...a: unknown[]) => Promise<unknown>).apply(target, args);
-      };
-    },
-  });
-  return { store, link };
-}
 
 /**
  * The partition queues as consumer/partition-queues.ts runs them: a part
@@ -77,7 +60,7 @@ const aNotify = (event: string): NotifyRequestBody => ({
  */
 function aWorker(clock: { now: number }) {
   const leases = new InMemoryPartitionLeaseStore();
-  const { store: leaseStore, link } = aCuttableLink(leases);
+  const { store: leaseStore, link } = aCuttableLeaseStore(leases);
   const store = new InMemoryDeliveryStore();
   const reads: (() => void)[] = [];
   const journal: DeliveryJournal = new DeliveryJournal({

@@ -7,8 +7,7 @@ import {
 import { createLogger } from '../../src/logging/logger.js';
 import type { PendingDelivery } from '../../src/store/delivery-store.js';
 import { InMemoryPartitionLeaseStore } from '../../src/store/in-memory-partition-lease-store.js';
-import type { PartitionLeaseStore } from '../../src/store/partition-lease-store.js';
-import { StoreUnavailableError } from '../../src/store/push-store.js';
+import { aCuttableLeaseStore } from '../support/cuttable-lease-store.js';
 
 const LEASE = 3_000;
 const COUNT = 4;
@@ -71,22 +70,6 @@ function aCoordinator(
     ...overrides,
   });
   return { coordinator, calls, pending };
-}
-
-/** The lease store as one worker reaches it: every call fails while `cut` (that worker cannot reach MongoDB). */
-function aCuttableStore(leases: PartitionLeaseStore) {
-  const link = { cut: false };
-  const store = new Proxy(leases, {
-    get(target, property, receiver) {
-      const value = Reflect.get(target, property, receiver) as unknown;
-      if (typeof value !== 'function') return value;
-      return async (...args: unknown[]) => {
-        if (link.cut) throw new StoreUnavailableError('the store cannot be reached');
-        return (value as (...a: unknown[]) => Promise<unknown>).apply(target, args);
-      };
-    },
-  });
-  return { store, link };
 }
 
 /** Lets the background takeovers and handovers of a round finish. */
@@ -199,7 +182,7 @@ describe('partition coordination', () => {
   it('a worker cut from the store (not the broker) lets its partitions go once its lease ran out; another takes them', async () => {
     const clock = { now: 1_000_000 };
     const leases = new InMemoryPartitionLeaseStore();
-    const cuttable = aCuttableStore(leases);
+    const cuttable = aCuttableLeaseStore(leases);
     const a = aCoordinator('a', leases, clock, { leases: cuttable.store });
     const b = aCoordinator('b', leases, clock);
     await a.coordinator.round();
@@ -227,7 +210,7 @@ describe('partition coordination', () => {
   it('drops a read that ends after the lease it was made under ran out: nothing of it opened, held or consumed', async () => {
     const clock = { now: 1_000_000 };
     const leases = new InMemoryPartitionLeaseStore();
-    const cuttable = aCuttableStore(leases);
+    const cuttable = aCuttableLeaseStore(leases);
     // Reads of the store that end when the test says (a slow store): the first read of each partition waits.
     const slowReads: (() => void)[] = [];
     const log: string[] = [];
@@ -275,7 +258,7 @@ describe('partition coordination', () => {
   it('a read left over from a claim whose lease ran out does not open the partition that a new claim is still reading', async () => {
     const clock = { now: 1_000_000 };
     const leases = new InMemoryPartitionLeaseStore();
-    const cuttable = aCuttableStore(leases);
+    const cuttable = aCuttableLeaseStore(leases);
     const slowReads: (() => void)[] = [];
     const { coordinator } = aCoordinator('a', leases, clock, {
       leases: cuttable.store,

@@ -8,7 +8,7 @@ import type { AcceptedNotify, PendingDelivery } from '../../src/store/delivery-s
 import { InMemoryDeliveryStore } from '../../src/store/in-memory-delivery-store.js';
 import { InMemoryPartitionLeaseStore } from '../../src/store/in-memory-partition-lease-store.js';
 import type { PartitionLeaseStore } from '../../src/store/partition-lease-store.js';
-import { StoreUnavailableError } from '../../src/store/push-store.js';
+import { aCuttableLeaseStore } from '../support/cuttable-lease-store.js';
 import { eventually } from '../support/eventually.js';
 
 const LEASE = 3_000;
@@ -121,22 +121,6 @@ class SlowRequestWrites extends InMemoryDeliveryStore {
   }
 }
 
-/** The lease store as one worker reaches it: every call fails while `cut`. */
-function aCuttableLink(leases: PartitionLeaseStore) {
-  const link = { cut: false };
-  const store = new Proxy(leases, {
-    get(target, property, receiver) {
-      const value = Reflect.get(target, property, receiver) as unknown;
-      if (typeof value !== 'function') return value;
-      return async (...args: unknown[]) => {
-        if (link.cut) throw new StoreUnavailableError('the store cannot be reached');
-        return (value as (...a: unknown[]) => Promise<unknown>).apply(target, args);
-      };
-    },
-  });
-  return { store, link };
-}
-
 describe('a clean handover and the journal', () => {
   it('keeps nothing of a partition handed over: its requests are in the store, for the next holder only', async () => {
     const clock = { now: 1_000_000 };
@@ -227,7 +211,7 @@ describe('taking back its own partition, whose lease ran out unrenewed', () => {
   it('holds what its own write, started under the lapsed lease, stored after the partition was taken back', async () => {
     const clock = { now: 1_000_000 };
     const leases = new InMemoryPartitionLeaseStore();
-    const { store: leaseStore, link } = aCuttableLink(leases);
+    const { store: leaseStore, link } = aCuttableLeaseStore(leases);
     const store = new SlowRequestWrites();
     const a = aWorker('a', leases, store, clock, { leaseStore, persistAfterMs: 100 });
     await a.coordinator.round();
