@@ -17,10 +17,12 @@ use std::time::Duration;
 use matrix_push_worker_client::{ClientOptions, PushRulesClient, TransportFailure};
 use tokio::time::Instant;
 
-use crate::support::{amqp_url, client, exclusive_broker, new_user, options, UnservedQueue};
+use crate::support::{
+    amqp_url, client, exclusive_broker, new_user, options, repository, UnservedQueue,
+};
 
 fn services_script() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scripts/services.sh")
+    repository().join("scripts/services.sh")
 }
 
 fn skipped() -> Option<String> {

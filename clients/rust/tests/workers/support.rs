@@ -21,8 +21,14 @@ pub fn amqp_url() -> String {
     std::env::var("AMQP_URL").unwrap_or_else(|_| "amqp://guest:guest@127.0.0.1:5672".into())
 }
 
-fn repository() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+/// The checkout the tests run in. From `CARGO_MANIFEST_DIR` as cargo sets it when it runs the
+/// tests, not as it was when they were compiled: the build directory is shared by checkouts
+/// (`CARGO_TARGET_DIR` in ~/.cache), and a binary built in another one would name that one.
+pub fn repository() -> PathBuf {
+    let manifest = std::env::var_os("CARGO_MANIFEST_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")));
+    manifest.join("../..")
 }
 
 /// The Node the project runs on: `MPW_NODE` (the suite passes its own), else the one npm installs
