@@ -63,6 +63,8 @@ export class DeliveryJournal {
   /** Per partition, its parts not yet secured, in intake order. */
   readonly #entries = new Map<number, Entry[]>();
   readonly #tracked = new Map<string, Tracked>();
+  /** Deletions under way, by ID (how many): a read of the partition meanwhile lists them, done with all the same. */
+  readonly #deleting = new Map<string, number>();
   /** One pass at a time per partition: parts are secured in order. */
   readonly #passes = new Map<number, Promise<void>>();
   readonly #again = new Set<number>();
@@ -134,6 +136,8 @@ export class DeliveryJournal {
   stored(deliveries: readonly PendingDelivery[]): void {
     for (const delivery of deliveries) {
       const tracked = this.#tracked.get(delivery.id);
+      // Being deleted: the scheduler holds it no more (nor again), and nothing would remove it from here.
+      if (this.#deleting.has(delivery.id)) continue;
       if (tracked === undefined) this.#tracked.set(delivery.id, { delivery, state: 'stored' });
       // Also planned from its part here: the store's copy must not outlive it.
       else if (tracked.state === 'memory') tracked.storedToo = true;
@@ -164,7 +168,17 @@ export class DeliveryJournal {
       }
     }
     for (const partition of touched) void this.#schedule(partition, false);
-    if (deleting.length > 0) await this.#options.store.remove(deleting);
+    if (deleting.length === 0) return;
+    for (const id of deleting) this.#deleting.set(id, (this.#deleting.get(id) ?? 0) + 1);
+    try {
+      await this.#options.store.remove(deleting);
+    } finally {
+      for (const id of deleting) {
+        const count = this.#deleting.get(id) ?? 1;
+        if (count > 1) this.#deleting.set(id, count - 1);
+        else this.#deleting.delete(id);
+      }
+    }
   }
 
   async saveRetry(id: string, retry: RetryState): Promise<void> {
