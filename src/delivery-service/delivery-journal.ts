@@ -2,6 +2,7 @@ import type { Logger } from '../logging/logger.js';
 import type { AcceptedNotify, DeliveryStore, PendingDelivery, RetryState } from '../store/delivery-store.js';
 import { loggable } from '../logging/loggable-error.js';
 import { IntakeStoppedError } from './notify-intake.js';
+import { ProgressMarks } from './progress-marks.js';
 
 export interface DeliveryJournalOptions {
   readonly store: Pick<DeliveryStore, 'acceptAll' | 'remove' | 'saveRetry' | 'markDone'>;
@@ -12,9 +13,6 @@ export interface DeliveryJournalOptions {
   readonly logger: Logger;
   readonly now?: () => number;
 }
-
-/** How often the requests done with of parts not yet secured are noted in the store. */
-const PROGRESS_FLUSH_MS = 50;
 
 /** One `notify` part taken in and not yet secured: acknowledged once every request of it is done or stored. */
 interface Entry {
@@ -65,18 +63,20 @@ export class DeliveryJournal {
   /** Per partition, its parts not yet secured, in intake order. */
   readonly #entries = new Map<number, Entry[]>();
   readonly #tracked = new Map<string, Tracked>();
+  /** Deletions under way, by ID (how many): a read of the partition meanwhile lists them, done with all the same. */
+  readonly #deleting = new Map<string, number>();
   /** One pass at a time per partition: parts are secured in order. */
   readonly #passes = new Map<number, Promise<void>>();
   readonly #again = new Set<number>();
   #timer: NodeJS.Timeout | undefined;
-  /** Requests done with while their part is not secured, by part: written every `PROGRESS_FLUSH_MS`. */
-  #done = new Map<string, string[]>();
-  #progressTimer: NodeJS.Timeout | undefined;
+  /** Requests done with while their part is not secured. */
+  readonly #progress: ProgressMarks;
 
   constructor(options: DeliveryJournalOptions) {
     this.#options = options;
     this.#log = options.logger;
     this.#now = options.now ?? Date.now;
+    this.#progress = new ProgressMarks(options.store, options.logger);
   }
 
   /** Parts not yet secured, all partitions together (for metrics and tests). */
@@ -136,6 +136,8 @@ export class DeliveryJournal {
   stored(deliveries: readonly PendingDelivery[]): void {
     for (const delivery of deliveries) {
       const tracked = this.#tracked.get(delivery.id);
+      // Being deleted: the scheduler holds it no more (nor again), and nothing would remove it from here.
+      if (this.#deleting.has(delivery.id)) continue;
       if (tracked === undefined) this.#tracked.set(delivery.id, { delivery, state: 'stored' });
       // Also planned from its part here: the store's copy must not outlive it.
       else if (tracked.state === 'memory') tracked.storedToo = true;
@@ -162,11 +164,21 @@ export class DeliveryJournal {
         tracked.entry.open.delete(id);
         touched.add(tracked.entry.partition);
         // Its part is not acknowledged yet: taken in again, it must not be sent again.
-        this.#noteDone(tracked.entry.notify.id, id);
+        this.#progress.note(tracked.entry.notify.id, id);
       }
     }
     for (const partition of touched) void this.#schedule(partition, false);
-    if (deleting.length > 0) await this.#options.store.remove(deleting);
+    if (deleting.length === 0) return;
+    for (const id of deleting) this.#deleting.set(id, (this.#deleting.get(id) ?? 0) + 1);
+    try {
+      await this.#options.store.remove(deleting);
+    } finally {
+      for (const id of deleting) {
+        const count = this.#deleting.get(id) ?? 1;
+        if (count > 1) this.#deleting.set(id, count - 1);
+        else this.#deleting.delete(id);
+      }
+    }
   }
 
   async saveRetry(id: string, retry: RetryState): Promise<void> {
@@ -234,34 +246,7 @@ export class DeliveryJournal {
 
   close(): void {
     clearInterval(this.#timer);
-    clearTimeout(this.#progressTimer);
-  }
-
-  /**
-   * A request of a part not yet secured is done: noted in the store soon,
-   * so that a worker taking the part in again after a crash does not send
-   * it a second time (only what was done in the last few milliseconds is).
-   */
-  #noteDone(part: string, id: string): void {
-    const list = this.#done.get(part);
-    if (list === undefined) this.#done.set(part, [id]);
-    else list.push(id);
-    this.#progressTimer ??= setTimeout(() => {
-      this.#progressTimer = undefined;
-      void this.#flushProgress();
-    }, PROGRESS_FLUSH_MS);
-  }
-
-  async #flushProgress(): Promise<void> {
-    const batch = this.#done;
-    this.#done = new Map();
-    try {
-      await this.#options.store.markDone(batch);
-    } catch (error) {
-      // Lost, the marks only cost duplicates after a crash; kept for the next flush all the same.
-      for (const [part, ids] of batch) for (const id of ids) this.#noteDone(part, id);
-      this.#log.warn({ err: loggable(error) }, 'cannot note delivered notifications yet; trying again');
-    }
+    this.#progress.stop();
   }
 
   /** Runs a pass for the partition after the one under way (one more at most is queued). */

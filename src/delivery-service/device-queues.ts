@@ -107,6 +107,15 @@ export class DeviceQueues {
   /** Adds taken requests to their device queue; returns what its cap dropped, for the caller to finish. */
   add(key: string, list: readonly [PendingDelivery, ...PendingDelivery[]]): readonly PendingDelivery[] {
     const queue = this.#queueFor(key, list[0]);
+    const oldest = list.reduce((a, b) => (b.seq < a.seq ? b : a));
+    if (list.length > 1 && queue.backlog.queue.length === 0 && this.#adoptable.has(oldest.id)) {
+      // The old send goes in first, adopted as the front in flight: the cap counts only what waits behind it, as in
+      // the queue let go, rather than dropping it while it is still out and sending the next meanwhile.
+      this.add(key, [oldest]);
+      this.adopt(key);
+      const rest = list.filter((item) => item !== oldest);
+      return this.add(key, rest as [PendingDelivery, ...PendingDelivery[]]);
+    }
     const change = addArrivals(queue.backlog, list, this.#policy);
     queue.backlog = change.backlog;
     return change.dropped;
@@ -119,8 +128,8 @@ export class DeviceQueues {
    * put a newer notification before it, should its send fail and go again.
    * The queue takes the send as its own in flight; its verdict settles it
    * here (`current`). A request the queue does not have at its front
-   * (dropped by the cap, or behind an older one) is sent again instead, a
-   * duplicate at worst.
+   * (behind an older one, or dropped by the cap of a queue that held some
+   * already) is sent again instead, a duplicate at worst.
    */
   adopt(key: string): void {
     const queue = this.#queues.get(key);
@@ -162,9 +171,14 @@ export class DeviceQueues {
     this.#held.delete(id);
   }
 
-  /** A queue let go while its front was in flight: what it still holds is the next holder's. */
+  /**
+   * A queue let go while its front was in flight: what it still holds is
+   * the next holder's, but for what the device's queue now (taken back,
+   * not adopting the send) holds too: those are that queue's to settle.
+   */
   releaseAll(queue: DeviceQueue): void {
-    for (const item of queue.backlog.queue) this.#held.delete(item.id);
+    const kept = new Set(this.#queues.get(queue.key)?.backlog.queue.map((item) => item.id));
+    for (const item of queue.backlog.queue) if (!kept.has(item.id)) this.#held.delete(item.id);
   }
 
   /**

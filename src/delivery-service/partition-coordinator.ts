@@ -1,4 +1,3 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from '../logging/logger.js';
 import { planOwnership } from '../delivery/partition-ownership.js';
 import { partitionOf } from '../delivery/partitions.js';
@@ -8,6 +7,7 @@ import type { PartitionGate } from './delivery-scheduler.js';
 import { loggable } from '../logging/loggable-error.js';
 import { settledWithin } from './partition-sends.js';
 import type { IntakeGate } from './notify-intake.js';
+import { takePartition, type Lapsed } from './partition-take.js';
 
 /** The partition queues' consumers (consumer/partition-queues.ts). */
 export interface PartitionSubscriber {
@@ -199,14 +199,24 @@ export class PartitionCoordinator implements PartitionGate, IntakeGate {
         if (this.#isClosed()) return;
         const previous = stored.find((lease) => lease.partition === partition)?.owner;
         // Its lease ran out, not released: a write its holder started under it may still land.
-        const lapsed = previous === undefined || previous === null ? undefined : previous === me ? 'mine' : 'another';
+        const lapsed: Lapsed =
+          previous === undefined || previous === null ? undefined : previous === me ? 'mine' : 'another';
         if (lapsed === 'another' && still) continue;
         if (!(await leases.claim(partition, me, until, now))) continue;
         const claim = {};
         this.#claims.set(partition, claim);
         this.#running.set(partition, until);
         this.#loading.add(partition);
-        const taking = this.#take(partition, claim, lapsed);
+        const taking = takePartition(this.#options, partition, lapsed, {
+          holds: () => this.#holdsClaim(partition, claim),
+          loaded: () => {
+            this.#loading.delete(partition);
+          },
+          failed: () => {
+            this.#loading.delete(partition);
+            this.#handOver(partition, true);
+          },
+        });
         this.#handovers.add(taking);
         void taking.finally(() => this.#handovers.delete(taking));
       }
@@ -259,59 +269,6 @@ export class PartitionCoordinator implements PartitionGate, IntakeGate {
   /** Whether the claim is still the partition's, and not being let go. */
   #holdsClaim(partition: number, claim: object): boolean {
     return !this.#isClosed() && this.#claims.get(partition) === claim && !this.#leaving.has(partition);
-  }
-
-  /**
-   * Claimed: loads what is pending in the partition, then takes its queue
-   * in. A read that ends after the claim's lease ran out is dropped: opened,
-   * held and consumed then, the partition would run outside the
-   * coordinator's view (a later claim's intake line replacing this one
-   * leaves its waiting parts to block that claim's handover for good).
-   */
-  async #take(partition: number, claim: object, lapsed: 'mine' | 'another' | undefined): Promise<void> {
-    const graceMs = this.#options.writeGraceMs;
-    try {
-      // Another worker's lease: give its last write time to land. This worker's own (taken back after its renewals
-      // failed for a lease): its journal knows its writes of the partition, and they are waited for.
-      if (lapsed === 'another' && graceMs > 0) await sleep(graceMs);
-      if (lapsed === 'mine') await this.#options.journal?.written(partition);
-      if (!this.#holdsClaim(partition, claim)) return;
-      const pending = await this.#options.deliveries.listPartition(partition);
-      if (!this.#holdsClaim(partition, claim)) return;
-      const highestSeq = pending.reduce((highest, delivery) => Math.max(highest, delivery.seq), 0);
-      this.#options.intake.open(partition, highestSeq);
-      this.#options.journal?.stored(pending);
-      this.#options.scheduler.hold(pending);
-      this.#loading.delete(partition);
-      await this.#options.consumer.subscribe(partition);
-      this.#log.info({ partition, pending: pending.length, worker: this.#options.me }, 'delivering a partition');
-      // Read once more: a write that failed on this side may have landed all the same, within the grace.
-      if (lapsed !== undefined && graceMs > 0) void this.#readAgain(partition, claim, graceMs);
-    } catch (error) {
-      if (!this.#holdsClaim(partition, claim)) return;
-      this.#log.warn({ err: loggable(error), partition }, 'cannot take a delivery partition over yet; released');
-      this.#loading.delete(partition);
-      this.#handOver(partition, true);
-    }
-  }
-
-  /**
-   * Taken over from an expired lease: read once more a grace later, for a
-   * write of the last holder that landed after the first read (its record
-   * would make this worker skip the part as taken in already). What is
-   * held already is ignored (the journal and the scheduler go by ID).
-   */
-  async #readAgain(partition: number, claim: object, waitMs: number): Promise<void> {
-    await sleep(waitMs, undefined, { ref: false });
-    if (!this.#holdsClaim(partition, claim)) return;
-    try {
-      const pending = await this.#options.deliveries.listPartition(partition);
-      if (!this.#holdsClaim(partition, claim)) return;
-      this.#options.journal?.stored(pending);
-      this.#options.scheduler.hold(pending);
-    } catch (error) {
-      this.#log.warn({ err: loggable(error), partition }, 'cannot read a delivery partition taken over a second time');
-    }
   }
 
   /** The partition's queue cannot be consumed here (consumer/partition-queues.ts): its lease goes back. */

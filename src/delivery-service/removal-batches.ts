@@ -46,6 +46,7 @@ export class RemovalBatches {
   /** Deletes what is done with now, retrying while the store fails, until the scheduler closes. */
   async flush(): Promise<void> {
     if (this.#flushing !== undefined) return this.#flushing;
+    let gaveUp = false;
     const run = async () => {
       while (this.#removing.size > 0) {
         const ids = [...this.#removing].slice(0, REMOVE_CHUNK);
@@ -57,14 +58,19 @@ export class RemovalBatches {
             { err: loggable(error), requests: ids.length },
             'cannot delete delivered notifications yet; retrying',
           );
-          if (this.#closed()) return;
+          gaveUp = this.#closed();
+          if (gaveUp) return;
           await new Promise((resolve) => setTimeout(resolve, RETRY_MS));
         }
       }
     };
-    this.#flushing = run().finally(() => {
-      this.#flushing = undefined;
-    });
+    this.#flushing = run()
+      .finally(() => {
+        this.#flushing = undefined;
+      })
+      // Done with after the loop found nothing left, before the line above: no timer was armed for them (a flush
+      // was under way), and a flush asked for then got this one. Deleted now, and this one waits for it.
+      .then(async () => (gaveUp || this.#removing.size === 0 ? undefined : this.flush()));
     return this.#flushing;
   }
 

@@ -1,10 +1,14 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import { DEFAULT_BREAKER_POLICY } from '../../src/delivery/circuit-breaker.js';
 import { DeliveryJournal } from '../../src/delivery-service/delivery-journal.js';
+import { DeliveryScheduler } from '../../src/delivery-service/delivery-scheduler.js';
 import { IntakeStoppedError } from '../../src/delivery-service/notify-intake.js';
 import { createLogger } from '../../src/logging/logger.js';
+import type { StoredPusher } from '../../src/pushers/pusher.js';
 import type { AcceptedNotify, DeliveryStore, PendingDelivery } from '../../src/store/delivery-store.js';
 import { InMemoryDeliveryStore } from '../../src/store/in-memory-delivery-store.js';
 import { StoreUnavailableError } from '../../src/store/push-store.js';
+import { eventually } from '../support/eventually.js';
 
 const P = 2;
 const T0 = Date.now();
@@ -275,3 +279,81 @@ describe('the delivery journal: when a part may be acknowledged', () => {
     expect(store.size).toBe(0);
   });
 });
+
+describe('the delivery journal under the scheduler, across a second read of a partition', () => {
+  /** A delivery store whose deletions land when the test says. */
+  class SlowDeletions extends InMemoryDeliveryStore {
+    readonly #landings: (() => void)[] = [];
+
+    get deleting(): number {
+      return this.#landings.length;
+    }
+
+    land(): void {
+      for (const go of this.#landings.splice(0)) go();
+    }
+
+    override async remove(ids: readonly string[]): Promise<void> {
+      await new Promise<void>((resolve) => this.#landings.push(resolve));
+      await super.remove(ids);
+    }
+  }
+
+  it('tracks nothing of a request whose deletion was under way when the partition was read again', async () => {
+    const store = new SlowDeletions();
+    const { journal } = aJournal({ store });
+    const request = aRequest('a');
+    // Wired as worker-delivery.ts wires them: the scheduler deletes what is done through the journal.
+    const scheduler = new DeliveryScheduler({
+      store: journal,
+      gate: { sendable: () => true },
+      sender: { send: async () => Promise.resolve({ kind: 'response', status: 200, body: '{"rejected":[]}' }) },
+      pushers: {
+        listPushers: async () => Promise.resolve([aPusherOf(request)]),
+        listPushersOfUsers: async (users) => Promise.resolve(new Map(users.map((u) => [u, [aPusherOf(request)]]))),
+      },
+      remover: { removeRejected: async () => Promise.resolve() },
+      retry: { baseMs: 1000, maxMs: 60_000, giveUpAfterMs: 3_600_000 },
+      backlog: { maxPending: 20 },
+      age: { maxAgeMs: 3_600_000 },
+      breaker: DEFAULT_BREAKER_POLICY,
+      logger: createLogger('silent'),
+    });
+    // The partition taken over: what the store lists goes to the journal, then to the scheduler (partition-take.ts).
+    await store.acceptAll([], [request]);
+    const read = async () => {
+      const pending = await store.listPartition(P);
+      journal.stored(pending);
+      scheduler.hold(pending);
+    };
+    await read();
+    // Sent and done: its deletion is on its way, not landed, when the partition is read once more.
+    await eventually(() => {
+      expect(store.deleting).toBe(1);
+    });
+    await read();
+    store.land();
+    await eventually(() => {
+      expect(store.size).toBe(0);
+    });
+    await scheduler.close();
+    expect(store.size).toBe(0);
+    expect(scheduler.pending).toBe(0);
+    expect(journal.tracking(P)).toBe(0);
+  });
+});
+
+function aPusherOf(request: PendingDelivery): StoredPusher {
+  const device = request.devices[0];
+  return {
+    user_id: request.userId,
+    kind: 'http',
+    app_id: device?.appId ?? '',
+    pushkey: device?.pushkey ?? '',
+    app_display_name: 'App',
+    device_display_name: 'Phone',
+    lang: 'en',
+    data: { url: request.url },
+    enabled: true,
+  };
+}

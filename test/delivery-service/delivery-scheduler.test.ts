@@ -537,6 +537,78 @@ describe('the delivery scheduler', () => {
       expect(await world.pending()).toHaveLength(pending);
       expect(world.scheduler.pending).toBe(0);
     });
+
+    it('keeps the old send as its front when the store lists more than the cap: nothing else goes out meanwhile, nothing twice', async () => {
+      // The old queue held $1 in flight and the cap's 2 behind it: the store lists 3, one past the cap.
+      const world = aWorld({ backlog: { maxPending: 2 } });
+      world.pushers.set(ALICE, [aPusher(ALICE, `${ALICE}-phone`)]);
+      let respond: (exchange: GatewayExchange) => void = () => undefined;
+      onTestFinished(() => {
+        respond(OK);
+      });
+      world.gateway.answerWith(async (request) =>
+        request.event === '$1'
+          ? new Promise<GatewayExchange>((resolve) => {
+              respond = resolve;
+            })
+          : OK,
+      );
+      await world.take([aDelivery(1)]);
+      await vi.advanceTimersByTimeAsync(10);
+      await world.take([aDelivery(2), aDelivery(3)]);
+      await world.scheduler.releasePartition(0, 0, false);
+      world.scheduler.hold(await world.pending());
+      await vi.advanceTimersByTimeAsync(10);
+      expect(eventsTo(world, `${ALICE}-phone`)).toEqual(['$1']);
+      expect(world.scheduler.pending).toBe(3);
+      respond(OK);
+      await vi.advanceTimersByTimeAsync(10);
+      // Read once more a grace later (a lapsed lease taken back): what the new queue holds is held once.
+      world.scheduler.hold(await world.pending());
+      await vi.advanceTimersByTimeAsync(5_000);
+      expect(eventsTo(world, `${ALICE}-phone`)).toEqual(['$1', '$2', '$3']);
+      expect(await world.pending()).toHaveLength(0);
+      expect(world.scheduler.pending).toBe(0);
+    });
+
+    it('leaves the new queue its own: the old send’s verdict unholds nothing the new queue holds', async () => {
+      // $0 is older than $1 but reached this worker after $1 went out (a late write of the partition's last holder,
+      // read a grace later): the old queue held it behind $1. Taken back, the new queue has $0 in front of $1.
+      const world = aWorld();
+      world.pushers.set(ALICE, [aPusher(ALICE, `${ALICE}-phone`)]);
+      const respond = new Map<string, (exchange: GatewayExchange) => void>();
+      onTestFinished(() => {
+        for (const answer of respond.values()) answer(OK);
+      });
+      world.gateway.answerWith(
+        async (request) =>
+          new Promise<GatewayExchange>((resolve) => {
+            respond.set(request.event, resolve);
+          }),
+      );
+      const late = aDelivery(0);
+      await world.take([aDelivery(1)]);
+      await vi.advanceTimersByTimeAsync(10);
+      await world.store.acceptAll([], [late]);
+      world.scheduler.hold([late]);
+      await world.scheduler.releasePartition(0, 0, false);
+      world.scheduler.hold(await world.pending());
+      await vi.advanceTimersByTimeAsync(10);
+      expect(eventsTo(world, `${ALICE}-phone`)).toEqual(['$1', '$0']);
+      respond.get('$1')?.(OK);
+      await vi.advanceTimersByTimeAsync(10);
+      // The store is read once more (a lapsed lease taken back): $0, in flight from the new queue, is held already.
+      world.scheduler.hold(await world.pending());
+      await vi.advanceTimersByTimeAsync(10);
+      respond.get('$0')?.(OK);
+      await vi.advanceTimersByTimeAsync(10);
+      respond.get('$1')?.(OK);
+      await vi.advanceTimersByTimeAsync(5_000);
+      // $1 may go twice (the new queue had it behind $0, not in front: a duplicate at worst); $0 goes once.
+      expect(eventsTo(world, `${ALICE}-phone`).filter((event) => event === '$0')).toEqual(['$0']);
+      expect(await world.pending()).toHaveLength(0);
+      expect(world.scheduler.pending).toBe(0);
+    });
   });
 
   it('drops a notification that waited past the maximum age instead of sending it, and counts it expired', async () => {
