@@ -53,7 +53,9 @@ export interface SynapseBenchContext {
 const WORKERS = 3;
 const WARMUP_SENDS = 2;
 /** How long the pushes of one message (or of the batch) may take before the part notes it and goes on. */
-const PUSH_TIMEOUT_MS = 180_000;
+const PUSH_TIMEOUT_MS = 60_000;
+/** After this many waits that timed out, the side stops: something is broken, and each costs a minute. */
+const MAX_TIMEOUTS = 3;
 /** After the last push: late duplicates would arrive within this. */
 const SETTLE_MS = 2000;
 const CLIENT_PACKAGE = fileURLToPath(new URL('../clients/python', import.meta.url));
@@ -260,6 +262,7 @@ async function measureMessages(m: MeasureContext): Promise<SynapseSide> {
     sent.push({ eventId, kind, startedAt, sendMs: performance.now() - start });
   };
   let devices = 0;
+  let timeouts = 0;
   /** Waits for `more` device pushes; on a timeout notes it and goes on from what arrived. */
   const arrive = async (more: number, what: string) => {
     devices += more;
@@ -269,6 +272,9 @@ async function measureMessages(m: MeasureContext): Promise<SynapseSide> {
       const got = (await fleet.stats()).devicesDelivered;
       m.notes.push(`${m.side}: ${what}: ${error instanceof Error ? error.message : String(error)}`);
       devices = got;
+      timeouts += 1;
+      if (timeouts >= MAX_TIMEOUTS)
+        throw new Error(`${m.side}: ${String(timeouts)} messages' pushes did not all arrive`, { cause: error });
     }
   };
   for (let n = 0; n < WARMUP_SENDS; n += 1) {
