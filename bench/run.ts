@@ -31,6 +31,11 @@
  *   --delivery-outage-seconds N   how long the gateway fails in delivery/outage (60)
  *   --delivery-outage-room N      devices each notification of delivery/outage goes to (all 2,000)
  *   --delivery-rounds N           measured fan-outs per scenario, after one unmeasured (3)
+ *
+ * `--only synapse` runs only the Synapse part (issue 40): Synapse 1.163.2
+ * alone against the same Synapse with the module and three workers, in a
+ * room of `--synapse-members` (1,000), `--synapse-sends` messages one after
+ * the other (20) and `--synapse-batch` at once (10).
  */
 import { randomUUID } from 'node:crypto';
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
@@ -62,6 +67,8 @@ import { checkFailoverTargets, failoverMarkdown, runFailover, type FailoverResul
 import { checkImportTargets, importMarkdown, runImportBench, type ImportBenchResult } from './support/import-load.js';
 import { runDeliveryScenarios } from './delivery.js';
 import { checkDeliveryTargets, deliveryMarkdown, type DeliveryResults } from './support/delivery-report.js';
+import { runSynapseBench } from './synapse.js';
+import { checkSynapseTargets, synapseMarkdown, type SynapseBenchResult } from './support/synapse-report.js';
 import {
   echoCall,
   mixedCall,
@@ -92,6 +99,9 @@ const { values: flags } = parseArgs({
     'delivery-outage-seconds': { type: 'string' },
     'delivery-outage-room': { type: 'string' },
     'delivery-rounds': { type: 'string' },
+    'synapse-members': { type: 'string' },
+    'synapse-sends': { type: 'string' },
+    'synapse-batch': { type: 'string' },
   },
 });
 const MEASURE_MS = Number(flags.seconds ?? (flags.long ? 10 : 3)) * 1000;
@@ -144,6 +154,7 @@ const DELIVERY_PARTS = [
   'delivery/isolation',
 ];
 const runsDelivery = (part: string) => ONLY === undefined || ONLY.test(part);
+const runsSynapse = ONLY === undefined || ONLY.test('synapse');
 
 const AMQP_URL = process.env['AMQP_URL'] ?? 'amqp://guest:guest@127.0.0.1:5672';
 const MONGODB_URL = process.env['MONGODB_URL'] ?? 'mongodb://127.0.0.1:27017';
@@ -347,18 +358,36 @@ async function main(): Promise<void> {
       });
     }
 
+    let synapse: SynapseBenchResult | undefined;
+    if (runsSynapse) {
+      synapse = await runSynapseBench({
+        amqpUrl: AMQP_URL,
+        mongo,
+        id,
+        childEnv,
+        deleteQueues,
+        workerArgs: PROFILE_ARGS,
+        others,
+        members: Number(flags['synapse-members'] ?? 1000),
+        sends: Number(flags['synapse-sends'] ?? 20),
+        batch: Number(flags['synapse-batch'] ?? 10),
+      });
+    }
+
     const checks = [
       ...(runsClassic ? checkTargets(results, peaks) : []),
       ...(evaluate === undefined ? [] : checkEvaluateTargets(evaluate)),
       ...(failover === undefined ? [] : checkFailoverTargets(failover)),
       ...(imported === undefined ? [] : checkImportTargets(imported)),
       ...(delivery === undefined ? [] : checkDeliveryTargets(delivery)),
+      ...(synapse === undefined ? [] : checkSynapseTargets(synapse)),
     ];
     const evaluateSection = [
       evaluate === undefined ? '' : evaluateMarkdown(evaluate),
       failover === undefined ? '' : failoverMarkdown(failover),
       imported === undefined ? '' : importMarkdown(imported),
       delivery === undefined ? '' : deliveryMarkdown(delivery),
+      synapse === undefined ? '' : synapseMarkdown(synapse),
     ].join('\n');
     const table = runsClassic
       ? markdown(results, checks, peaks, evaluateSection)
@@ -388,6 +417,9 @@ async function main(): Promise<void> {
             deliveryOutageSeconds: flags['delivery-outage-seconds'] ?? null,
             deliveryOutageRoom: flags['delivery-outage-room'] ?? null,
             deliveryRounds: flags['delivery-rounds'] ?? null,
+            synapseMembers: flags['synapse-members'] ?? null,
+            synapseSends: flags['synapse-sends'] ?? null,
+            synapseBatch: flags['synapse-batch'] ?? null,
           },
           workerPeakRss: peaks,
           results,
@@ -395,6 +427,7 @@ async function main(): Promise<void> {
           failover: failover ?? null,
           import: imported ?? null,
           delivery: delivery ?? null,
+          synapse: synapse ?? null,
           targets: checks,
         },
         null,

@@ -77,6 +77,8 @@ export type SynapseDatabase =
       readonly port: number;
       readonly user: string;
       readonly database: string;
+      /** Synapse's connection pool to it (`cp_max`; 2 unless given: tests need few). */
+      readonly connections?: number;
     };
 
 /** What a test adds to Synapse's configuration. */
@@ -91,6 +93,12 @@ export interface SynapseOptions {
   readonly settings?: Readonly<Record<string, unknown>>;
 }
 
+export interface RegisteredUser {
+  readonly userId: string;
+  readonly token: string;
+  readonly deviceId: string;
+}
+
 export interface SynapseServer {
   readonly serverName: string;
   readonly baseUrl: string;
@@ -98,8 +106,10 @@ export interface SynapseServer {
   readonly sqlitePath?: string;
   /** Where Synapse's metrics are served, when asked for. */
   readonly metricsUrl?: string;
-  /** A user registered through the shared-secret admin API; their access token. */
-  register(localpart: string, admin?: boolean): Promise<{ readonly userId: string; readonly token: string }>;
+  /** Synapse's process, whose CPU a benchmark reads. */
+  readonly pid: number | undefined;
+  /** A user registered through the shared-secret admin API; their access token and device. */
+  register(localpart: string, admin?: boolean): Promise<RegisteredUser>;
   /** A new session (device) of a registered user, by password. */
   login(localpart: string): Promise<{ readonly token: string; readonly deviceId: string }>;
   /** A client-server API request; throws on a status other than 2xx with the body. */
@@ -150,7 +160,7 @@ export async function startSynapse(database: SynapseDatabase, options: SynapseOp
               user: database.user,
               dbname: database.database,
               cp_min: 1,
-              cp_max: 2,
+              cp_max: database.connections ?? 2,
             },
           },
     log_config: join(dir, 'log.yaml'),
@@ -195,6 +205,7 @@ export async function startSynapse(database: SynapseDatabase, options: SynapseOp
   const server: SynapseServer = {
     serverName,
     baseUrl,
+    pid: child.pid,
     ...(database.kind === 'sqlite' ? { sqlitePath } : {}),
     ...(metricsPort === undefined ? {} : { metricsUrl: `http://127.0.0.1:${metricsPort}/_synapse/metrics` }),
     register: async (localpart, admin = false) => register(baseUrl, localpart, admin),
@@ -245,11 +256,7 @@ async function stopProcess(child: ChildProcess): Promise<void> {
   clearTimeout(timer);
 }
 
-async function register(
-  baseUrl: string,
-  localpart: string,
-  admin: boolean,
-): Promise<{ readonly userId: string; readonly token: string }> {
+async function register(baseUrl: string, localpart: string, admin: boolean): Promise<RegisteredUser> {
   const url = `${baseUrl}/_synapse/admin/v1/register`;
   const { nonce } = (await (await fetch(url)).json()) as { nonce: string };
   const password = `pw-${localpart}`;
@@ -261,10 +268,10 @@ async function register(
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify({ nonce, username: localpart, password, admin, mac }),
   });
-  const body = (await response.json()) as { user_id?: string; access_token?: string };
-  if (!response.ok || body.user_id === undefined || body.access_token === undefined)
+  const body = (await response.json()) as { user_id?: string; access_token?: string; device_id?: string };
+  if (!response.ok || body.user_id === undefined || body.access_token === undefined || body.device_id === undefined)
     throw new Error(`registering ${localpart} failed: ${response.status} ${JSON.stringify(body)}`);
-  return { userId: body.user_id, token: body.access_token };
+  return { userId: body.user_id, token: body.access_token, deviceId: body.device_id };
 }
 
 async function login(
