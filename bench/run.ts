@@ -25,6 +25,11 @@
  * SQLite file of `--import-users` users (100,000), imported by the store's
  * own bulk writes and by the whole importer.
  *
+ * `--only clients` runs only the clients part (issue 41): the TypeScript,
+ * Python and Rust clients' `get_pushrules` and 100-recipient `evaluate` at
+ * c = 1 and 64 against one worker, next to the broker's echo; its parts are
+ * clients/get_pushrules and clients/evaluate.
+ *
  * `--only delivery` runs only the delivery part (issue 22), whose parts are
  * delivery/raw, delivery/fanout, delivery/slow, delivery/batched,
  * delivery/outage and delivery/isolation:
@@ -66,6 +71,8 @@ import { runEvaluateScenarios } from './evaluate-scenarios.js';
 import { checkFailoverTargets, failoverMarkdown, runFailover, type FailoverResult } from './failover.js';
 import { checkImportTargets, importMarkdown, runImportBench, type ImportBenchResult } from './support/import-load.js';
 import { runDeliveryScenarios } from './delivery.js';
+import { runClientScenarios } from './clients.js';
+import { checkClientTargets, clientsMarkdown, type ClientsResults } from './support/clients-report.js';
 import { checkDeliveryTargets, deliveryMarkdown, type DeliveryResults } from './support/delivery-report.js';
 import { runSynapseBench } from './synapse.js';
 import { checkSynapseTargets, synapseMarkdown, type SynapseBenchResult } from './support/synapse-report.js';
@@ -155,6 +162,8 @@ const DELIVERY_PARTS = [
 ];
 const runsDelivery = (part: string) => ONLY === undefined || ONLY.test(part);
 const runsSynapse = ONLY === undefined || ONLY.test('synapse');
+const CLIENT_PARTS = ['clients/get_pushrules', 'clients/evaluate'];
+const runsClients = (part: string) => ONLY === undefined || ONLY.test(part);
 
 const AMQP_URL = process.env['AMQP_URL'] ?? 'amqp://guest:guest@127.0.0.1:5672';
 const MONGODB_URL = process.env['MONGODB_URL'] ?? 'mongodb://127.0.0.1:27017';
@@ -374,6 +383,20 @@ async function main(): Promise<void> {
       });
     }
 
+    let clients: ClientsResults | undefined;
+    if (CLIENT_PARTS.some(runsClients)) {
+      clients = await runClientScenarios({
+        amqpUrl: AMQP_URL,
+        mongo,
+        id,
+        childEnv,
+        deleteQueues,
+        warmupMs: WARMUP_MS,
+        measureMs: MEASURE_MS,
+        selected: runsClients,
+      });
+    }
+
     const checks = [
       ...(runsClassic ? checkTargets(results, peaks) : []),
       ...(evaluate === undefined ? [] : checkEvaluateTargets(evaluate)),
@@ -381,6 +404,7 @@ async function main(): Promise<void> {
       ...(imported === undefined ? [] : checkImportTargets(imported)),
       ...(delivery === undefined ? [] : checkDeliveryTargets(delivery)),
       ...(synapse === undefined ? [] : checkSynapseTargets(synapse)),
+      ...(clients === undefined ? [] : checkClientTargets(clients)),
     ];
     const evaluateSection = [
       evaluate === undefined ? '' : evaluateMarkdown(evaluate),
@@ -388,6 +412,7 @@ async function main(): Promise<void> {
       imported === undefined ? '' : importMarkdown(imported),
       delivery === undefined ? '' : deliveryMarkdown(delivery),
       synapse === undefined ? '' : synapseMarkdown(synapse),
+      clients === undefined ? '' : clientsMarkdown(clients),
     ].join('\n');
     const table = runsClassic
       ? markdown(results, checks, peaks, evaluateSection)
@@ -428,6 +453,7 @@ async function main(): Promise<void> {
           import: imported ?? null,
           delivery: delivery ?? null,
           synapse: synapse ?? null,
+          clients: clients ?? null,
           targets: checks,
         },
         null,
