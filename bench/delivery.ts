@@ -58,7 +58,7 @@ export interface DeliveryContext {
   readonly outageSeconds: number;
   /** Devices each notification of the outage scenario goes to. */
   readonly outageRoom: number;
-  /** Whether a part (`delivery/raw`, `/fanout`, `/slow`, `/batched`, `/outage`, `/isolation`) runs. */
+  /** Whether a part (`delivery/raw`, `/fanout`, `/slow`, `/batched`, `/outage`, `/isolation`, `/roles`) runs. */
   readonly selected: (part: string) => boolean;
 }
 
@@ -119,9 +119,13 @@ export async function runDeliveryScenarios(ctx: DeliveryContext): Promise<Delive
     return { name, db };
   };
   const workers: Child[] = [];
-  const start = async (name: string) => (await startWithHealth(name)).child;
-  const startWithHealth = async (name: string) => {
-    const started = await startWorkerWithHealth(env(name), ctx.workerArgs);
+  const start = async (name: string, roles?: string) => (await startWithHealth(name, roles)).child;
+  /** A worker on database `name`, of `roles` (`WORKER_ROLES`) when given, else of every role. */
+  const startWithHealth = async (name: string, roles?: string) => {
+    const started = await startWorkerWithHealth(
+      { ...env(name), ...(roles === undefined ? {} : { WORKER_ROLES: roles }) },
+      ctx.workerArgs,
+    );
     workers.push(started.child);
     return started;
   };
@@ -236,6 +240,34 @@ export async function runDeliveryScenarios(ctx: DeliveryContext): Promise<Delive
         );
       } finally {
         await stop(worker);
+      }
+    }
+    if (ctx.selected('delivery/roles')) {
+      log(
+        "delivery/roles: 3 workers, one deliver-only: its share of 10k fan-outs, and the others' get_pushrules c=1 while it delivers",
+      );
+      const { name, db } = await database('roles', single);
+      // The deliver-only worker first, as an operator would add it; the readers declare the request and read queues.
+      const deliverer = await startWithHealth(name, 'deliver');
+      const readers = [await start(name, 'rpc,read,evaluate'), await start(name, 'rpc,read,evaluate')];
+      try {
+        await attempt(
+          'delivery/roles',
+          async () => {
+            // Warm: the deliverer's pusher cache, connections and JIT, as the issue's "warm 10k notify" says.
+            await fanOut(client, benchRecipients(single.userIds), single.devices, fleet, db);
+            const before = await deliveredBy(deliverer.healthPort);
+            const reads = await isolation(client, single, fleet, db, ctx);
+            results.roles = {
+              ...reads,
+              devices: reads.fanOuts * single.devices,
+              deliveredByDeliverWorker: (await deliveredBy(deliverer.healthPort)) - before,
+            };
+          },
+          deliverer.child,
+        );
+      } finally {
+        for (const worker of [deliverer.child, ...readers]) await stop(worker);
       }
     }
     if (ctx.selected('delivery/outage')) {
@@ -669,6 +701,13 @@ async function outage(
  * The worker's own count of devices by outcome (its `/metrics`), summed
  * over gateway hosts: nothing when the port is unknown or the read fails.
  */
+/** Devices a worker counted delivered (`push_worker_delivery_devices_total{outcome="delivered"}`, every host). */
+async function deliveredBy(healthPort: number | undefined): Promise<number> {
+  const outcomes = (await deviceOutcomes(healthPort)).workerOutcomes;
+  if (outcomes === undefined) throw new Error("the deliver-only worker's metrics could not be read");
+  return outcomes['delivered'] ?? 0;
+}
+
 async function deviceOutcomes(healthPort: number | undefined): Promise<{ workerOutcomes?: Record<string, number> }> {
   if (healthPort === undefined) return {};
   try {

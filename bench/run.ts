@@ -32,7 +32,7 @@
  *
  * `--only delivery` runs only the delivery part (issue 22), whose parts are
  * delivery/raw, delivery/fanout, delivery/slow, delivery/batched,
- * delivery/outage and delivery/isolation:
+ * delivery/outage, delivery/isolation and delivery/roles:
  *   --delivery-outage-seconds N   how long the gateway fails in delivery/outage (60)
  *   --delivery-outage-room N      devices each notification of delivery/outage goes to (all 2,000)
  *   --delivery-rounds N           measured fan-outs per scenario, after one unmeasured (3)
@@ -159,6 +159,7 @@ const DELIVERY_PARTS = [
   'delivery/batched',
   'delivery/outage',
   'delivery/isolation',
+  'delivery/roles',
 ];
 const runsDelivery = (part: string) => ONLY === undefined || ONLY.test(part);
 const runsSynapse = ONLY === undefined || ONLY.test('synapse');

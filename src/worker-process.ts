@@ -11,7 +11,6 @@ import { WorkerMetrics } from './observability/metrics.js';
 import { registerReadCacheMetrics } from './observability/cache-metrics.js';
 import { QueueDepthMetrics } from './observability/queue-depth-metrics.js';
 import type { Command } from './service/command.js';
-import { DeliveryMetrics } from './observability/delivery-metrics.js';
 import { evaluateQueue } from './consumer/evaluate-queue.js';
 import { summedCacheView } from './evaluate-threads/cache-view.js';
 import { Evaluator } from './evaluate-threads/evaluator.js';
@@ -22,12 +21,16 @@ import type { LoadedPushRules } from './store/push-store.js';
 import { RulesetCache } from './service/ruleset-cache.js';
 import { PushService } from './service/push-service.js';
 import { retryUntilDone } from './retry/retry-until-done.js';
-import { gatewayClientOf, WorkerDelivery } from './worker-delivery.js';
+import { DeliveryHost } from './delivery-thread/delivery-host.js';
+import { gatewayAllowlistOf } from './delivery-thread/worker-delivery.js';
+import { mergedMetrics } from './observability/merged-metrics.js';
 
-/** Run around serving each parsed request of the request and read queues; only the fault tests' entry point sets them. */
+/** Only the tests set them: run around serving each parsed request of the request and read queues, and the delivery thread's script. */
 export interface ServeHooks {
   readonly beforeServe?: (command: Command) => void;
   readonly afterServe?: (command: Command) => void;
+  /** A delivery thread that can be made to fail (src/delivery-thread/delivery-thread.ts when absent). */
+  readonly deliveryThread?: URL;
 }
 
 /**
@@ -52,9 +55,10 @@ export function createWorkerProcess(
   // Created once the database answers; signals and probes may come sooner.
   const running: {
     worker?: RpcWorker;
-    delivery?: WorkerDelivery;
     evaluator?: Evaluator;
   } = {};
+  // The request path: the queues the main thread serves. Delivery runs on a thread of its own.
+  const serves = roles.rpc || roles.read || roles.evaluate;
 
   // Reads are served by the request queue (`rpc`) and the read queue (`read`).
   const readCache =
@@ -75,21 +79,17 @@ export function createWorkerProcess(
     roles,
   });
   if (readCache !== undefined) registerReadCacheMetrics(metrics.registry, readCache);
-  const deliveryMetrics = roles.deliver
-    ? new DeliveryMetrics(
-        metrics.registry,
-        () => running.delivery?.scheduler,
-        Date.now,
-        () => {
-          const delivery = running.delivery;
-          return delivery === undefined
-            ? undefined
-            : { partitions: delivery.coordinator.partitions, pusherCache: delivery.pushers.stats };
-        },
-      )
+  // Checked here, before anything starts: a mistyped address range stops the worker at start, not at the first push.
+  if (roles.deliver) gatewayAllowlistOf(config.delivery);
+  // Delivery on a thread of its own (its connections, store client, metrics registry), whatever the other roles:
+  // its CPU never queues behind or in front of the requests served here, nor the probes and scrapes.
+  const delivery = roles.deliver
+    ? new DeliveryHost({
+        config,
+        logger: log,
+        ...(hooks.deliveryThread === undefined ? {} : { threadUrl: hooks.deliveryThread }),
+      })
     : undefined;
-  // Made here, before anything starts: a mistyped address range stops the worker at start, not at the first push.
-  const gateways = roles.deliver ? gatewayClientOf(config.delivery) : undefined;
   // Its own broker connection, opened at the first scrape. Every queue of the pool, whatever this worker's
   // roles: a queue no worker serves shows its backlog too.
   const depth = new BrokerQueueProbe(config.amqp);
@@ -109,8 +109,18 @@ export function createWorkerProcess(
     ? new HealthServer({
         host: config.health.host,
         port: config.health.port,
-        probes: { consuming: () => running.worker?.consuming ?? false, database: async () => ping(db) },
-        metrics: async () => ({ contentType: metrics.registry.contentType, body: await metrics.registry.metrics() }),
+        probes: {
+          // A deliver-only worker consumes the `notify` queue alone, in its thread.
+          consuming: () => (serves ? (running.worker?.consuming ?? false) : (delivery?.consuming ?? false)),
+          database: async () => ping(db),
+          ...(delivery === undefined ? {} : { delivery: () => delivery.ready }),
+        },
+        metrics: async () => {
+          if (delivery === undefined)
+            return { contentType: metrics.registry.contentType, body: await metrics.registry.metrics() };
+          const merged = mergedMetrics(await Promise.all([metrics.registry.getMetricsAsJSON(), delivery.metrics()]));
+          return { contentType: merged.contentType, body: await merged.metrics() };
+        },
       })
     : undefined;
 
@@ -164,56 +174,38 @@ export function createWorkerProcess(
         })
       : undefined;
     if (evaluator !== undefined) running.evaluator = evaluator;
-    let delivery: WorkerDelivery | undefined;
-    if (gateways !== undefined && deliveryMetrics !== undefined) {
-      delivery = await WorkerDelivery.open({
-        config,
-        log,
-        db,
-        store,
-        gateways,
-        observer: deliveryMetrics,
-        announce: async (change) => running.worker?.announce(change) ?? false,
-        signal: stop.signal,
-      });
-      if (delivery === undefined) return;
-      running.delivery = delivery;
+    // Started before the request path, as before it had a thread: a worker whose partition count the pool
+    // does not share does not start at all.
+    await delivery?.start(stop.signal);
+    if (stopped() || !serves) {
+      if (!stopped()) log.info({ database: config.mongodb.database, roles: config.worker.roles }, 'worker started');
+      return;
     }
     const worker = new RpcWorker(service, {
       amqp: config.amqp,
       userOps: [...(roles.rpc ? (['request'] as const) : []), ...(roles.read ? (['read'] as const) : [])],
-      queues: [
-        ...(evaluator === undefined
+      queues:
+        evaluator === undefined
           ? []
-          : [evaluateQueue({ amqp: config.amqp, evaluate: config.evaluate, run: evaluator.run, observer: metrics })]),
-        ...(delivery === undefined ? [] : [delivery.queue]),
-      ],
-      // Every role keeps a cache the change events keep current; only delivery's is of pushers.
+          : [evaluateQueue({ amqp: config.amqp, evaluate: config.evaluate, run: evaluator.run, observer: metrics })],
+      // The caches of push rules; delivery's thread hears the pushers' events on its own session.
       changes: {
         pushRulesChanged: (userId) => {
           readCache?.invalidate(userId);
           evaluator?.invalidate(userId);
         },
-        ...(delivery === undefined
-          ? {}
-          : {
-              pushersChanged: (userId: string) => {
-                delivery.pushersChanged(userId);
-              },
-            }),
         subscriptionReset: () => {
           readCache?.clear();
           evaluator?.clear();
-          delivery?.changesMissed();
         },
       },
       limits: config.limits,
       logger: log,
       observer: metrics,
-      ...hooks,
+      ...(hooks.beforeServe === undefined ? {} : { beforeServe: hooks.beforeServe }),
+      ...(hooks.afterServe === undefined ? {} : { afterServe: hooks.afterServe }),
     });
     running.worker = worker;
-    delivery?.start();
     await worker.start();
     if (!stopped()) log.info({ database: config.mongodb.database, roles: config.worker.roles }, 'worker started');
   };
@@ -223,18 +215,9 @@ export function createWorkerProcess(
     healthHost: config.health.host,
     inFlight: () => running.worker?.inFlight ?? 0,
     close: async () => {
-      // Routing first (no new notify taken), then the partitions (intake, sends in flight, leases handed over),
-      // then the connections.
-      const routing = setTimeout(
-        () => {
-          running.delivery?.stopRouting();
-        },
-        Math.floor(config.shutdown.timeoutMs / 3),
-      );
-      await running.worker?.close();
-      clearTimeout(routing);
-      await running.delivery?.close();
-      await gateways?.close();
+      // The request path and delivery close side by side: they share no connection any more. Delivery closes in
+      // its thread as it did here (routing, then the partitions handed over, then its connections).
+      await Promise.all([running.worker?.close(), delivery?.close()]);
       await running.evaluator?.close();
       await depth.close();
       await mongo.close().catch(() => undefined);

@@ -8,6 +8,8 @@ export const SLOW_GATEWAY_TARGET_MS = 2000;
 export const BATCHED_TIME_RATIO_TARGET = 1.2;
 export const OUTAGE_RSS_TARGET_BYTES = 250 * 1024 * 1024;
 export const ISOLATION_P99_RATIO_TARGET = 2;
+/** The read workers' p99 while a deliver-only worker of the pool delivers ÷ idle (issue 42). */
+export const ROLES_P99_RATIO_TARGET = 1.2;
 
 /** One fan-out scenario (or its raw limit): several rounds of the same requests, each timed to the last device received. */
 export interface FanOutRow {
@@ -78,6 +80,14 @@ export interface IsolationResult {
   readonly fanOuts: number;
 }
 
+/** Three workers, one of them deliver-only: what it delivered, and the others' reads meanwhile. */
+export interface RolesResult extends IsolationResult {
+  /** Devices of the measured fan-outs. */
+  readonly devices: number;
+  /** Of those, what the deliver-only worker counted delivered (`push_worker_delivery_devices_total`). */
+  readonly deliveredByDeliverWorker: number;
+}
+
 export interface DeliveryResults {
   readonly gateways: number;
   readonly rounds: number;
@@ -89,6 +99,7 @@ export interface DeliveryResults {
   readonly batched?: FanOutRow;
   readonly outage?: OutageResult;
   readonly isolation?: IsolationResult;
+  readonly roles?: RolesResult;
   /** The intake's read of the recipients' pushers, from the bench process (`single`: 10k × 1 device; `triple`: 10k × 3). */
   readonly storeReadMs?: { readonly single?: number; readonly triple?: number };
   readonly notes: readonly string[];
@@ -164,6 +175,23 @@ export function checkDeliveryTargets(r: DeliveryResults): TargetCheck[] {
       measured: `${r.isolation.during.p99Ms.toFixed(2)} ms ÷ ${r.isolation.idle.p99Ms.toFixed(2)} ms = ${ratio.toFixed(2)}${r.isolation.during.errors > 0 ? `; ${r.isolation.during.errors} failed` : ''}`,
       met: ratio <= ISOLATION_P99_RATIO_TARGET && r.isolation.during.errors === 0,
     });
+  }
+  if (r.roles !== undefined) {
+    const { idle, during, devices, deliveredByDeliverWorker } = r.roles;
+    const ratio = during.p99Ms / idle.p99Ms;
+    checks.push(
+      {
+        target: 'delivery: 3 workers, deliver-only role on one of them: its share of 10k fan-outs is all of it',
+        measured: `${fmt(deliveredByDeliverWorker)} of ${fmt(devices)} devices`,
+        met: deliveredByDeliverWorker === devices,
+      },
+      {
+        target:
+          "delivery: 3 workers, deliver-only role on one of them: the others' get_pushrules c=1 p99 while it delivers ≤ 1.2 × idle",
+        measured: `${during.p99Ms.toFixed(2)} ms ÷ ${idle.p99Ms.toFixed(2)} ms = ${ratio.toFixed(2)}${during.errors > 0 ? `; ${during.errors} failed` : ''}`,
+        met: ratio <= ROLES_P99_RATIO_TARGET && during.errors === 0,
+      },
+    );
   }
   return checks;
 }
@@ -248,6 +276,20 @@ export function deliveryMarkdown(r: DeliveryResults): string {
       '#### Other queues while delivering',
       '',
       '| get_pushrules c=1 | samples | failed | p50 | p99 |',
+      '|---|---|---|---|---|',
+      `| idle | ${fmt(idle.samples)} | ${idle.errors} | ${ms2(idle.p50Ms)} | ${ms2(idle.p99Ms)} |`,
+      `| during ${fanOuts} fan-outs of 10k | ${fmt(during.samples)} | ${during.errors} | ${ms2(during.p50Ms)} | ${ms2(during.p99Ms)} |`,
+    );
+  }
+  if (r.roles !== undefined) {
+    const { idle, during, fanOuts, devices, deliveredByDeliverWorker } = r.roles;
+    lines.push(
+      '',
+      '#### Three workers, one of them deliver-only',
+      '',
+      `The deliver-only worker delivered ${fmt(deliveredByDeliverWorker)} of the ${fmt(devices)} devices of ${fanOuts} fan-outs of 10k.`,
+      '',
+      '| get_pushrules c=1, on the two others | samples | failed | p50 | p99 |',
       '|---|---|---|---|---|',
       `| idle | ${fmt(idle.samples)} | ${idle.errors} | ${ms2(idle.p50Ms)} | ${ms2(idle.p99Ms)} |`,
       `| during ${fanOuts} fan-outs of 10k | ${fmt(during.samples)} | ${during.errors} | ${ms2(during.p50Ms)} | ${ms2(during.p99Ms)} |`,

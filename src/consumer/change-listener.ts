@@ -5,7 +5,8 @@
  * new one starts.
  */
 export interface ChangeListener {
-  pushRulesChanged(userId: string): void;
+  /** The push rules of `userId` changed; a listener without it is not subscribed to push-rule events (delivery's thread). */
+  pushRulesChanged?(userId: string): void;
   /** The pushers of `userId` changed; a listener without it is not subscribed to pusher events. */
   pushersChanged?(userId: string): void;
   subscriptionReset(): void;

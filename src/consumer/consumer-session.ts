@@ -347,7 +347,7 @@ export class ConsumerSession {
     // Declared as `declareTopology` does: the subscription comes before the request queue's topology.
     await channel.assertExchange(eventsExchange, 'topic', { durable: true });
     const { queue } = await channel.assertQueue('', { exclusive: true, autoDelete: true, durable: false });
-    await channel.bindQueue(queue, eventsExchange, 'm.push_rules');
+    if (listener.pushRulesChanged !== undefined) await channel.bindQueue(queue, eventsExchange, 'm.push_rules');
     if (listener.pushersChanged !== undefined) await channel.bindQueue(queue, eventsExchange, 'm.pushers');
     listener.subscriptionReset();
     await channel.consume(
@@ -362,7 +362,7 @@ export class ConsumerSession {
         // An event we cannot read may be about anyone.
         if (userId === undefined) listener.subscriptionReset();
         else if (message.fields.routingKey === 'm.pushers') listener.pushersChanged?.(userId);
-        else listener.pushRulesChanged(userId);
+        else listener.pushRulesChanged?.(userId);
       },
       { noAck: true },
     );

@@ -165,7 +165,7 @@ export class RequestEnvelope {
     const changes = outcome.changes ?? [];
     // This worker's own cache learns of its own writes at once, not a round trip later.
     for (const change of changes) {
-      if (change.type === 'm.push_rules') this.#options.changes?.pushRulesChanged(change.user_id);
+      if (change.type === 'm.push_rules') this.#options.changes?.pushRulesChanged?.(change.user_id);
       else this.#options.changes?.pushersChanged?.(change.user_id);
     }
     // A change event wakes the users' /sync streams and drops the user from

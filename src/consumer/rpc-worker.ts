@@ -59,18 +59,20 @@ export class RpcWorker {
   readonly #broker: BrokerConnection<ConsumerSession>;
   #closing: Promise<void> | undefined;
 
-  constructor(service: PushService, options: RpcWorkerOptions) {
+  /** `service` serves the push-rule and pusher queues; a worker that serves neither (`userOps` empty) needs none. */
+  constructor(service: PushService | undefined, options: RpcWorkerOptions) {
     this.#options = options;
     this.#log = options.logger;
     const { amqp } = options;
+    const served = new Set(options.userOps ?? ['request', 'read']);
+    if (service === undefined && served.size > 0) throw new TypeError('the request and read queues need a PushService');
     const userOps = {
       amqp,
       limits: options.limits,
-      service,
+      service: service as PushService,
       beforeServe: options.beforeServe,
       afterServe: options.afterServe,
     };
-    const served = new Set(options.userOps ?? ['request', 'read']);
     this.#queues = [
       ...(served.has('request') ? [requestQueue(userOps)] : []),
       ...(served.has('read') ? [readQueue(userOps)] : []),
@@ -149,7 +151,7 @@ export class RpcWorker {
   async announce(change: ChangeEvent): Promise<boolean> {
     // This worker learns of it at once, with or without a broker session.
     if (change.type === 'm.pushers') this.#options.changes?.pushersChanged?.(change.user_id);
-    else this.#options.changes?.pushRulesChanged(change.user_id);
+    else this.#options.changes?.pushRulesChanged?.(change.user_id);
     const session = this.#broker.current;
     if (session === undefined) return false;
     return this.#envelope.announce(session.confirms, [change]);

@@ -54,6 +54,27 @@ describe('delivery figures', () => {
     expect(checks[3]?.measured).toContain('= 2.50');
   });
 
+  it.each([
+    ['every device delivered by the deliver-only worker, reads within 1.2 × idle', 30_000, 2.4, [true, true]],
+    ['a device delivered elsewhere (or not at all)', 29_999, 2.4, [false, true]],
+    ['reads slower than 1.2 × idle while it delivers', 30_000, 2.5, [true, false]],
+  ] as const)('judges the roles row: %s', (_, delivered, duringP99Ms, met) => {
+    const checks = checkDeliveryTargets({
+      gateways: 4,
+      rounds: 1,
+      loadAverageAtStart: [],
+      roles: {
+        idle: { samples: 100, p50Ms: 1, p99Ms: 2, errors: 0 },
+        during: { samples: 100, p50Ms: 1, p99Ms: duringP99Ms, errors: 0 },
+        fanOuts: 3,
+        devices: 30_000,
+        deliveredByDeliverWorker: delivered,
+      },
+      notes: [],
+    });
+    expect(checks.map((c) => c.met)).toEqual(met);
+  });
+
   it('prints every row with its ratio to the raw limit of the same gateways', () => {
     const text = deliveryMarkdown({
       gateways: 4,

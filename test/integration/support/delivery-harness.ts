@@ -8,7 +8,7 @@ import type { Config } from '../../../src/config/config-schema.js';
 import type { WorkerRole } from '../../../src/config/worker-roles.js';
 import { createLogger } from '../../../src/logging/logger.js';
 import type { ServiceProcess } from '../../../src/lifecycle/run-process.js';
-import { createWorkerProcess } from '../../../src/worker-process.js';
+import { createWorkerProcess, type ServeHooks } from '../../../src/worker-process.js';
 import { partitionQueue } from '../../../src/consumer/notify-queue.js';
 import { DEFAULT_CONFIG } from '../../support/default-config.js';
 import { deleteTopology, uniqueNames, type Names } from './worker-harness.js';
@@ -50,6 +50,8 @@ export interface DeliveringWorkerOptions {
   readonly roles?: readonly WorkerRole[];
   readonly delivery?: Partial<Config['delivery']>;
   readonly trustedPublishers?: readonly string[];
+  /** The first worker's test hooks (a delivery thread that can be made to fail). */
+  readonly hooks?: ServeHooks;
 }
 
 /** A real pino logger at debug level whose lines are kept, to check what the worker logs. */
@@ -102,20 +104,20 @@ export async function startDeliveringWorker(options: DeliveringWorkerOptions = {
   const logs: string[] = [];
   const log = process.env['TEST_LOG_LEVEL'] === undefined ? capturingLogger(logs) : createLogger(config.log.level);
   const processes: { stop: AbortController; process: ServiceProcess }[] = [];
-  const startAnother = async (roles?: readonly WorkerRole[]): Promise<StartedWorker> => {
+  const startAnother = async (roles?: readonly WorkerRole[], hooks: ServeHooks = {}): Promise<StartedWorker> => {
     const stop = new AbortController();
     // A worker of some roles only answers its own probes, to tell it from the others.
     const own: Config =
       roles === undefined
         ? config
         : { ...config, worker: { roles: [...roles] }, health: { enabled: true, host: '127.0.0.1', port: 0 } };
-    const process = createWorkerProcess(own, log, stop);
+    const process = createWorkerProcess(own, log, stop, hooks);
     processes.push({ stop, process });
     const port = await process.health?.listen();
     await process.start();
     return { process, healthUrl: port === undefined ? undefined : `http://127.0.0.1:${String(port)}` };
   };
-  const first = await startAnother(options.roles);
+  const first = await startAnother(options.roles, options.hooks);
   const mongo = new MongoClient(inject('mongoUrl'), { serverSelectionTimeoutMS: 5000 });
   await mongo.connect();
   const client = new PushRulesClient({

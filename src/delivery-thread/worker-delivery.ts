@@ -1,51 +1,55 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Db } from 'mongodb';
-import { RpcClient } from './client/rpc-client.js';
-import { parseBrokerAddresses } from './config/broker-urls.js';
-import type { Config } from './config/config-schema.js';
-import { ConfigError } from './config/load-config.js';
-import type { ConsumedQueue } from './consumer/consumed-queue.js';
-import { notifyPartHandler } from './consumer/notify-part-handler.js';
-import { notifyLimits, notifyQueue, partitionQueue } from './consumer/notify-queue.js';
-import { NotifyRouter } from './consumer/notify-router.js';
-import { PartitionQueues } from './consumer/partition-queues.js';
-import { parseAddressAllowlist } from './delivery/address-allowlist.js';
-import { DEFAULT_BREAKER_POLICY } from './delivery/circuit-breaker.js';
-import { GatewayClient } from './delivery-http/gateway-client.js';
-import { CachedPusherLookup } from './delivery-service/cached-pusher-lookup.js';
-import { DeliveryJournal } from './delivery-service/delivery-journal.js';
-import type { DeliveryObserver } from './delivery-service/delivery-observer.js';
-import { DeliveryScheduler } from './delivery-service/delivery-scheduler.js';
-import { NotifyIntake } from './delivery-service/notify-intake.js';
-import { PartitionCoordinator } from './delivery-service/partition-coordinator.js';
-import { PartitionCountGuard } from './delivery-service/partition-count-guard.js';
-import { RejectedPushers } from './delivery-service/rejected-pushers.js';
-import { writeGraceMs } from './delivery-service/write-grace.js';
-import type { Logger } from './logging/logger.js';
-import { retryUntilDone } from './retry/retry-until-done.js';
-import type { ChangeEvent } from './service/change-event.js';
-import { MongoDeliveryStore } from './store/mongo-delivery-store.js';
-import { MongoPartitionLeaseStore } from './store/mongo-partition-lease-store.js';
-import type { MongoPushStore } from './store/mongo-push-store.js';
+import { RpcClient } from '../client/rpc-client.js';
+import { parseBrokerAddresses } from '../config/broker-urls.js';
+import type { Config } from '../config/config-schema.js';
+import { ConfigError } from '../config/load-config.js';
+import type { ConsumedQueue } from '../consumer/consumed-queue.js';
+import { notifyPartHandler } from '../consumer/notify-part-handler.js';
+import { notifyLimits, notifyQueue, partitionQueue } from '../consumer/notify-queue.js';
+import { NotifyRouter } from '../consumer/notify-router.js';
+import { PartitionQueues } from '../consumer/partition-queues.js';
+import { parseAddressAllowlist } from '../delivery/address-allowlist.js';
+import { DEFAULT_BREAKER_POLICY } from '../delivery/circuit-breaker.js';
+import { GatewayClient } from '../delivery-http/gateway-client.js';
+import { CachedPusherLookup } from '../delivery-service/cached-pusher-lookup.js';
+import { DeliveryJournal } from '../delivery-service/delivery-journal.js';
+import type { DeliveryObserver } from '../delivery-service/delivery-observer.js';
+import { DeliveryScheduler } from '../delivery-service/delivery-scheduler.js';
+import { NotifyIntake } from '../delivery-service/notify-intake.js';
+import { PartitionCoordinator } from '../delivery-service/partition-coordinator.js';
+import { PartitionCountGuard } from '../delivery-service/partition-count-guard.js';
+import { RejectedPushers } from '../delivery-service/rejected-pushers.js';
+import { writeGraceMs } from '../delivery-service/write-grace.js';
+import type { Logger } from '../logging/logger.js';
+import { retryUntilDone } from '../retry/retry-until-done.js';
+import type { ChangeEvent } from '../service/change-event.js';
+import { MongoDeliveryStore } from '../store/mongo-delivery-store.js';
+import { MongoPartitionLeaseStore } from '../store/mongo-partition-lease-store.js';
+import type { MongoPushStore } from '../store/mongo-push-store.js';
 
 /** Users whose pushers a worker keeps at most (the byte budget, `delivery.pusherCacheMaxBytes`, usually binds first). */
 const PUSHER_CACHE_MAX_USERS = 2_000_000;
 
 /**
- * The push gateway client, from the configuration. Made before anything
- * starts: a mistyped address range stops the worker at start, not at the
- * first push.
+ * The gateway address allowlist, from the configuration; a `ConfigError`
+ * for a mistyped range. Checked on the worker's main thread before anything
+ * starts, so that it stops the worker at start, not at the first push.
  */
-export function gatewayClientOf(delivery: Config['delivery']): GatewayClient {
-  let allowlist: ReturnType<typeof parseAddressAllowlist>;
+export function gatewayAllowlistOf(delivery: Config['delivery']): ReturnType<typeof parseAddressAllowlist> {
   try {
-    allowlist = parseAddressAllowlist(delivery.gatewayIpAllowlist);
+    return parseAddressAllowlist(delivery.gatewayIpAllowlist);
   } catch (error) {
     throw new ConfigError(
       `invalid configuration: delivery.gatewayIpAllowlist (PUSH_GATEWAY_IP_ALLOWLIST): ${(error as Error).message}`,
     );
   }
+}
+
+/** The push gateway client, from the configuration. */
+export function gatewayClientOf(delivery: Config['delivery']): GatewayClient {
+  const allowlist = gatewayAllowlistOf(delivery);
   return new GatewayClient({
     allowlist,
     maxInFlight: delivery.maxInFlight,
