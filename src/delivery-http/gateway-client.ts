@@ -1,10 +1,11 @@
+import { EventEmitter } from 'node:events';
 import { isIP } from 'node:net';
 import { getCACertificates } from 'node:tls';
 import { Agent, buildConnector, type Dispatcher } from 'undici';
 import { type AddressVerdict, checkAddress } from '../delivery/address-policy.js';
 import { checkResolvedAddresses } from '../delivery/address-resolution.js';
 import type { CidrRange } from '../delivery/cidr.js';
-import { gatewayOrigin } from '../delivery/circuit-breaker-origin.js';
+import { originOf } from '../delivery/circuit-breaker-origin.js';
 import type { GatewayRequestBody } from '../delivery/gateway-payload.js';
 import { addressKey, pickAddress, type ResolvedAddress } from '../delivery/name-resolution.js';
 import type { GatewayExchange } from '../delivery/response-outcome.js';
@@ -80,7 +81,7 @@ export class GatewayClient {
   readonly #maxBodyBytes: number;
   readonly #bodyTimeoutMs: number;
   /** Aborts every request in flight (`destroy`). */
-  readonly #abort = new AbortController();
+  readonly #abort = new InFlightAbort();
   #closing: Promise<void> | undefined;
 
   constructor(options: GatewayClientOptions = {}) {
@@ -136,51 +137,47 @@ export class GatewayClient {
   async send(url: string, body: GatewayRequestBody | string, context: SendContext = {}): Promise<GatewayExchange> {
     if (this.#isClosed()) throw new GatewayClientClosedError();
     const target = URL.parse(url);
-    const origin = gatewayOrigin(url);
+    const origin = target === null ? undefined : originOf(target);
     if (target === null || origin === undefined) return NOT_A_GATEWAY_URL;
-    // What this request holds, let go of in reverse whatever happens.
-    const held: (() => void)[] = [];
+    // What this request holds, let go of in reverse whatever happens (flags, not closures: one send per device).
+    let heldUser: string | undefined;
+    let heldOrigin = false;
+    let heldAddress: string | undefined;
+    let heldGlobal = false;
     const { userId, signal, sendable } = context;
-    // Asked after every wait: the caller may have let the request go meanwhile.
-    const withdrawn = () => signal?.aborted === true || (sendable !== undefined && !sendable());
     try {
-      if (withdrawn()) return WITHDRAWN;
+      if (withdrawn(signal, sendable)) return WITHDRAWN;
       if (userId !== undefined) {
         if (!(await taken(this.#userSlots, userId, signal))) return USER_BUSY;
-        held.push(() => {
-          this.#userSlots.release(userId);
-        });
-        if (withdrawn()) return WITHDRAWN;
+        heldUser = userId;
+        if (withdrawn(signal, sendable)) return WITHDRAWN;
       }
       await this.#originSlots.acquire(origin, signal);
-      held.push(() => {
-        this.#originSlots.release(origin);
-      });
+      heldOrigin = true;
       const destination = await this.#destination(target);
       if ('kind' in destination) return destination;
       const key = addressKey(destination.address);
       // Never undefined (the address passed the policy, which parses it), but a slot needs a key.
       if (key === undefined) return refusedExchange(checkAddress(destination.address, this.#allowlist));
-      if (withdrawn()) return WITHDRAWN;
+      if (withdrawn(signal, sendable)) return WITHDRAWN;
       if (!(await taken(this.#addressSlots, key, signal))) return ADDRESS_BUSY;
-      held.push(() => {
-        this.#addressSlots.release(key);
-      });
-      if (withdrawn()) return WITHDRAWN;
+      heldAddress = key;
+      if (withdrawn(signal, sendable)) return WITHDRAWN;
       await this.#slots.acquire(signal);
-      held.push(() => {
-        this.#slots.release();
-      });
+      heldGlobal = true;
       // `close` may have come while this request waited.
       if (this.#isClosed()) throw new GatewayClientClosedError();
       // The last moment it can be held back: `#exchange` writes it without awaiting anything first.
-      if (withdrawn()) return WITHDRAWN;
+      if (withdrawn(signal, sendable)) return WITHDRAWN;
       return await this.#exchange(target, destination, body);
     } catch (error) {
       if (error instanceof WithdrawnError) return WITHDRAWN;
       throw error;
     } finally {
-      for (const release of held.reverse()) release();
+      if (heldGlobal) this.#slots.release();
+      if (heldAddress !== undefined) this.#addressSlots.release(heldAddress);
+      if (heldOrigin) this.#originSlots.release(origin);
+      if (heldUser !== undefined) this.#userSlots.release(heldUser);
     }
   }
 
@@ -262,7 +259,7 @@ export class GatewayClient {
         headers: { 'content-type': 'application/json', ...(byName ? { host: target.host } : {}) },
         // Pending requests are stored as the JSON text they are sent as.
         body: typeof body === 'string' ? body : JSON.stringify(body),
-        signal: this.#abort.signal,
+        signal: this.#abort,
       });
     } catch (error) {
       return failedExchange(error);
@@ -287,6 +284,35 @@ const NOT_A_GATEWAY_URL: GatewayExchange = {
 const USER_BUSY: GatewayExchange = { kind: 'not-sent', reason: 'user-busy' };
 const ADDRESS_BUSY: GatewayExchange = { kind: 'not-sent', reason: 'address-busy' };
 const WITHDRAWN: GatewayExchange = { kind: 'not-sent', reason: 'withdrawn' };
+
+/** Asked after every wait: the caller may have let the request go meanwhile. */
+function withdrawn(signal: AbortSignal | undefined, sendable: (() => boolean) | undefined): boolean {
+  return signal?.aborted === true || (sendable !== undefined && !sendable());
+}
+
+/**
+ * The signal of every request in flight, for `destroy`: an EventEmitter,
+ * which undici takes as well as an AbortSignal, since an EventTarget
+ * compares each new listener with all it holds (hundreds in flight, one
+ * added per request).
+ */
+class InFlightAbort extends EventEmitter {
+  aborted = false;
+  reason: Error | undefined;
+
+  constructor() {
+    super();
+    // One listener per request in flight: as many as the global cap.
+    this.setMaxListeners(0);
+  }
+
+  abort(): void {
+    if (this.aborted) return;
+    this.aborted = true;
+    this.reason = Object.assign(new Error('the push gateway client was destroyed'), { name: 'AbortError' });
+    this.emit('abort');
+  }
+}
 
 /** Takes a slot of the key; false when its line is full (nothing taken). */
 async function taken(slots: KeyedSlots, key: string, signal: AbortSignal | undefined): Promise<boolean> {
