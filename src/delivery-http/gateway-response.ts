@@ -39,29 +39,53 @@ export async function readBody(
   maxBytes: number,
   timeoutMs: number,
 ): Promise<{ body?: string; bodyDropped?: 'too-large' | 'timeout' | 'connection-error' }> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  // An object, not a let: the timer sets it while the loop below awaits.
-  const deadline = { passed: false };
-  const timer = setTimeout(() => {
-    deadline.passed = true;
-    body.destroy(new Error('the response body took too long'));
-  }, timeoutMs);
-  try {
-    for await (const chunk of body as AsyncIterable<Buffer>) {
+  // Through the stream's events, not `for await`: an async iterator costs a generator and a promise per chunk, per request.
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let finished = false;
+    const finish = (result: Awaited<ReturnType<typeof readBody>>, destroyWith?: Error | null) => {
+      if (finished) return;
+      finished = true;
+      clearTimeout(timer);
+      body.off('data', onData);
+      body.off('end', onEnd);
+      body.off('close', onClose);
+      // Whatever the stream reports from now on is of no interest, and must not be an unhandled error.
+      body.off('error', onError);
+      body.on('error', ignore);
+      // The rest is never read: the connection goes with it.
+      if (destroyWith !== undefined) body.destroy(destroyWith ?? undefined);
+      resolve(result);
+    };
+    const timer = setTimeout(() => {
+      finish({ bodyDropped: 'timeout' }, new Error('the response body took too long'));
+    }, timeoutMs);
+    const onData = (chunk: Buffer) => {
       size += chunk.length;
-      // Leaving the loop destroys the stream: the rest is never read.
-      if (size > maxBytes) return { bodyDropped: 'too-large' };
-      chunks.push(chunk);
-    }
-  } catch (error) {
-    const timeout = deadline.passed || errorCode(error) === 'UND_ERR_BODY_TIMEOUT';
-    return { bodyDropped: timeout ? 'timeout' : 'connection-error' };
-  } finally {
-    clearTimeout(timer);
-  }
-  const text = Buffer.concat(chunks).toString('utf8');
-  return text === '' ? {} : { body: text };
+      if (size > maxBytes) finish({ bodyDropped: 'too-large' }, null);
+      else chunks.push(chunk);
+    };
+    const onEnd = () => {
+      const text = Buffer.concat(chunks).toString('utf8');
+      finish(text === '' ? {} : { body: text });
+    };
+    const onError = (error: unknown) => {
+      finish({ bodyDropped: errorCode(error) === 'UND_ERR_BODY_TIMEOUT' ? 'timeout' : 'connection-error' });
+    };
+    // Closed before its end, without an error: broken off.
+    const onClose = () => {
+      finish({ bodyDropped: 'connection-error' });
+    };
+    body.on('data', onData);
+    body.on('end', onEnd);
+    body.on('error', onError);
+    body.on('close', onClose);
+  });
+}
+
+function ignore(): void {
+  // See `readBody`.
 }
 
 /**
