@@ -1,7 +1,7 @@
 import { EventEmitter } from 'node:events';
 import { isIP } from 'node:net';
 import { getCACertificates } from 'node:tls';
-import { Agent, buildConnector, type Dispatcher } from 'undici';
+import { Agent, buildConnector } from 'undici';
 import { type AddressVerdict, checkAddress } from '../delivery/address-policy.js';
 import { checkResolvedAddresses } from '../delivery/address-resolution.js';
 import type { CidrRange } from '../delivery/cidr.js';
@@ -10,7 +10,7 @@ import type { GatewayRequestBody } from '../delivery/gateway-payload.js';
 import { addressKey, pickAddress, type ResolvedAddress } from '../delivery/name-resolution.js';
 import type { GatewayExchange } from '../delivery/response-outcome.js';
 import { checkedConnector } from './checked-connector.js';
-import { discardBody, failedExchange, firstValue, readBody } from './gateway-response.js';
+import { GatewayExchangeHandler } from './gateway-exchange.js';
 import { GATEWAY_CLIENT_DEFAULTS, type GatewayClientOptions, type SendContext } from './gateway-client-options.js';
 import { GatewayResolver } from './gateway-resolver.js';
 import { KeyedSlots, LineFullError, RequestSlots, WithdrawnError } from './request-slots.js';
@@ -248,32 +248,26 @@ export class GatewayClient {
   ): Promise<GatewayExchange> {
     const literal = destination.family === 6 ? `[${destination.address}]` : destination.address;
     const byName = literal !== target.hostname;
-    let response: Dispatcher.ResponseData;
-    try {
-      response = await this.#agent.request({
-        // The address itself, so that undici pools connections per address; the name goes as `Host`,
-        // from which undici also takes the TLS server name the certificate is verified for.
-        origin: `${target.protocol}//${literal}${target.port === '' ? '' : `:${target.port}`}`,
-        path: `${target.pathname}${target.search}`,
-        method: 'POST',
-        headers: { 'content-type': 'application/json', ...(byName ? { host: target.host } : {}) },
-        // Pending requests are stored as the JSON text they are sent as.
-        body: typeof body === 'string' ? body : JSON.stringify(body),
-        signal: this.#abort,
-      });
-    } catch (error) {
-      return failedExchange(error);
-    }
-    const retryAfter = firstValue(response.headers['retry-after']);
-    const status = response.statusCode;
-    // Only a 2xx body means anything (its `rejected`); any other is read to its end and thrown away.
-    const read =
-      status >= 200 && status < 300
-        ? await readBody(response.body, this.#maxBodyBytes, this.#bodyTimeoutMs)
-        : await discardBody(response.body, this.#maxBodyBytes, this.#bodyTimeoutMs);
-    return { kind: 'response', status, ...(retryAfter === undefined ? {} : { retryAfter }), ...read };
+    const limits = { maxBodyBytes: this.#maxBodyBytes, bodyTimeoutMs: this.#bodyTimeoutMs };
+    return new Promise((settle, fail) => {
+      this.#agent.dispatch(
+        {
+          // The address itself, so that undici pools connections per address; the name goes as `Host`,
+          // from which undici also takes the TLS server name the certificate is verified for.
+          origin: `${target.protocol}//${literal}${target.port === '' ? '' : `:${target.port}`}`,
+          path: `${target.pathname}${target.search}`,
+          method: 'POST',
+          headers: byName ? { 'content-type': 'application/json', host: target.host } : JSON_CONTENT,
+          // Pending requests are stored as the JSON text they are sent as.
+          body: typeof body === 'string' ? body : JSON.stringify(body),
+        },
+        new GatewayExchangeHandler(settle, fail, limits, this.#abort),
+      );
+    });
   }
 }
+
+const JSON_CONTENT = { 'content-type': 'application/json' } as const;
 
 const NOT_A_GATEWAY_URL: GatewayExchange = {
   kind: 'address-refused',
