@@ -45,6 +45,7 @@ export class GatewayExchangeHandler implements Dispatcher.DispatchHandler {
   #timer: NodeJS.Timeout | undefined;
   #timedOut = false;
   #settled = false;
+  #listening = false;
   readonly #onAbort = () => {
     this.#controller?.abort(this.#inFlight.reason ?? new Error('aborted'));
   };
@@ -67,7 +68,9 @@ export class GatewayExchangeHandler implements Dispatcher.DispatchHandler {
       controller.abort(this.#inFlight.reason ?? new Error('aborted'));
       return;
     }
-    // Once per request, on an EventEmitter: O(1), unlike an AbortSignal's listeners.
+    // Once per request (undici may start a request again), on an EventEmitter: O(1), unlike an AbortSignal's listeners.
+    if (this.#listening) return;
+    this.#listening = true;
     this.#inFlight.once('abort', this.#onAbort);
   }
 
