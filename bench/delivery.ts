@@ -31,6 +31,7 @@ import {
   type IsolationResult,
   type OutageResult,
 } from './support/delivery-report.js';
+import { BareHttpClient } from './support/bare-http-client.js';
 import { brokerBacklog } from './support/broker-backlog.js';
 import { GatewayFleet } from './support/gateway-fleet.js';
 import { checkOutage, type Published } from './support/outage-check.js';
@@ -58,7 +59,7 @@ export interface DeliveryContext {
   readonly outageSeconds: number;
   /** Devices each notification of the outage scenario goes to. */
   readonly outageRoom: number;
-  /** Whether a part (`delivery/raw`, `/fanout`, `/slow`, `/batched`, `/outage`, `/isolation`, `/roles`) runs. */
+  /** Whether a part (`delivery/bare`, `/raw`, `/fanout`, `/slow`, `/batched`, `/outage`, `/isolation`, `/roles`) runs. */
   readonly selected: (part: string) => boolean;
 }
 
@@ -171,6 +172,10 @@ export async function runDeliveryScenarios(ctx: DeliveryContext): Promise<Delive
     const slow = ctx.selected('delivery/slow');
     if (raw || slow) {
       const planned = plan(single, '$raw');
+      if (raw || ctx.selected('delivery/bare')) {
+        log('delivery/bare: a bare node:http keep-alive client, the same 10k requests, gateways answering at once');
+        results.bare = await bareRow('delivery/bare', planned, single.devices, fleet, ctx.rounds, pids());
+      }
       if (raw) {
         log('delivery/raw: the gateway client alone, the same 10k requests, gateways answering at once');
         results.raw = await rawRow('delivery/raw', planned, single.devices, fleet, ctx.rounds, pids());
@@ -430,6 +435,38 @@ async function rawRow(
     });
   } finally {
     await sender.close();
+  }
+}
+
+/**
+ * Issue 42's floor: a bare node:http keep-alive client (32 per gateway, 256 in all, as the worker's caps)
+ * sending the planned requests at once; its CPU per request is what a delivered device is judged against.
+ */
+async function bareRow(
+  id: string,
+  planned: readonly PlannedDelivery[],
+  devices: number,
+  fleet: GatewayFleet,
+  rounds: number,
+  pids: Readonly<Record<string, number | undefined>>,
+): Promise<FanOutRow> {
+  const sender = new BareHttpClient(DEFAULTS.delivery.maxInFlightPerHost, DEFAULTS.delivery.maxInFlight);
+  try {
+    return await rows(id, devices, rounds, pids, async () => {
+      await fleet.clear();
+      const startedAt = Date.now();
+      const exchanges = await Promise.all(planned.map(async (d) => sender.send(d.url, d.bodyJson)));
+      const failed = exchanges.filter((e) => !('status' in e) || e.status !== 200);
+      if (failed.length > 0) throw new Error(`${failed.length} bare requests failed: ${JSON.stringify(failed[0])}`);
+      const stats = await fleet.waitForDevices(devices, ROUND_TIMEOUT_MS);
+      return {
+        ms: (stats.lastAt ?? Number.NaN) - startedAt,
+        firstMs: (stats.firstAt ?? Number.NaN) - startedAt,
+        requests: stats.requests,
+      };
+    });
+  } finally {
+    sender.close();
   }
 }
 

@@ -10,6 +10,9 @@ export const OUTAGE_RSS_TARGET_BYTES = 250 * 1024 * 1024;
 export const ISOLATION_P99_RATIO_TARGET = 2;
 /** The read workers' p99 while a deliver-only worker of the pool delivers ÷ idle (issue 42). */
 export const ROLES_P99_RATIO_TARGET = 1.2;
+/** Issue 42's: a delivered device's worker CPU, and the 10k fan-out's last push, against the bare client's. */
+export const DEVICE_CPU_RATIO_TARGET = 1.5;
+export const FANOUT_BARE_TIME_RATIO_TARGET = 1.5;
 
 /** One fan-out scenario (or its raw limit): several rounds of the same requests, each timed to the last device received. */
 export interface FanOutRow {
@@ -26,6 +29,9 @@ export interface FanOutRow {
 }
 
 export const medianMs = (row: FanOutRow) => median(row.roundsMs);
+/** CPU µs per device of one watched process (`load`: the bench process, which is the client in the bare and raw rows). */
+export const cpuMicrosPerDevice = (row: FanOutRow, process: string) =>
+  ((row.cpu[process] ?? Number.NaN) * 1000) / row.devices;
 export const devicesPerSecond = (row: FanOutRow) => row.devices / (medianMs(row) / 1000);
 /** Devices per second from the first device received to the last: the sending alone, the intake left out. */
 export const sendingDevicesPerSecond = (row: FanOutRow) =>
@@ -92,6 +98,8 @@ export interface DeliveryResults {
   readonly gateways: number;
   readonly rounds: number;
   readonly loadAverageAtStart: readonly number[];
+  /** A bare node:http keep-alive client sending the same requests (issue 42's floor). */
+  readonly bare?: FanOutRow;
   readonly raw?: FanOutRow;
   readonly rawSlow?: FanOutRow;
   readonly fanout?: FanOutRow;
@@ -131,6 +139,23 @@ export function checkDeliveryTargets(r: DeliveryResults): TargetCheck[] {
       measured: `${fmt(devicesPerSecond(r.fanout))}/s ÷ ${fmt(devicesPerSecond(r.raw))}/s = ${ratio.toFixed(2)}`,
       met: ratio >= FANOUT_RATIO_TARGET,
     });
+  }
+  if (r.fanout !== undefined && r.bare !== undefined) {
+    const worker = cpuMicrosPerDevice(r.fanout, 'worker');
+    const bare = cpuMicrosPerDevice(r.bare, 'load');
+    const time = medianMs(r.fanout) / medianMs(r.bare);
+    checks.push(
+      {
+        target: 'delivery: worker CPU µs per delivered device ÷ bare client CPU µs per request ≤ 1.5',
+        measured: `${worker.toFixed(0)} µs ÷ ${bare.toFixed(0)} µs = ${(worker / bare).toFixed(2)}`,
+        met: worker / bare <= DEVICE_CPU_RATIO_TARGET,
+      },
+      {
+        target: 'delivery: 10k devices, gateways answering at once: last push ÷ bare wall time ≤ 1.5',
+        measured: `${seconds(medianMs(r.fanout))} ÷ ${seconds(medianMs(r.bare))} = ${time.toFixed(2)}`,
+        met: time <= FANOUT_BARE_TIME_RATIO_TARGET,
+      },
+    );
   }
   if (r.slow !== undefined) {
     checks.push({
@@ -210,23 +235,28 @@ export function deliveryMarkdown(r: DeliveryResults): string {
     '',
     `### Delivery (issue 22): ${r.gateways} gateway doubles on loopback, median of ${r.rounds} rounds`,
     '',
-    '| scenario | devices | requests | first device | last device (median) | rounds | devices/s | ÷ raw | sending only: devices/s (÷ raw) | CPU ms per round |',
-    '|---|---|---|---|---|---|---|---|---|---|',
+    '| scenario | devices | requests | first device | last device (median) | rounds | devices/s | ÷ raw | sending only: devices/s (÷ raw) | CPU ms per round | sender CPU µs per device |',
+    '|---|---|---|---|---|---|---|---|---|---|---|',
   ];
   const base = r.raw === undefined ? Number.NaN : devicesPerSecond(r.raw);
-  for (const row of [r.raw, r.fanout, r.batched, r.rawSlow, r.slow]) {
+  for (const row of [r.bare, r.raw, r.fanout, r.batched, r.rawSlow, r.slow]) {
     if (row === undefined) continue;
     const baseline = row.id.includes('slow') ? r.rawSlow : r.raw;
+    const sender = cpuMicrosPerDevice(row, row.cpu['worker'] === undefined ? 'load' : 'worker');
     const ratio =
-      baseline === undefined || baseline === row ? Number.NaN : devicesPerSecond(row) / devicesPerSecond(baseline);
+      baseline === undefined || baseline === row || row === r.bare
+        ? Number.NaN
+        : devicesPerSecond(row) / devicesPerSecond(baseline);
     const cpu = Object.entries(row.cpu)
       .map(([name, value]) => `${name} ${Math.round(value)}`)
       .join(', ');
     const sending = sendingDevicesPerSecond(row);
     const sendingRatio =
-      baseline === undefined || baseline === row ? Number.NaN : sending / sendingDevicesPerSecond(baseline);
+      baseline === undefined || baseline === row || row === r.bare
+        ? Number.NaN
+        : sending / sendingDevicesPerSecond(baseline);
     lines.push(
-      `| ${row.id} | ${fmt(row.devices)} | ${fmt(row.requests)} | ${ms(median(row.firstMs))} | ${ms(medianMs(row))} | ${row.roundsMs.map((t) => Math.round(t)).join(', ')} ms | ${fmt(devicesPerSecond(row))} | ${Number.isNaN(ratio) ? '–' : ratio.toFixed(2)} | ${fmt(sending)}${Number.isNaN(sendingRatio) ? '' : ` (${sendingRatio.toFixed(2)})`} | ${cpu} |`,
+      `| ${row.id} | ${fmt(row.devices)} | ${fmt(row.requests)} | ${ms(median(row.firstMs))} | ${ms(medianMs(row))} | ${row.roundsMs.map((t) => Math.round(t)).join(', ')} ms | ${fmt(devicesPerSecond(row))} | ${Number.isNaN(ratio) ? '–' : ratio.toFixed(2)} | ${fmt(sending)}${Number.isNaN(sendingRatio) ? '' : ` (${sendingRatio.toFixed(2)})`} | ${cpu} | ${Number.isFinite(sender) ? Math.round(sender) : '–'} |`,
     );
   }
   if (Number.isNaN(base)) lines.push('', 'No raw limit in this run.');

@@ -1,15 +1,16 @@
+import { EventEmitter } from 'node:events';
 import { isIP } from 'node:net';
 import { getCACertificates } from 'node:tls';
-import { Agent, buildConnector, type Dispatcher } from 'undici';
+import { Agent, buildConnector } from 'undici';
 import { type AddressVerdict, checkAddress } from '../delivery/address-policy.js';
 import { checkResolvedAddresses } from '../delivery/address-resolution.js';
 import type { CidrRange } from '../delivery/cidr.js';
-import { gatewayOrigin } from '../delivery/circuit-breaker-origin.js';
+import { originOf } from '../delivery/circuit-breaker-origin.js';
 import type { GatewayRequestBody } from '../delivery/gateway-payload.js';
 import { addressKey, pickAddress, type ResolvedAddress } from '../delivery/name-resolution.js';
 import type { GatewayExchange } from '../delivery/response-outcome.js';
 import { checkedConnector } from './checked-connector.js';
-import { discardBody, failedExchange, firstValue, readBody } from './gateway-response.js';
+import { GatewayExchangeHandler } from './gateway-exchange.js';
 import { GATEWAY_CLIENT_DEFAULTS, type GatewayClientOptions, type SendContext } from './gateway-client-options.js';
 import { GatewayResolver } from './gateway-resolver.js';
 import { KeyedSlots, LineFullError, RequestSlots, WithdrawnError } from './request-slots.js';
@@ -80,7 +81,7 @@ export class GatewayClient {
   readonly #maxBodyBytes: number;
   readonly #bodyTimeoutMs: number;
   /** Aborts every request in flight (`destroy`). */
-  readonly #abort = new AbortController();
+  readonly #abort = new InFlightAbort();
   #closing: Promise<void> | undefined;
 
   constructor(options: GatewayClientOptions = {}) {
@@ -136,51 +137,47 @@ export class GatewayClient {
   async send(url: string, body: GatewayRequestBody | string, context: SendContext = {}): Promise<GatewayExchange> {
     if (this.#isClosed()) throw new GatewayClientClosedError();
     const target = URL.parse(url);
-    const origin = gatewayOrigin(url);
+    const origin = target === null ? undefined : originOf(target);
     if (target === null || origin === undefined) return NOT_A_GATEWAY_URL;
-    // What this request holds, let go of in reverse whatever happens.
-    const held: (() => void)[] = [];
+    // What this request holds, let go of in reverse whatever happens (flags, not closures: one send per device).
+    let heldUser: string | undefined;
+    let heldOrigin = false;
+    let heldAddress: string | undefined;
+    let heldGlobal = false;
     const { userId, signal, sendable } = context;
-    // Asked after every wait: the caller may have let the request go meanwhile.
-    const withdrawn = () => signal?.aborted === true || (sendable !== undefined && !sendable());
     try {
-      if (withdrawn()) return WITHDRAWN;
+      if (withdrawn(signal, sendable)) return WITHDRAWN;
       if (userId !== undefined) {
         if (!(await taken(this.#userSlots, userId, signal))) return USER_BUSY;
-        held.push(() => {
-          this.#userSlots.release(userId);
-        });
-        if (withdrawn()) return WITHDRAWN;
+        heldUser = userId;
+        if (withdrawn(signal, sendable)) return WITHDRAWN;
       }
       await this.#originSlots.acquire(origin, signal);
-      held.push(() => {
-        this.#originSlots.release(origin);
-      });
+      heldOrigin = true;
       const destination = await this.#destination(target);
       if ('kind' in destination) return destination;
       const key = addressKey(destination.address);
       // Never undefined (the address passed the policy, which parses it), but a slot needs a key.
       if (key === undefined) return refusedExchange(checkAddress(destination.address, this.#allowlist));
-      if (withdrawn()) return WITHDRAWN;
+      if (withdrawn(signal, sendable)) return WITHDRAWN;
       if (!(await taken(this.#addressSlots, key, signal))) return ADDRESS_BUSY;
-      held.push(() => {
-        this.#addressSlots.release(key);
-      });
-      if (withdrawn()) return WITHDRAWN;
+      heldAddress = key;
+      if (withdrawn(signal, sendable)) return WITHDRAWN;
       await this.#slots.acquire(signal);
-      held.push(() => {
-        this.#slots.release();
-      });
+      heldGlobal = true;
       // `close` may have come while this request waited.
       if (this.#isClosed()) throw new GatewayClientClosedError();
       // The last moment it can be held back: `#exchange` writes it without awaiting anything first.
-      if (withdrawn()) return WITHDRAWN;
+      if (withdrawn(signal, sendable)) return WITHDRAWN;
       return await this.#exchange(target, destination, body);
     } catch (error) {
       if (error instanceof WithdrawnError) return WITHDRAWN;
       throw error;
     } finally {
-      for (const release of held.reverse()) release();
+      if (heldGlobal) this.#slots.release();
+      if (heldAddress !== undefined) this.#addressSlots.release(heldAddress);
+      if (heldOrigin) this.#originSlots.release(origin);
+      if (heldUser !== undefined) this.#userSlots.release(heldUser);
     }
   }
 
@@ -251,32 +248,26 @@ export class GatewayClient {
   ): Promise<GatewayExchange> {
     const literal = destination.family === 6 ? `[${destination.address}]` : destination.address;
     const byName = literal !== target.hostname;
-    let response: Dispatcher.ResponseData;
-    try {
-      response = await this.#agent.request({
-        // The address itself, so that undici pools connections per address; the name goes as `Host`,
-        // from which undici also takes the TLS server name the certificate is verified for.
-        origin: `${target.protocol}//${literal}${target.port === '' ? '' : `:${target.port}`}`,
-        path: `${target.pathname}${target.search}`,
-        method: 'POST',
-        headers: { 'content-type': 'application/json', ...(byName ? { host: target.host } : {}) },
-        // Pending requests are stored as the JSON text they are sent as.
-        body: typeof body === 'string' ? body : JSON.stringify(body),
-        signal: this.#abort.signal,
-      });
-    } catch (error) {
-      return failedExchange(error);
-    }
-    const retryAfter = firstValue(response.headers['retry-after']);
-    const status = response.statusCode;
-    // Only a 2xx body means anything (its `rejected`); any other is read to its end and thrown away.
-    const read =
-      status >= 200 && status < 300
-        ? await readBody(response.body, this.#maxBodyBytes, this.#bodyTimeoutMs)
-        : await discardBody(response.body, this.#maxBodyBytes, this.#bodyTimeoutMs);
-    return { kind: 'response', status, ...(retryAfter === undefined ? {} : { retryAfter }), ...read };
+    const limits = { maxBodyBytes: this.#maxBodyBytes, bodyTimeoutMs: this.#bodyTimeoutMs };
+    return new Promise((settle, fail) => {
+      this.#agent.dispatch(
+        {
+          // The address itself, so that undici pools connections per address; the name goes as `Host`,
+          // from which undici also takes the TLS server name the certificate is verified for.
+          origin: `${target.protocol}//${literal}${target.port === '' ? '' : `:${target.port}`}`,
+          path: `${target.pathname}${target.search}`,
+          method: 'POST',
+          headers: byName ? { 'content-type': 'application/json', host: target.host } : JSON_CONTENT,
+          // Pending requests are stored as the JSON text they are sent as.
+          body: typeof body === 'string' ? body : JSON.stringify(body),
+        },
+        new GatewayExchangeHandler(settle, fail, limits, this.#abort),
+      );
+    });
   }
 }
+
+const JSON_CONTENT = { 'content-type': 'application/json' } as const;
 
 const NOT_A_GATEWAY_URL: GatewayExchange = {
   kind: 'address-refused',
@@ -287,6 +278,35 @@ const NOT_A_GATEWAY_URL: GatewayExchange = {
 const USER_BUSY: GatewayExchange = { kind: 'not-sent', reason: 'user-busy' };
 const ADDRESS_BUSY: GatewayExchange = { kind: 'not-sent', reason: 'address-busy' };
 const WITHDRAWN: GatewayExchange = { kind: 'not-sent', reason: 'withdrawn' };
+
+/** Asked after every wait: the caller may have let the request go meanwhile. */
+function withdrawn(signal: AbortSignal | undefined, sendable: (() => boolean) | undefined): boolean {
+  return signal?.aborted === true || (sendable !== undefined && !sendable());
+}
+
+/**
+ * The signal of every request in flight, for `destroy`: an EventEmitter,
+ * which undici takes as well as an AbortSignal, since an EventTarget
+ * compares each new listener with all it holds (hundreds in flight, one
+ * added per request).
+ */
+class InFlightAbort extends EventEmitter {
+  aborted = false;
+  reason: Error | undefined;
+
+  constructor() {
+    super();
+    // One listener per request in flight: as many as the global cap.
+    this.setMaxListeners(0);
+  }
+
+  abort(): void {
+    if (this.aborted) return;
+    this.aborted = true;
+    this.reason = Object.assign(new Error('the push gateway client was destroyed'), { name: 'AbortError' });
+    this.emit('abort');
+  }
+}
 
 /** Takes a slot of the key; false when its line is full (nothing taken). */
 async function taken(slots: KeyedSlots, key: string, signal: AbortSignal | undefined): Promise<boolean> {

@@ -1,4 +1,3 @@
-import type { Dispatcher } from 'undici';
 import type { GatewayExchange } from '../delivery/response-outcome.js';
 import { refusal } from './checked-connector.js';
 
@@ -22,66 +21,10 @@ export function failedExchange(error: unknown): GatewayExchange {
   return code === undefined ? { kind: 'connection-error' } : { kind: 'connection-error', reason: code };
 }
 
-function errorCode(error: unknown): string | undefined {
+export function errorCode(error: unknown): string | undefined {
   if (!(error instanceof Error)) return undefined;
   const { code } = error as { code?: unknown };
   return typeof code === 'string' ? code : error.name;
-}
-
-/**
- * At most `maxBytes` of a response body, within `timeoutMs`. Over the cap,
- * too slow, or broken off: the body is dropped whole (and the connection
- * with it, since the rest was not read), never a prefix, which could parse
- * as a different `rejected` list than the whole body says.
- */
-export async function readBody(
-  body: Dispatcher.ResponseData['body'],
-  maxBytes: number,
-  timeoutMs: number,
-): Promise<{ body?: string; bodyDropped?: 'too-large' | 'timeout' | 'connection-error' }> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  // An object, not a let: the timer sets it while the loop below awaits.
-  const deadline = { passed: false };
-  const timer = setTimeout(() => {
-    deadline.passed = true;
-    body.destroy(new Error('the response body took too long'));
-  }, timeoutMs);
-  try {
-    for await (const chunk of body as AsyncIterable<Buffer>) {
-      size += chunk.length;
-      // Leaving the loop destroys the stream: the rest is never read.
-      if (size > maxBytes) return { bodyDropped: 'too-large' };
-      chunks.push(chunk);
-    }
-  } catch (error) {
-    const timeout = deadline.passed || errorCode(error) === 'UND_ERR_BODY_TIMEOUT';
-    return { bodyDropped: timeout ? 'timeout' : 'connection-error' };
-  } finally {
-    clearTimeout(timer);
-  }
-  const text = Buffer.concat(chunks).toString('utf8');
-  return text === '' ? {} : { body: text };
-}
-
-/**
- * Reads a body nobody needs to its end, keeping none of it, so that its
- * connection can carry the next request; one longer than `maxBytes`, or
- * slower than `timeoutMs`, is cut off with its connection instead. A
- * gateway failing with large bodies (a 503 page per request) thus costs a
- * bounded read, never memory.
- */
-export async function discardBody(
-  body: Dispatcher.ResponseData['body'],
-  maxBytes: number,
-  timeoutMs: number,
-): Promise<Record<string, never>> {
-  try {
-    await body.dump({ limit: maxBytes, signal: AbortSignal.timeout(timeoutMs) });
-  } catch {
-    // Too slow, or broken off: the connection goes with it, the status stands.
-  }
-  return {};
 }
 
 export function firstValue(header: string | string[] | undefined): string | undefined {

@@ -1,3 +1,5 @@
+import { unwatchAbort, watchAbort } from './abort-callbacks.js';
+
 interface Waiter {
   readonly grant: () => void;
   readonly refuse: (error: Error) => void;
@@ -65,18 +67,21 @@ export class RequestSlots {
         this.#waiting.delete(waiter);
         refuse(new WithdrawnError());
       };
-      const waiter: Waiter = {
-        grant: () => {
-          signal?.removeEventListener('abort', withdraw);
-          grant();
-        },
-        refuse: (error) => {
-          signal?.removeEventListener('abort', withdraw);
-          refuse(error);
-        },
-      };
+      const waiter: Waiter =
+        signal === undefined
+          ? { grant, refuse }
+          : {
+              grant: () => {
+                unwatchAbort(signal, withdraw);
+                grant();
+              },
+              refuse: (error) => {
+                unwatchAbort(signal, withdraw);
+                refuse(error);
+              },
+            };
       this.#waiting.add(waiter);
-      signal?.addEventListener('abort', withdraw, { once: true });
+      if (signal !== undefined) watchAbort(signal, withdraw);
     });
   }
 

@@ -46,13 +46,15 @@ export interface SendResult {
  */
 export class GatewaySends {
   readonly #options: GatewaySendsOptions;
+  /** Per partition, its `sendable` question: one closure per partition, not one per request. */
+  readonly #sendable = new Map<number, () => boolean>();
 
   constructor(options: GatewaySendsOptions) {
     this.#options = options;
   }
 
   async send(partition: number, item: PendingDelivery): Promise<SendResult> {
-    const { sender, sends, sendable, closed, now, observer } = this.#options;
+    const { sender, sends, closed, now, observer } = this.#options;
     const started = performance.now();
     let exchange: GatewayExchange;
     try {
@@ -60,7 +62,7 @@ export class GatewaySends {
         userId: item.userId,
         signal: sends.signalOf(partition),
         // Asked again right before the request goes out: it may have waited past the lease's two thirds.
-        sendable: () => !closed() && sendable(partition, now()),
+        sendable: this.#sendableOf(partition),
       });
     } catch (error) {
       // The client is closing (shutdown): the request stays in the store for the next holder.
@@ -71,5 +73,16 @@ export class GatewaySends {
     if (exchange.kind !== 'address-refused' && exchange.kind !== 'not-sent')
       observer?.gatewayAnswered(item.url, (performance.now() - started) / 1000);
     return { exchange, outcome: classifyExchange(exchange, ended), now: ended };
+  }
+
+  #sendableOf(partition: number): () => boolean {
+    let asked = this.#sendable.get(partition);
+    if (asked === undefined) {
+      const { closed, sendable, now } = this.#options;
+      asked = () => !closed() && sendable(partition, now());
+      // Partitions are numbered from 0 below the configured count: a handful of entries.
+      this.#sendable.set(partition, asked);
+    }
+    return asked;
   }
 }

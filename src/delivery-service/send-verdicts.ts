@@ -37,6 +37,7 @@ export interface SendVerdictsOptions {
 }
 
 const REFUSED_LOGGED_MAX = 100_000;
+const NONE: readonly PendingDelivery['devices'][number][] = [];
 
 /**
  * What a send's outcome does to its device queue (the front leaves, or
@@ -74,8 +75,9 @@ export class SendVerdicts {
 
   #delivered(queue: DeviceQueue, item: PendingDelivery, rejected: readonly string[], now: number): void {
     queue.backlog = settleDone(queue.backlog);
-    const rejectedSet = new Set(rejected);
-    const gone = item.devices.filter((device) => rejectedSet.has(device.pushkey));
+    // Almost always none: no set and no list per request then.
+    const rejectedSet = rejected.length === 0 ? undefined : new Set(rejected);
+    const gone = rejectedSet === undefined ? NONE : item.devices.filter((device) => rejectedSet.has(device.pushkey));
     for (const device of gone) {
       const key = sentRegistration(item, device);
       this.#log.info(

@@ -9,7 +9,11 @@ const DEFAULT_PORTS: Readonly<Record<string, string>> = { 'https:': '443', 'http
  */
 export function gatewayOrigin(url: string): string | undefined {
   const parsed = URL.parse(url);
-  if (parsed === null) return undefined;
+  return parsed === null ? undefined : originOf(parsed);
+}
+
+/** `gatewayOrigin` of a URL already parsed. */
+export function originOf(parsed: URL): string | undefined {
   const defaultPort = DEFAULT_PORTS[parsed.protocol];
   if (defaultPort === undefined || parsed.hostname === '') return undefined;
   return `${parsed.protocol}//${parsed.hostname}:${parsed.port === '' ? defaultPort : parsed.port}`;

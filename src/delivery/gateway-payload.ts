@@ -89,6 +89,45 @@ export function gatewayRequestBody(
   };
 }
 
+/** One request's body as the JSON text it is sent as. */
+export type GatewayBodyEncoder = (recipient: NotifyRecipient, plan: Pushed, batch: DeviceBatch) => string;
+
+/**
+ * `JSON.stringify(gatewayRequestBody(notification, …))`, byte for byte, for
+ * every request of one notification: the fields every recipient shares
+ * (the content may be most of a body) are encoded once, and each request
+ * adds only its recipient's fields and its devices.
+ */
+export function gatewayBodyEncoder(notification: NotifyNotification): GatewayBodyEncoder {
+  const ids = members({ ...present('event_id', notification.event_id), ...present('room_id', notification.room_id) });
+  const head = members({
+    ...present('event_id', notification.event_id),
+    ...present('room_id', notification.room_id),
+    ...present('type', notification.type),
+    ...present('sender', notification.sender),
+    ...present('sender_display_name', notification.sender_display_name),
+    ...present('room_name', notification.room_name),
+    ...present('room_alias', notification.room_alias),
+  });
+  const content = members(present('content', notification.content));
+  return (recipient, plan, batch) => {
+    const devices = `"devices":${JSON.stringify(batch.pushers.map((pusher) => gatewayDevice(pusher, plan.tweaks)))}`;
+    const counts = recipient.counts === undefined ? '' : `"counts":${JSON.stringify(gatewayCounts(recipient.counts))}`;
+    const prio = `"prio":${JSON.stringify(plan.prio)}`;
+    const target =
+      recipient.user_is_target === undefined ? '' : `"user_is_target":${JSON.stringify(recipient.user_is_target)}`;
+    // In `gatewayRequestBody`'s order of keys.
+    const parts =
+      batch.format === EVENT_ID_ONLY ? [ids, counts, prio, devices] : [head, target, prio, content, counts, devices];
+    return `{"notification":{${parts.filter((part) => part !== '').join(',')}}}`;
+  };
+}
+
+/** An object's members as JSON text, without the braces: '' for an empty object. */
+function members(value: object): string {
+  return JSON.stringify(value).slice(1, -1);
+}
+
 function gatewayDevice(pusher: DeliveryPusher, tweaks: Tweaks): GatewayDevice {
   // The URL is where the request goes, not something the gateway needs back;
   // every other key (custom ones included) is the app's and goes as stored.

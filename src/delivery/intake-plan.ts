@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import type { NotifyRequestBody } from '../contract/ops.js';
 import { deviceQueueKey } from './delivery-key.js';
 import type { DeliveryPusher } from './device-batches.js';
+import { gatewayBodyEncoder } from './gateway-payload.js';
 import { planRecipient } from './notification-plan.js';
 import { planRecipientRequests } from './recipient-requests.js';
 
@@ -67,13 +68,14 @@ export function planIntake(
   let recipients = 0;
   let devices = 0;
   let emailPushers = 0;
+  const encode = gatewayBodyEncoder(request.notification);
   for (const recipient of request.recipients) {
-    const planned = planRecipientRequests(request.notification, recipient, pushersOf(recipient.user_id));
+    const planned = planRecipientRequests(request.notification, recipient, pushersOf(recipient.user_id), encode);
     emailPushers += planned.emailPushers.length;
     if (planned.requests.length === 0) continue;
     recipients += 1;
     const perKey = new Map<string, number>();
-    for (const { batch, body } of planned.requests) {
+    for (const { batch, bodyJson } of planned.requests) {
       devices += batch.pushers.length;
       const key = deviceQueueKey(recipient.user_id, batch.url, batch.format);
       const index = perKey.get(key) ?? 0;
@@ -87,7 +89,7 @@ export function planIntake(
         seq: stamp.seq,
         userId: recipient.user_id,
         url: batch.url,
-        bodyJson: JSON.stringify(body),
+        bodyJson,
         devices: batch.pushers.map((pusher) => ({ appId: pusher.app_id, pushkey: pusher.pushkey })),
         acceptedAt: stamp.acceptedAt,
         ...(request.notification.event_id === undefined ? { countsOnly: true } : {}),

@@ -1,12 +1,13 @@
 import { batchDevices, type DeliveryPusher, type DeviceBatch } from './device-batches.js';
-import { gatewayRequestBody, type GatewayRequestBody } from './gateway-payload.js';
+import { gatewayBodyEncoder, type GatewayBodyEncoder } from './gateway-payload.js';
 import { planRecipient, type NotifyNotification, type NotifyRecipient } from './notification-plan.js';
 
 /** One POST to a push gateway: where (`batch.url`), for which pushers, and the body. */
 export interface GatewayRequest {
   /** The pushers the request names: a rejected pushkey is looked up here. */
   readonly batch: DeviceBatch;
-  readonly body: GatewayRequestBody;
+  /** The body (gateway-payload.ts `GatewayRequestBody`) as the JSON text it is stored and sent as. */
+  readonly bodyJson: string;
 }
 
 export interface RecipientRequests {
@@ -28,13 +29,15 @@ export function planRecipientRequests(
   notification: NotifyNotification,
   recipient: NotifyRecipient,
   pushers: readonly DeliveryPusher[],
+  // One per notification when its recipients are planned together: the shared fields encoded once.
+  encode: GatewayBodyEncoder = gatewayBodyEncoder(notification),
 ): RecipientRequests {
   const plan = planRecipient(notification, recipient);
   if (!plan.pushed) return { requests: [], emailPushers: [] };
   const own = pushers.filter((pusher) => pusher.user_id === recipient.user_id);
   const { batches, emailPushers } = batchDevices(own);
   return {
-    requests: batches.map((batch) => ({ batch, body: gatewayRequestBody(notification, recipient, plan, batch) })),
+    requests: batches.map((batch) => ({ batch, bodyJson: encode(recipient, plan, batch) })),
     emailPushers: plan.countsOnly ? [] : emailPushers,
   };
 }

@@ -113,8 +113,11 @@ function classifyResponse(response: Extract<GatewayExchange, { kind: 'response' 
   return { kind: 'failed', cause: 'client-error', status };
 }
 
+/** What a gateway answers nearly every time (Sygnal's exact text): nothing to parse. */
+const NOTHING_REJECTED = '{"rejected":[]}';
+
 function rejectedPushkeys(body: string | undefined): readonly string[] {
-  if (body === undefined) return [];
+  if (body === undefined || body === NOTHING_REJECTED) return [];
   const parsed = parseUntrustedJson(body, { maxDepth: MAX_BODY_DEPTH });
   if (!parsed.ok || !isJsonObject(parsed.value)) return [];
   const rejected = parsed.value['rejected'];

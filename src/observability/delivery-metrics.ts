@@ -22,6 +22,21 @@ export interface DeliveryShare {
 
 /** Distinct gateway hosts with a label of their own; the rest are `other` (host-labels.ts). */
 const MAX_HOST_LABELS = 50;
+/**
+ * Pusher URLs whose host label is remembered, so that a request's three
+ * observations parse its URL at most once. A URL's label never changes
+ * (host-labels.ts keeps every label it gave), so entries need no age; when
+ * full the memo starts again. URLs are at most 512 bytes (`set_pusher`).
+ */
+const URL_LABELS_KEPT = 256;
+
+/** The series of one host label, each child looked up once (prom-client hashes a label object per call). */
+interface HostSeries {
+  readonly requests: ReadonlyMap<DeliveryOutcome, Counter.Internal>;
+  readonly devices: ReadonlyMap<DeliveryOutcome, Counter.Internal>;
+  readonly response: Histogram.Internal<'host'>;
+  readonly breakerHeld: Counter.Internal;
+}
 
 /**
  * Push delivery's Prometheus metrics (docs/delivery.md#operating-it), on the
@@ -36,6 +51,10 @@ export class DeliveryMetrics implements DeliveryObserver {
   readonly #latency: Histogram;
   readonly #breakerHeld: Counter<'host'>;
   readonly #email: Counter;
+  readonly #latencyChild: Histogram.Internal<never>;
+  /** By host label: at most MAX_HOST_LABELS + 2 (`other`, `invalid`). */
+  readonly #series = new Map<string, HostSeries>();
+  readonly #urlLabels = new Map<string, string>();
 
   constructor(
     registry: Registry,
@@ -115,27 +134,50 @@ export class DeliveryMetrics implements DeliveryObserver {
         for (const stat of ['size', 'bytes', 'hits', 'misses'] as const) this.set({ stat }, stats?.[stat] ?? 0);
       },
     });
+    this.#latencyChild = this.#latency.labels();
     // Every outcome is exported from the start, so that rate() works from the first event.
     for (const outcome of OUTCOMES) this.#devices.inc({ host: 'none', outcome }, 0);
   }
 
   settled(url: string, outcome: DeliveryOutcome, devices: number): void {
-    const host = this.#hosts.labelOf(url);
+    const series = this.#seriesOf(url);
     // A request's rejected devices are part of a delivered request: counted as devices, not as another request.
-    if (outcome !== 'rejected') this.#requests.inc({ host, outcome });
-    if (devices > 0) this.#devices.inc({ host, outcome }, devices);
+    if (outcome !== 'rejected') series.requests.get(outcome)?.inc();
+    if (devices > 0) series.devices.get(outcome)?.inc(devices);
   }
 
   gatewayAnswered(url: string, seconds: number): void {
-    this.#response.observe({ host: this.#hosts.labelOf(url) }, seconds);
+    this.#seriesOf(url).response.observe(seconds);
   }
 
   deliveredAfter(seconds: number): void {
-    this.#latency.observe(seconds);
+    this.#latencyChild.observe(seconds);
   }
 
   heldByBreaker(url: string): void {
-    this.#breakerHeld.inc({ host: this.#hosts.labelOf(url) });
+    this.#seriesOf(url).breakerHeld.inc();
+  }
+
+  #seriesOf(url: string): HostSeries {
+    let host = this.#urlLabels.get(url);
+    if (host === undefined) {
+      if (this.#urlLabels.size >= URL_LABELS_KEPT) this.#urlLabels.clear();
+      host = this.#hosts.labelOf(url);
+      this.#urlLabels.set(url, host);
+    }
+    let series = this.#series.get(host);
+    if (series === undefined) {
+      const children = (counter: Counter<'host' | 'outcome'>) =>
+        new Map(OUTCOMES.map((outcome) => [outcome, counter.labels({ host, outcome })]));
+      series = {
+        requests: children(this.#requests),
+        devices: children(this.#devices),
+        response: this.#response.labels({ host }),
+        breakerHeld: this.#breakerHeld.labels({ host }),
+      };
+      this.#series.set(host, series);
+    }
+    return series;
   }
 
   emailPushersSkipped(count: number): void {

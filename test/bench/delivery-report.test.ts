@@ -75,6 +75,26 @@ describe('delivery figures', () => {
     expect(checks.map((c) => c.met)).toEqual(met);
   });
 
+  it.each<[string, number, number, number, number, boolean[], string[]]>([
+    // case, worker CPU ms per round, bare CPU ms, fan-out ms, bare ms, met, measured
+    ['both met at 1.5 ×', 1500, 1000, 3000, 2000, [true, true], ['150 µs ÷ 100 µs = 1.50', '3.00 s ÷ 2.00 s = 1.50']],
+    ['both missed', 3000, 1000, 5000, 2000, [false, false], ['300 µs ÷ 100 µs = 3.00', '5.00 s ÷ 2.00 s = 2.50']],
+  ])(
+    'judges a delivered device against the bare client: CPU per device and wall time (%s)',
+    (_case, workerCpu, bareCpu, fanoutMs, bareMs, met, measured) => {
+      const checks = checkDeliveryTargets({
+        gateways: 4,
+        rounds: 1,
+        loadAverageAtStart: [],
+        bare: { ...row('delivery/bare', [bareMs], [100]), cpu: { load: bareCpu, gateways: 900 } },
+        fanout: { ...row('delivery/fanout', [fanoutMs], [1000]), cpu: { worker: workerCpu, load: 50 } },
+        notes: [],
+      });
+      expect(checks.map((c) => c.met)).toEqual(met);
+      expect(checks.map((c) => c.measured)).toEqual(measured);
+    },
+  );
+
   it('prints every row with its ratio to the raw limit of the same gateways', () => {
     const text = deliveryMarkdown({
       gateways: 4,

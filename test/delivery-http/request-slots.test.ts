@@ -79,6 +79,27 @@ describe('RequestSlots', () => {
     expect(slots.idle).toBe(true);
   });
 
+  it('shares one abort listener among every caller waiting on a signal; those granted first are not withdrawn', async () => {
+    const slots = new RequestSlots(1);
+    await slots.acquire();
+    const withdraw = new AbortController();
+    const added = { count: 0 };
+    const add = withdraw.signal.addEventListener.bind(withdraw.signal);
+    withdraw.signal.addEventListener = (...args: Parameters<AbortSignal['addEventListener']>) => {
+      added.count += 1;
+      add(...args);
+    };
+    const waiting = Array.from({ length: 100 }, async () => slots.acquire(withdraw.signal));
+    const granted = waiting[0];
+    slots.release();
+    await granted;
+    withdraw.abort();
+    for (const wait of waiting.slice(1)) await expect(wait).rejects.toBeInstanceOf(WithdrawnError);
+    expect(added.count).toBe(1);
+    slots.release();
+    expect(slots.idle).toBe(true);
+  });
+
   it.each([0, -1, 1.5, Number.NaN, Infinity])('refuses %s slots', (size) => {
     expect(() => new RequestSlots(size)).toThrow(RangeError);
   });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { DeliveryPusher, DeviceBatch } from '../../src/delivery/device-batches.js';
-import { gatewayRequestBody } from '../../src/delivery/gateway-payload.js';
+import { gatewayBodyEncoder, gatewayRequestBody } from '../../src/delivery/gateway-payload.js';
 import type { NotifyNotification, NotifyRecipient } from '../../src/delivery/notification-plan.js';
 import { ALICE } from '../support/builders.js';
 import {
@@ -230,6 +230,27 @@ describe('devices', () => {
         { app_id: 'b', pushkey: 'k2', pushkey_ts: 2, data: { x: 1 }, tweaks: { sound: 'ring', highlight: true } },
         { app_id: 'a', pushkey: 'k3', pushkey_ts: 3, data: {}, tweaks: { sound: 'ring', highlight: true } },
       ],
+    );
+  });
+});
+
+describe('the body as sent: encoded once per notification, each request adding its own fields', () => {
+  const twoDevices = aBatch([
+    aDeliveryPusher(),
+    aDeliveryPusher({ pushkey: 'tablet', data: { url: GATEWAY_URL, x: 1 } }),
+  ]);
+  it.each<[string, NotifyNotification, NotifyRecipient, DeviceBatch]>([
+    ['every field', aNotification(), aRecipient(), aBatch()],
+    ['no user_is_target, two devices', aNotification(), without(aRecipient(), 'user_is_target'), twoDevices],
+    ['no counts', aNotification(), without(aRecipient(), 'counts'), aBatch()],
+    ['no content', without(aNotification(), 'content'), aRecipient(), aBatch()],
+    ['a counts-only update', without(aNotification(), 'event_id'), aRecipient({ actions: [] }), aBatch()],
+    ['event_id_only', aNotification(), aRecipient(), aBatch([aDeliveryPusher()], 'event_id_only')],
+    ['nothing but the devices', {}, { user_id: ALICE, actions: ['notify'] }, aBatch()],
+  ])('%s: the very text of JSON.stringify(gatewayRequestBody(…))', (_case, notification, recipient, batch) => {
+    const plan = aPushedPlan();
+    expect(gatewayBodyEncoder(notification)(recipient, plan, batch)).toBe(
+      JSON.stringify(gatewayRequestBody(notification, recipient, plan, batch)),
     );
   });
 });
