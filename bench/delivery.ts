@@ -12,6 +12,7 @@ import { PushRulesClient, type NotifyRecipient } from '../src/client/push-rules-
 import { loadConfig } from '../src/config/load-config.js';
 import { parseAddressAllowlist } from '../src/delivery/address-allowlist.js';
 import { planIntake, type PlannedDelivery } from '../src/delivery/intake-plan.js';
+import { bodyText } from '../src/delivery/request-body.js';
 import { GatewayClient } from '../src/delivery-http/gateway-client.js';
 import { MongoPushStore } from '../src/store/mongo-push-store.js';
 import {
@@ -382,11 +383,13 @@ async function rawRow(
     bodyTimeoutMs: DEFAULTS.delivery.bodyTimeoutMs,
     maxBodyBytes: DEFAULTS.delivery.maxResponseBytes,
   });
+  // Encoded before the clock starts, as a bare client would hold them.
+  const bodies = planned.map((d) => [d.url, bodyText(d.body)] as const);
   try {
     return await rows(id, devices, rounds, pids, async () => {
       await fleet.clear();
       const startedAt = Date.now();
-      const exchanges = await Promise.all(planned.map(async (d) => sender.send(d.url, d.bodyJson)));
+      const exchanges = await Promise.all(bodies.map(async ([url, body]) => sender.send(url, body)));
       const failed = exchanges.filter((e) => e.kind !== 'response' || e.status !== 200);
       if (failed.length > 0) throw new Error(`${failed.length} raw requests failed: ${JSON.stringify(failed[0])}`);
       const stats = await fleet.waitForDevices(devices, ROUND_TIMEOUT_MS);

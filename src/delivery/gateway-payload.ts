@@ -53,9 +53,9 @@ export interface GatewayRequestBody {
  */
 export function gatewayRequestBody(
   notification: NotifyNotification,
-  recipient: NotifyRecipient,
-  plan: Pushed,
-  batch: DeviceBatch,
+  recipient: Pick<NotifyRecipient, 'counts' | 'user_is_target'>,
+  plan: Pick<Pushed, 'prio' | 'tweaks'>,
+  batch: Pick<DeviceBatch, 'format' | 'pushers'>,
 ): GatewayRequestBody {
   const devices = batch.pushers.map((pusher) => gatewayDevice(pusher, plan.tweaks));
   const counts = recipient.counts === undefined ? {} : { counts: gatewayCounts(recipient.counts) };

@@ -4,6 +4,7 @@ import { deviceQueueKey } from './delivery-key.js';
 import type { DeliveryPusher } from './device-batches.js';
 import { planRecipient } from './notification-plan.js';
 import { planRecipientRequests } from './recipient-requests.js';
+import type { RequestBody } from './request-body.js';
 
 /** One gateway request of a `notify` message, ready to be stored and sent (the store's `PendingDelivery`). */
 export interface PlannedDelivery {
@@ -13,7 +14,8 @@ export interface PlannedDelivery {
   readonly seq: number;
   readonly userId: string;
   readonly url: string;
-  readonly bodyJson: string;
+  /** What the body is built from, not its text: encoded when sent or stored. */
+  readonly body: RequestBody;
   readonly devices: readonly { readonly appId: string; readonly pushkey: string }[];
   readonly acceptedAt: number;
   readonly countsOnly?: boolean;
@@ -87,7 +89,7 @@ export function planIntake(
         seq: stamp.seq,
         userId: recipient.user_id,
         url: batch.url,
-        bodyJson: JSON.stringify(body),
+        body,
         devices: batch.pushers.map((pusher) => ({ appId: pusher.app_id, pushkey: pusher.pushkey })),
         acceptedAt: stamp.acceptedAt,
         ...(request.notification.event_id === undefined ? { countsOnly: true } : {}),

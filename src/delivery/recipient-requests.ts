@@ -1,12 +1,13 @@
 import { batchDevices, type DeliveryPusher, type DeviceBatch } from './device-batches.js';
-import { gatewayRequestBody, type GatewayRequestBody } from './gateway-payload.js';
 import { planRecipient, type NotifyNotification, type NotifyRecipient } from './notification-plan.js';
+import { plannedBody, type PlannedBody } from './request-body.js';
 
 /** One POST to a push gateway: where (`batch.url`), for which pushers, and the body. */
 export interface GatewayRequest {
   /** The pushers the request names: a rejected pushkey is looked up here. */
   readonly batch: DeviceBatch;
-  readonly body: GatewayRequestBody;
+  /** Encoded when sent (`bodyText`): what it is built from is all a waiting request holds. */
+  readonly body: PlannedBody;
 }
 
 export interface RecipientRequests {
@@ -34,7 +35,7 @@ export function planRecipientRequests(
   const own = pushers.filter((pusher) => pusher.user_id === recipient.user_id);
   const { batches, emailPushers } = batchDevices(own);
   return {
-    requests: batches.map((batch) => ({ batch, body: gatewayRequestBody(notification, recipient, plan, batch) })),
+    requests: batches.map((batch) => ({ batch, body: plannedBody(notification, recipient, plan, batch) })),
     emailPushers: plan.countsOnly ? [] : emailPushers,
   };
 }

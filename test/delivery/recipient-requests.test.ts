@@ -23,9 +23,8 @@ function summary(notification: NotifyNotification, recipient: NotifyRecipient, p
   const { requests, emailPushers } = planRecipientRequests(notification, recipient, pushers);
   return {
     requests: requests.map(({ batch, body }) => {
-      const { devices, prio } = body.notification;
-      const keys = devices.map((d) => d.pushkey).join(',');
-      return `${batch.url}: ${keys} (${prio}, ${JSON.stringify(devices[0]?.tweaks)})`;
+      const keys = body.pushers.map((p) => p.pushkey).join(',');
+      return `${batch.url}: ${keys} (${body.prio}, ${JSON.stringify(body.tweaks)})`;
     }),
     email: emailPushers.map((p) => p.pushkey),
   };
@@ -64,7 +63,7 @@ describe('what one recipient is sent', () => {
   it('carries the batch, so that a rejected pushkey names its pusher', () => {
     const [request] = planRecipientRequests(aNotification(), aRecipient(), [PHONE, TABLET]).requests;
     expect(request?.batch.pushers).toEqual([PHONE, TABLET]);
-    expect(request?.body.notification.counts).toEqual({ unread: 3, missed_calls: 1 });
+    expect(request?.body.recipient.counts).toEqual({ unread: 3, missed_calls: 1 });
   });
 
   it('sends nothing to a recipient with no enabled HTTP pusher', () => {
