@@ -63,7 +63,7 @@ describe('what one recipient is sent', () => {
   it('carries the batch, so that a rejected pushkey names its pusher', () => {
     const [request] = planRecipientRequests(aNotification(), aRecipient(), [PHONE, TABLET]).requests;
     expect(request?.batch.pushers).toEqual([PHONE, TABLET]);
-    expect(request?.body.recipient.counts).toEqual({ unread: 3, missed_calls: 1 });
+    expect(request?.body.counts).toEqual({ unread: 3, missed_calls: 1 });
   });
 
   it('sends nothing to a recipient with no enabled HTTP pusher', () => {
