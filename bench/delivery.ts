@@ -5,6 +5,7 @@
  * a gateway outage under load; and the read queue's latency while a
  * fan-out is delivered. See bench/README.md ("Delivery").
  */
+import { writeFileSync } from 'node:fs';
 import * as os from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Db, MongoClient } from 'mongodb';
@@ -12,6 +13,7 @@ import { PushRulesClient, type NotifyRecipient } from '../src/client/push-rules-
 import { loadConfig } from '../src/config/load-config.js';
 import { parseAddressAllowlist } from '../src/delivery/address-allowlist.js';
 import { planIntake, type PlannedDelivery } from '../src/delivery/intake-plan.js';
+import { bodyText } from '../src/delivery/request-body.js';
 import { GatewayClient } from '../src/delivery-http/gateway-client.js';
 import { MongoPushStore } from '../src/store/mongo-push-store.js';
 import {
@@ -419,11 +421,13 @@ async function rawRow(
     bodyTimeoutMs: DEFAULTS.delivery.bodyTimeoutMs,
     maxBodyBytes: DEFAULTS.delivery.maxResponseBytes,
   });
+  // Encoded before the clock starts, as a bare client would hold them.
+  const bodies = planned.map((d) => [d.url, bodyText(d.body)] as const);
   try {
     return await rows(id, devices, rounds, pids, async () => {
       await fleet.clear();
       const startedAt = Date.now();
-      const exchanges = await Promise.all(planned.map(async (d) => sender.send(d.url, d.bodyJson)));
+      const exchanges = await Promise.all(bodies.map(async ([url, body]) => sender.send(url, body)));
       const failed = exchanges.filter((e) => e.kind !== 'response' || e.status !== 200);
       if (failed.length > 0) throw new Error(`${failed.length} raw requests failed: ${JSON.stringify(failed[0])}`);
       const stats = await fleet.waitForDevices(devices, ROUND_TIMEOUT_MS);
@@ -451,11 +455,13 @@ async function bareRow(
   pids: Readonly<Record<string, number | undefined>>,
 ): Promise<FanOutRow> {
   const sender = new BareHttpClient(DEFAULTS.delivery.maxInFlightPerHost, DEFAULTS.delivery.maxInFlight);
+  // Encoded before the clock starts, as in the raw row: the bare client is judged on its requests alone.
+  const bodies = planned.map((d) => [d.url, bodyText(d.body)] as const);
   try {
     return await rows(id, devices, rounds, pids, async () => {
       await fleet.clear();
       const startedAt = Date.now();
-      const exchanges = await Promise.all(planned.map(async (d) => sender.send(d.url, d.bodyJson)));
+      const exchanges = await Promise.all(bodies.map(async ([url, body]) => sender.send(url, body)));
       const failed = exchanges.filter((e) => !('status' in e) || e.status !== 200);
       if (failed.length > 0) throw new Error(`${failed.length} bare requests failed: ${JSON.stringify(failed[0])}`);
       const stats = await fleet.waitForDevices(devices, ROUND_TIMEOUT_MS);
@@ -637,12 +643,7 @@ async function outage(
     await fleet.behave({ kind: 'status', status: 503 }, 0);
     // Taken once the double fails everything: every 200 before this instant was before the outage.
     times.outageStart = Date.now();
-    log(`  the gateway fails everything (503) for ${ctx.outageSeconds} s`);
-    await sleep(loadEnd - Date.now());
-    // Taken before the double answers again: every 200 after the outage is after this instant.
-    times.restoredAt = Date.now();
-    await fleet.restore();
-    log('  the gateway answers again; the load stops');
+    log(`  the gateway fails everything (503) for ${ctx.outageSeconds} s of load`);
   })();
   const progress = setInterval(() => {
     const taken = sent.filter((p) => Number.isFinite(p.takenInAt)).length;
@@ -678,14 +679,26 @@ async function outage(
     );
   }
   await switches;
-  const deadHost = (await fleet.stats()).answers['503'] ?? 0;
-  log(`  ${sent.length} notify messages published; ${deadHost} requests reached the failing gateway`);
+  log(`  ${sent.length} notify messages published; the load stops, the gateway still fails`);
+  // The gateway comes back only once the worker has taken every notify in (its reply: stored and held).
+  // An intake that lags behind the load would otherwise take notifications in after the recovery, while the
+  // backlog drains, and which of them the worker had when the gateway came back could not be told from the
+  // replies (a reply comes once the part is stored, `persistAfterMs` after the intake): the backlog as of the
+  // recovery is then exactly what was published, and each device must get its newest N of it, in order.
   await Promise.all(sends);
+  const loadEndedAt = Date.now();
+  const deadHost = (await fleet.stats()).answers['503'] ?? 0;
+  // Taken before the double answers again: every 200 after the outage is after this instant.
+  times.restoredAt = Date.now();
+  await fleet.restore();
   clearInterval(progress);
+  log(
+    `  every notify taken in ${((loadEndedAt - loadEnd) / 1000).toFixed(1)} s after the load stopped; the gateway answers again (down ${((times.restoredAt - times.outageStart) / 1000).toFixed(1)} s); ${deadHost} requests reached it while it failed`,
+  );
   if (failures.count > 0) log(`  ${failures.count} notify messages failed: ${failures.first}`);
   const lags = sent.map((p) => p.takenInAt - p.at).filter(Number.isFinite);
   log(
-    `  every notify taken in (intake lag p50 ${Math.round(summarize(lags).p50Ms)} ms, max ${Math.round(Math.max(...lags))} ms); waiting for the backlog`,
+    `  intake lag p50 ${Math.round(summarize(lags).p50Ms)} ms, max ${Math.round(Math.max(...lags))} ms; waiting for the backlog`,
   );
   await pendingDrained(db, 2 * outageMs + 180_000, deliverQueue);
   clearInterval(sampler);
@@ -710,12 +723,27 @@ async function outage(
     maxPending: DEFAULTS.delivery.maxPendingPerDevice,
     eventNumber: (eventId) => Number(eventId.slice(2)),
   });
+  // The raw figures, for the check to be run again on them (`BENCH_OUTAGE_DUMP=<file>`).
+  const dump = process.env['BENCH_OUTAGE_DUMP'];
+  if (dump !== undefined && dump !== '')
+    writeFileSync(
+      dump,
+      JSON.stringify({
+        published: [...published],
+        delivered: [...delivered],
+        outageStart: times.outageStart,
+        restoredAt: times.restoredAt,
+        recoveredAt: firstAfter,
+        maxPending: DEFAULTS.delivery.maxPendingPerDevice,
+      }),
+    );
   return {
     devices: OUTAGE_DEVICES,
     room,
     ratePerSecond: OUTAGE_RATE,
     healthySeconds: OUTAGE_HEALTHY_MS / 1000,
     outageSeconds: ctx.outageSeconds,
+    downMs: times.restoredAt - times.outageStart,
     published: sent.length,
     publishFailures: failures.count,
     intakeLagP50Ms: summarize(lags).p50Ms,
@@ -724,7 +752,7 @@ async function outage(
       .filter((p) => p.at >= times.outageStart && p.at < times.restoredAt)
       .reduce((sum, p) => sum + members(p.room).length, 0),
     deadHostRequests: deadHost,
-    deadHostBound: breakerBound(outageMs, DEFAULTS.delivery.maxInFlightPerHost),
+    deadHostBound: breakerBound(times.restoredAt - times.outageStart, DEFAULTS.delivery.maxInFlightPerHost),
     firstDeliveryAfterMs: firstAfter - times.restoredAt,
     requestsFirstSecondAfter: afterRestore.filter((at) => at < firstAfter + 1000).length,
     drainMs: (afterRestore.at(-1) ?? Number.NaN) - times.restoredAt,

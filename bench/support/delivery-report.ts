@@ -44,6 +44,12 @@ export interface OutageResult {
   readonly ratePerSecond: number;
   readonly healthySeconds: number;
   readonly outageSeconds: number;
+  /**
+   * How long the gateway failed: `outageSeconds` of load, then until the
+   * worker had taken every notify in (the backlog as of the recovery is
+   * then exactly what was published).
+   */
+  readonly downMs: number;
   /** `notify` messages published, and of those not confirmed by the broker. */
   readonly published: number;
   readonly publishFailures: number;
@@ -275,7 +281,7 @@ export function deliveryMarkdown(r: DeliveryResults): string {
     const o = r.outage;
     lines.push(
       '',
-      `#### Gateway down ${o.outageSeconds} s`,
+      `#### Gateway down ${o.outageSeconds} s under load, ${seconds(o.downMs)} in all (until every notify was taken in)`,
       '',
       '| load | published | intake lag p50 (max) | dead-host requests (bound) | first 200 after it came back | requests in the next second | drained after | worker RSS max (HWM) |',
       '|---|---|---|---|---|---|---|---|',

@@ -1,4 +1,5 @@
 import type { Logger } from '../logging/logger.js';
+import { bodyText } from '../delivery/request-body.js';
 import { classifyExchange, type GatewayExchange, type ResponseOutcome } from '../delivery/response-outcome.js';
 import type { PendingDelivery } from '../store/delivery-store.js';
 import type { DeliveryObserver } from './delivery-observer.js';
@@ -58,7 +59,7 @@ export class GatewaySends {
     const started = performance.now();
     let exchange: GatewayExchange;
     try {
-      exchange = await sender.send(item.url, item.bodyJson, {
+      exchange = await sender.send(item.url, bodyText(item.body), {
         userId: item.userId,
         signal: sends.signalOf(partition),
         // Asked again right before the request goes out: it may have waited past the lease's two thirds.

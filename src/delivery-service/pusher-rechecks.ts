@@ -75,7 +75,7 @@ export class PusherRechecks {
         } else if (verdict.kind === 'narrowed') {
           const removed = item.devices.length - verdict.devices.length;
           this.#options.observer?.settled(item.url, 'pusher_removed', removed);
-          const narrowed: PendingDelivery = { ...item, bodyJson: verdict.bodyJson, devices: verdict.devices };
+          const narrowed: PendingDelivery = { ...item, body: verdict.body, devices: verdict.devices };
           queue.backlog = { ...queue.backlog, queue: [narrowed, ...queue.backlog.queue.slice(1)] };
         }
         // A change after the read began is caught next time (counted, not timed: the same millisecond too).

@@ -53,9 +53,9 @@ export interface GatewayRequestBody {
  */
 export function gatewayRequestBody(
   notification: NotifyNotification,
-  recipient: NotifyRecipient,
-  plan: Pushed,
-  batch: DeviceBatch,
+  recipient: Pick<NotifyRecipient, 'counts' | 'user_is_target'>,
+  plan: Pick<Pushed, 'prio' | 'tweaks'>,
+  batch: Pick<DeviceBatch, 'format' | 'pushers'>,
 ): GatewayRequestBody {
   const devices = batch.pushers.map((pusher) => gatewayDevice(pusher, plan.tweaks));
   const counts = recipient.counts === undefined ? {} : { counts: gatewayCounts(recipient.counts) };
@@ -90,7 +90,11 @@ export function gatewayRequestBody(
 }
 
 /** One request's body as the JSON text it is sent as. */
-export type GatewayBodyEncoder = (recipient: NotifyRecipient, plan: Pushed, batch: DeviceBatch) => string;
+export type GatewayBodyEncoder = (
+  recipient: Pick<NotifyRecipient, 'counts' | 'user_is_target'>,
+  plan: Pick<Pushed, 'prio' | 'tweaks'>,
+  batch: { readonly format?: string | undefined; readonly pushers: readonly DeliveryPusher[] },
+) => string;
 
 /**
  * `JSON.stringify(gatewayRequestBody(notification, …))`, byte for byte, for

@@ -5,6 +5,7 @@ import type { DeliveryPusher } from './device-batches.js';
 import { gatewayBodyEncoder } from './gateway-payload.js';
 import { planRecipient } from './notification-plan.js';
 import { planRecipientRequests } from './recipient-requests.js';
+import type { RequestBody } from './request-body.js';
 
 /** One gateway request of a `notify` message, ready to be stored and sent (the store's `PendingDelivery`). */
 export interface PlannedDelivery {
@@ -14,7 +15,8 @@ export interface PlannedDelivery {
   readonly seq: number;
   readonly userId: string;
   readonly url: string;
-  readonly bodyJson: string;
+  /** What the body is built from, not its text: encoded when sent or stored. */
+  readonly body: RequestBody;
   readonly devices: readonly { readonly appId: string; readonly pushkey: string }[];
   readonly acceptedAt: number;
   readonly countsOnly?: boolean;
@@ -75,7 +77,7 @@ export function planIntake(
     if (planned.requests.length === 0) continue;
     recipients += 1;
     const perKey = new Map<string, number>();
-    for (const { batch, bodyJson } of planned.requests) {
+    for (const { batch, body } of planned.requests) {
       devices += batch.pushers.length;
       const key = deviceQueueKey(recipient.user_id, batch.url, batch.format);
       const index = perKey.get(key) ?? 0;
@@ -89,7 +91,7 @@ export function planIntake(
         seq: stamp.seq,
         userId: recipient.user_id,
         url: batch.url,
-        bodyJson,
+        body,
         devices: batch.pushers.map((pusher) => ({ appId: pusher.app_id, pushkey: pusher.pushkey })),
         acceptedAt: stamp.acceptedAt,
         ...(request.notification.event_id === undefined ? { countsOnly: true } : {}),

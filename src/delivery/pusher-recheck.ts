@@ -1,9 +1,10 @@
 import type { StoredPusher } from '../pushers/pusher.js';
+import { bodyFor, type RequestBody } from './request-body.js';
 
 /** A pending request as far as the check needs it. */
 export interface PlannedRequest {
   readonly url: string;
-  readonly bodyJson: string;
+  readonly body: RequestBody;
   readonly devices: readonly { readonly appId: string; readonly pushkey: string }[];
 }
 
@@ -13,7 +14,7 @@ export type RecheckVerdict =
   /** Some pushers are gone: send it to the others only. */
   | {
       readonly kind: 'narrowed';
-      readonly bodyJson: string;
+      readonly body: RequestBody;
       readonly devices: readonly { readonly appId: string; readonly pushkey: string }[];
     }
   /** No pusher it names is left: send nothing. */
@@ -40,12 +41,9 @@ export function recheckDevices(
   const kept = request.devices.filter((device) => live.has(identity(device.appId, device.pushkey)));
   if (kept.length === request.devices.length) return { kind: 'unchanged' };
   if (kept.length === 0) return { kind: 'none' };
-  const body = JSON.parse(request.bodyJson) as { notification: { devices: { app_id: string; pushkey: string }[] } };
   const keptIds = new Set(kept.map((device) => identity(device.appId, device.pushkey)));
-  body.notification.devices = body.notification.devices.filter((device) =>
-    keptIds.has(identity(device.app_id, device.pushkey)),
-  );
-  return { kind: 'narrowed', bodyJson: JSON.stringify(body), devices: kept };
+  const body = bodyFor(request.body, (device) => keptIds.has(identity(device.appId, device.pushkey)));
+  return { kind: 'narrowed', body, devices: kept };
 }
 
 function identity(appId: string, pushkey: string): string {

@@ -1,13 +1,14 @@
 import { batchDevices, type DeliveryPusher, type DeviceBatch } from './device-batches.js';
 import { gatewayBodyEncoder, type GatewayBodyEncoder } from './gateway-payload.js';
 import { planRecipient, type NotifyNotification, type NotifyRecipient } from './notification-plan.js';
+import { plannedBody, type PlannedBody } from './request-body.js';
 
 /** One POST to a push gateway: where (`batch.url`), for which pushers, and the body. */
 export interface GatewayRequest {
   /** The pushers the request names: a rejected pushkey is looked up here. */
   readonly batch: DeviceBatch;
-  /** The body (gateway-payload.ts `GatewayRequestBody`) as the JSON text it is stored and sent as. */
-  readonly bodyJson: string;
+  /** Encoded when sent (`bodyText`): what it is built from is all a waiting request holds. */
+  readonly body: PlannedBody;
 }
 
 export interface RecipientRequests {
@@ -37,7 +38,7 @@ export function planRecipientRequests(
   const own = pushers.filter((pusher) => pusher.user_id === recipient.user_id);
   const { batches, emailPushers } = batchDevices(own);
   return {
-    requests: batches.map((batch) => ({ batch, bodyJson: encode(recipient, plan, batch) })),
+    requests: batches.map((batch) => ({ batch, body: plannedBody(encode, recipient, plan, batch) })),
     emailPushers: plan.countsOnly ? [] : emailPushers,
   };
 }

@@ -1,10 +1,11 @@
 import type { RejectedRegistration } from '../pushers/rejected-registration.js';
+import { bodyText, PlannedBody, type RequestBody } from './request-body.js';
 
 /** A pending request as far as its rejection needs it. */
 interface SentRequest {
   readonly userId: string;
   readonly url: string;
-  readonly bodyJson: string;
+  readonly body: RequestBody;
   /** When the `notify` was accepted (ms). */
   readonly acceptedAt: number;
 }
@@ -25,7 +26,7 @@ interface SentDevice {
  * request was planned with was set before that.
  */
 export function sentRegistration(request: SentRequest, device: SentDevice): RejectedRegistration {
-  const seconds = pushkeyTsOf(request.bodyJson, device);
+  const seconds = pushkeyTsOf(request.body, device);
   return {
     userId: request.userId,
     appId: device.appId,
@@ -35,10 +36,15 @@ export function sentRegistration(request: SentRequest, device: SentDevice): Reje
   };
 }
 
-function pushkeyTsOf(bodyJson: string, device: SentDevice): number | undefined {
+function pushkeyTsOf(requestBody: RequestBody, device: SentDevice): number | undefined {
+  if (requestBody instanceof PlannedBody) {
+    // The pushers it was planned with: what the text would say (gateway-payload.ts), without encoding it.
+    const pusher = requestBody.pushers.find((p) => p.app_id === device.appId && p.pushkey === device.pushkey);
+    return pusher === undefined ? undefined : Math.floor(pusher.pushkeyTsMs / 1000);
+  }
   let body: unknown;
   try {
-    body = JSON.parse(bodyJson) as unknown;
+    body = JSON.parse(bodyText(requestBody)) as unknown;
   } catch {
     return undefined;
   }

@@ -25,8 +25,12 @@ export interface PendingDelivery {
   readonly userId: string;
   /** Where the request goes: the pushers' `data.url`, exactly. */
   readonly url: string;
-  /** The request body, JSON text, exactly as it is sent (an event's keys may be anything, even `$`-prefixed). */
-  readonly bodyJson: string;
+  /**
+   * The request body: JSON text as it is sent (an event's keys may be anything, even `$`-prefixed), or, for
+   * a request planned by this worker, what the text is built from, encoded when it is sent or stored: a
+   * waiting request does not hold its text (delivery/request-body.ts).
+   */
+  readonly body: string | { encodeBody(): string };
   /** The pushers it names (app ID and pushkey), to find the one a rejected pushkey means. */
   readonly devices: readonly PendingDevice[];
   /**

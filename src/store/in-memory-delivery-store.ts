@@ -138,8 +138,10 @@ export class InMemoryDeliveryStore implements DeliveryStore {
   }
 }
 
+/** As MongoDB keeps it: a body not encoded yet is stored as its text, as `MongoDeliveryStore` writes it. */
 function copy(delivery: PendingDelivery): PendingDelivery {
-  return structuredClone(delivery);
+  const body = typeof delivery.body === 'string' ? delivery.body : delivery.body.encodeBody();
+  return structuredClone({ ...delivery, body });
 }
 
 /** Oldest first per key; keys in code-point order, as MongoDB sorts strings. */

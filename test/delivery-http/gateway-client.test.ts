@@ -26,7 +26,7 @@ function notifyBody(url: string, ...pushkeys: string[]): GatewayRequestBody {
   const pushers = (pushkeys.length === 0 ? ['key-1'] : pushkeys).map((pushkey) =>
     aDeliveryPusher({ pushkey, data: { url } }),
   );
-  return gatewayRequestBody(aNotification(), aRecipient(), aPushedPlan(), { userId: ALICE, url, pushers });
+  return gatewayRequestBody(aNotification(), aRecipient(), aPushedPlan(), { pushers });
 }
 
 // Everything a test starts, stopped after it: the gateways first (their

@@ -21,7 +21,7 @@ function aRequest(id: string, overrides: Partial<PendingDelivery> = {}): Pending
     seq: 1,
     userId: '@alice:example.org',
     url: 'https://push.example.org/_matrix/push/v1/notify',
-    bodyJson: '{}',
+    body: '{}',
     devices: [{ appId: 'app', pushkey: id }],
     acceptedAt: T0,
     ...overrides,

@@ -9,6 +9,7 @@ import type { StoredPusher } from '../../src/pushers/pusher.js';
 import type { RejectedRegistration } from '../../src/pushers/rejected-registration.js';
 import type { PendingDelivery } from '../../src/store/delivery-store.js';
 import { InMemoryDeliveryStore } from '../../src/store/in-memory-delivery-store.js';
+import { bodyText } from '../../src/delivery/request-body.js';
 
 const ALICE = '@alice:example.org';
 const BOB = '@bob:example.org';
@@ -33,7 +34,7 @@ function aDelivery(n: number, overrides: Partial<PendingDelivery> = {}): Pending
     seq,
     userId,
     url,
-    bodyJson: JSON.stringify({
+    body: JSON.stringify({
       notification: {
         event_id: `$${n}`,
         devices: devices.map((d) => ({ app_id: d.appId, pushkey: d.pushkey, pushkey_ts: 0, data: {}, tweaks: {} })),
@@ -279,9 +280,9 @@ describe('the delivery scheduler', () => {
     ];
     const planned = aDelivery(1, { devices });
     // The tablet's pusher was set at 1,700,000,000.5 s when the request was planned.
-    const body = JSON.parse(planned.bodyJson) as { notification: { devices: { pushkey_ts: number }[] } };
+    const body = JSON.parse(bodyText(planned.body)) as { notification: { devices: { pushkey_ts: number }[] } };
     body.notification.devices.forEach((device, i) => (device.pushkey_ts = i === 1 ? 1_700_000_000 : 5));
-    await world.take([{ ...planned, bodyJson: JSON.stringify(body) }]);
+    await world.take([{ ...planned, body: JSON.stringify(body) }]);
     await vi.advanceTimersByTimeAsync(100);
     // Removed only while it is still that registration: at that URL, set no later than that second.
     expect(world.removed).toEqual([

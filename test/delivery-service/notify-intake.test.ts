@@ -9,6 +9,7 @@ import { InMemoryDeliveryStore } from '../../src/store/in-memory-delivery-store.
 import { planIntake } from '../../src/delivery/intake-plan.js';
 import type { DeliveryPusher } from '../../src/delivery/device-batches.js';
 import { StoreFailedError, StoreUnavailableError } from '../../src/store/push-store.js';
+import { bodyText } from '../../src/delivery/request-body.js';
 
 const SILENT = createLogger('silent');
 const GATEWAY = 'https://push.example.org/_matrix/push/v1/notify';
@@ -114,7 +115,7 @@ describe('the intake of notify messages', () => {
     ]);
     expect(new Set(held.map((d) => d.id)).size).toBe(2);
     expect(held.every((d) => d.partition === P)).toBe(true);
-    const body = JSON.parse(held[0]?.bodyJson ?? '{}') as { notification: { devices: { pushkey_ts: number }[] } };
+    const body = JSON.parse(held[0] === undefined ? '{}' : bodyText(held[0].body)) as { notification: { devices: { pushkey_ts: number }[] } };
     // The pusher's time, in seconds.
     expect(body.notification.devices[0]?.pushkey_ts).toBe(1_700_000_000);
   });

@@ -23,7 +23,7 @@ function aRequest(partition: number, n: number): PendingDelivery {
     seq: n,
     userId: '@alice:example.org',
     url: 'https://push.example.org/_matrix/push/v1/notify',
-    bodyJson: JSON.stringify({ notification: { event_id: `$${partition}-${n}`, padding: 'x'.repeat(2_000) } }),
+    body: JSON.stringify({ notification: { event_id: `$${partition}-${n}`, padding: 'x'.repeat(2_000) } }),
     devices: [{ appId: 'app', pushkey: `k${n}` }],
     acceptedAt: Date.now(),
   };

@@ -67,7 +67,7 @@ function aDelivery(n: number, userId: string, url: string): PendingDelivery {
     seq: n,
     userId,
     url,
-    bodyJson: JSON.stringify({
+    body: JSON.stringify({
       notification: {
         event_id: `$${String(n)}`,
         devices: devices.map((d) => ({ app_id: d.appId, pushkey: d.pushkey, pushkey_ts: 0, data: {}, tweaks: {} })),

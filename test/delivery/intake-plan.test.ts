@@ -11,6 +11,7 @@ import {
   GATEWAY_URL,
   OTHER_GATEWAY_URL,
 } from '../support/notify-builders.js';
+import { bodyText } from '../../src/delivery/request-body.js';
 
 const BOB = '@bob:example.org';
 const CAROL = '@carol:example.org';
@@ -102,7 +103,7 @@ describe('the intake of one notify message', () => {
 
   it('stores the body exactly as the gateway gets it', () => {
     const [first] = planIntake(aRequest(), pushersOf, STAMP).deliveries;
-    const body = JSON.parse(first?.bodyJson ?? 'null') as {
+    const body = JSON.parse(first === undefined ? 'null' : bodyText(first.body)) as {
       notification: { devices: { pushkey: string }[]; counts: unknown };
     };
     expect(body.notification.devices.map((device) => device.pushkey)).toEqual(['phone', 'tablet']);

@@ -3,11 +3,12 @@ import { recheckDevices, type RecheckVerdict } from '../../src/delivery/pusher-r
 import { ALICE } from '../support/builders.js';
 import { GATEWAY_URL, OTHER_GATEWAY_URL } from '../support/notify-builders.js';
 import type { StoredPusher } from '../../src/pushers/pusher.js';
+import { bodyText } from '../../src/delivery/request-body.js';
 
 const APP = 'org.example.app';
 const REQUEST = {
   url: GATEWAY_URL,
-  bodyJson: JSON.stringify({
+  body: JSON.stringify({
     notification: {
       event_id: '$e',
       devices: [
@@ -42,7 +43,7 @@ const TABLET = aPusher({ pushkey: 'tablet' });
 
 function pushkeysOf(verdict: RecheckVerdict): string[] | string {
   if (verdict.kind !== 'narrowed') return verdict.kind;
-  const body = JSON.parse(verdict.bodyJson) as { notification: { devices: { pushkey: string }[] } };
+  const body = JSON.parse(bodyText(verdict.body)) as { notification: { devices: { pushkey: string }[] } };
   const sent = body.notification.devices.map((device) => device.pushkey);
   expect(verdict.devices.map((device) => device.pushkey)).toEqual(sent);
   return sent;

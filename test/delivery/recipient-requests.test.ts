@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
 import type { DeliveryPusher } from '../../src/delivery/device-batches.js';
-import type { GatewayRequestBody } from '../../src/delivery/gateway-payload.js';
 import type { NotifyNotification, NotifyRecipient } from '../../src/delivery/notification-plan.js';
 import { planRecipientRequests } from '../../src/delivery/recipient-requests.js';
 import {
@@ -23,10 +22,9 @@ const ALL = [PHONE, MAIL, TABLET, LAPTOP, BOBS_PHONE];
 function summary(notification: NotifyNotification, recipient: NotifyRecipient, pushers: readonly DeliveryPusher[]) {
   const { requests, emailPushers } = planRecipientRequests(notification, recipient, pushers);
   return {
-    requests: requests.map(({ batch, bodyJson }) => {
-      const { devices, prio } = (JSON.parse(bodyJson) as GatewayRequestBody).notification;
-      const keys = devices.map((d) => d.pushkey).join(',');
-      return `${batch.url}: ${keys} (${prio}, ${JSON.stringify(devices[0]?.tweaks)})`;
+    requests: requests.map(({ batch, body }) => {
+      const keys = body.pushers.map((p) => p.pushkey).join(',');
+      return `${batch.url}: ${keys} (${body.prio}, ${JSON.stringify(body.tweaks)})`;
     }),
     email: emailPushers.map((p) => p.pushkey),
   };
@@ -65,10 +63,7 @@ describe('what one recipient is sent', () => {
   it('carries the batch, so that a rejected pushkey names its pusher', () => {
     const [request] = planRecipientRequests(aNotification(), aRecipient(), [PHONE, TABLET]).requests;
     expect(request?.batch.pushers).toEqual([PHONE, TABLET]);
-    expect((JSON.parse(request?.bodyJson ?? '{}') as GatewayRequestBody).notification.counts).toEqual({
-      unread: 3,
-      missed_calls: 1,
-    });
+    expect(request?.body.counts).toEqual({ unread: 3, missed_calls: 1 });
   });
 
   it('sends nothing to a recipient with no enabled HTTP pusher', () => {

@@ -8,6 +8,7 @@ import { partitionLeaseStoreContract } from '../store/partition-lease-store-cont
 import { MongoPartitionLeaseStore } from '../../src/store/mongo-partition-lease-store.js';
 import { PartitionCoordinator } from '../../src/delivery-service/partition-coordinator.js';
 import { createLogger } from '../../src/logging/logger.js';
+import { bodyText } from '../../src/delivery/request-body.js';
 
 const client = new MongoClient(inject('mongoUrl'), { serverSelectionTimeoutMS: 5000, monitorCommands: true });
 const db = client.db(`delivery_${process.pid}_${Date.now()}`);
@@ -45,7 +46,7 @@ deliveryStoreContract(
   'MongoDB',
   aStore,
   async (_store, delivery) => {
-    const { id, key, seq, userId, url, bodyJson, acceptedAt } = delivery;
+    const { id, key, seq, userId, url, body, acceptedAt } = delivery;
     // As the service stored it before partitions: a per-request lease, no partition.
     await db.collection(`pending_${collections}`).insertOne({
       _id: id as unknown as never,
@@ -53,7 +54,7 @@ deliveryStoreContract(
       seq,
       user_id: userId,
       url,
-      body_json: bodyJson,
+      body_json: bodyText(body),
       devices: [],
       accepted_at: acceptedAt,
       owner: 'an old worker',

@@ -26,7 +26,7 @@ export function aDelivery(overrides: Partial<PendingDelivery> = {}): PendingDeli
     userId: '@alice:example.org',
     url: 'https://push.example.org/_matrix/push/v1/notify',
     // Event keys may be anything: the body is kept as text.
-    bodyJson: JSON.stringify({ notification: { event_id: `$${id}`, content: { $weird: { 'a.b': [1, null] } } } }),
+    body: JSON.stringify({ notification: { event_id: `$${id}`, content: { $weird: { 'a.b': [1, null] } } } }),
     devices: [
       { appId: 'org.example.app', pushkey: 'phone' },
       { appId: 'org.example.app', pushkey: 'tablet' },
@@ -88,7 +88,7 @@ export function deliveryStoreContract(
         await store.accept(aNotify({ id: 'n' }), deliveries);
         await store.accept(
           aNotify({ id: 'n', acceptedAt: T0 + 5, devices: 9 }),
-          deliveries.map((d) => ({ ...d, bodyJson: '{"changed":true}' })),
+          deliveries.map((d) => ({ ...d, body: '{"changed":true}' })),
         );
         expect(await store.listPartition(3)).toEqual(deliveries);
         expect(await store.findAccepted('n')).toEqual(aNotify({ id: 'n' }));
