@@ -115,7 +115,9 @@ describe('the intake of notify messages', () => {
     ]);
     expect(new Set(held.map((d) => d.id)).size).toBe(2);
     expect(held.every((d) => d.partition === P)).toBe(true);
-    const body = JSON.parse(held[0] === undefined ? '{}' : bodyText(held[0].body)) as { notification: { devices: { pushkey_ts: number }[] } };
+    const body = JSON.parse(held[0] === undefined ? '{}' : bodyText(held[0].body)) as {
+      notification: { devices: { pushkey_ts: number }[] };
+    };
     // The pusher's time, in seconds.
     expect(body.notification.devices[0]?.pushkey_ts).toBe(1_700_000_000);
   });
