@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import json
 import logging
 import sys
@@ -51,6 +52,8 @@ class _Session:
     """The aio-pika channel's own aiormq channel: requests are published and replies consumed on it
     directly, without aio-pika's `Message` and `IncomingMessage` objects and the task aio-pika
     starts per delivery (CPU each call paid for nothing: see bench/README.md, issue 41)."""
+    unwaited: bool = False
+    """`underlay.basic_publish` takes `wait` (aiormq's `Channel` does, not its abstract type)."""
     pending: dict[str, asyncio.Future[Reply]] = field(default_factory=dict)
     read_queue_served: bool = False
     retired: bool = False
@@ -212,9 +215,26 @@ class RpcClient:
         if session.retired:
             raise _Transport("connection-lost")
         try:
-            await session.underlay.basic_publish(
-                message.body, exchange="", routing_key=queue, properties=message.properties, mandatory=True
-            )
+            # `wait=False`: the channel's lock is released once the frames are queued for its writer,
+            # not after they are written, so that concurrent calls do not publish one event-loop turn
+            # apart; the broker's confirm is still awaited, and the writer keeps their order.
+            if session.unwaited:
+                await cast(aiormq.Channel, session.underlay).basic_publish(
+                    message.body,
+                    exchange="",
+                    routing_key=queue,
+                    properties=message.properties,
+                    mandatory=True,
+                    wait=False,
+                )
+            else:
+                await session.underlay.basic_publish(
+                    message.body,
+                    exchange="",
+                    routing_key=queue,
+                    properties=message.properties,
+                    mandatory=True,
+                )
         except PublishError:
             raise
         except DeliveryError:
@@ -233,7 +253,12 @@ class RpcClient:
 
     async def _open(self, link: BrokerLink) -> _Session:
         channel = await link.connection.channel(publisher_confirms=True, on_return_raises=True)
-        session = _Session(link, channel, await channel.get_underlay_channel())
+        underlay = await channel.get_underlay_channel()
+        unwaited = (
+            isinstance(underlay, aiormq.Channel)
+            and "wait" in inspect.signature(underlay.basic_publish).parameters
+        )
+        session = _Session(link, channel, underlay, unwaited)
         channel.close_callbacks.add(lambda _sender, error: link.lose(f"the channel closed: {error}"))
 
         async def on_reply(message: DeliveredMessage) -> None:
