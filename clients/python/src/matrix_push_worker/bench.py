@@ -14,12 +14,15 @@ concurrency))]` (each caller its own users, as bench/support/workloads.ts's `Use
 measured window. Prints one line on stdout: `{"latencies_ms": [...], "errors": n, "first_error":
 text | null, "cpu_seconds": s}`, the round trips as the caller saw them and the CPU time the process
 used in the measured window. Settings: `AMQP_URL`, `PUBLISHER_USER_ID`,
-and the workers' `RPC_QUEUE`, `RPC_READ_QUEUE`, `EVALUATE_QUEUE`.
+and the workers' `RPC_QUEUE`, `RPC_READ_QUEUE`, `EVALUATE_QUEUE`; `BENCH_PYTHON_PROFILE`, a folder:
+cProfile the measured window into `<folder>/<op>-c<concurrency>.prof` (slows the calls: a run of
+its own, not one whose figures are read).
 """
 
 from __future__ import annotations
 
 import asyncio
+import cProfile
 import json
 import os
 import sys
@@ -97,10 +100,20 @@ async def run(client: PushRulesClient, work: Workload) -> dict[str, Any]:
             else:
                 latencies.append((end - begin) * 1000)
 
+    profile_folder = os.environ.get("BENCH_PYTHON_PROFILE")
+    profiler = cProfile.Profile() if profile_folder else None
+
     async def cpu_in_window() -> float:
         await asyncio.sleep(max(0.0, measure_from - time.perf_counter()))
         cpu_from = time.process_time()
+        if profiler is not None:
+            profiler.enable()
         await asyncio.sleep(max(0.0, measure_to - time.perf_counter()))
+        if profiler is not None:
+            profiler.disable()
+            profiler.dump_stats(
+                os.path.join(cast(str, profile_folder), f"{work.op}-c{work.concurrency}.prof")
+            )
         return time.process_time() - cpu_from
 
     cpu = asyncio.create_task(cpu_in_window())

@@ -15,17 +15,21 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import json
 import logging
+import sys
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass, field
-from typing import Any, cast
+from datetime import datetime, timezone
+from typing import Any, TypeVar, cast
 
-import aio_pika
-from aio_pika.abc import AbstractChannel, AbstractIncomingMessage
+import aiormq
+from aio_pika.abc import AbstractChannel
 from aio_pika.exceptions import DeliveryError, PublishError
+from aiormq.abc import DeliveredMessage
 
 from .broker import Backoff, BrokerConnection, BrokerLink, BrokerUnavailableError
 from .errors import PushRulesError, TransportFailure
@@ -44,6 +48,12 @@ class _Transport(Exception):
 class _Session:
     link: BrokerLink
     channel: AbstractChannel
+    underlay: aiormq.abc.AbstractChannel
+    """The aio-pika channel's own aiormq channel: requests are published and replies consumed on it
+    directly, without aio-pika's `Message` and `IncomingMessage` objects and the task aio-pika
+    starts per delivery (CPU each call paid for nothing: see bench/README.md, issue 41)."""
+    unwaited: bool = False
+    """`underlay.basic_publish` takes `wait` (aiormq's `Channel` does, not its abstract type)."""
     pending: dict[str, asyncio.Future[Reply]] = field(default_factory=dict)
     read_queue_served: bool = False
     retired: bool = False
@@ -105,7 +115,7 @@ class RpcClient:
         seconds = self.timeout if timeout is None else timeout
         deadline = time.monotonic() + seconds
         try:
-            return await asyncio.wait_for(
+            return await _within(
                 self._request(content, deadline, message_id, queue, read, persistent), seconds
             )
         except asyncio.TimeoutError:
@@ -118,7 +128,7 @@ class RpcClient:
         content = _serialize(body)
         seconds = self.timeout if timeout is None else timeout
         try:
-            await asyncio.wait_for(self._publish_only(content, message_id, queue), seconds)
+            await _within(self._publish_only(content, message_id, queue), seconds)
         except asyncio.TimeoutError:
             raise PushRulesError.from_transport("timeout") from None
         except _Transport as failure:
@@ -200,12 +210,31 @@ class RpcClient:
         except PublishError:
             raise _Transport("unroutable") from None
 
-    async def _send(self, session: _Session, message: aio_pika.Message, queue: str) -> None:
+    async def _send(self, session: _Session, message: _Message, queue: str) -> None:
         """Publishes and waits for the broker's confirm. `PublishError`: returned (no queue)."""
         if session.retired:
             raise _Transport("connection-lost")
         try:
-            await session.channel.default_exchange.publish(message, routing_key=queue, mandatory=True)
+            # `wait=False`: the channel's lock is released once the frames are queued for its writer,
+            # not after they are written, so that concurrent calls do not publish one event-loop turn
+            # apart; the broker's confirm is still awaited, and the writer keeps their order.
+            if session.unwaited:
+                await cast(aiormq.Channel, session.underlay).basic_publish(
+                    message.body,
+                    exchange="",
+                    routing_key=queue,
+                    properties=message.properties,
+                    mandatory=True,
+                    wait=False,
+                )
+            else:
+                await session.underlay.basic_publish(
+                    message.body,
+                    exchange="",
+                    routing_key=queue,
+                    properties=message.properties,
+                    mandatory=True,
+                )
         except PublishError:
             raise
         except DeliveryError:
@@ -224,16 +253,18 @@ class RpcClient:
 
     async def _open(self, link: BrokerLink) -> _Session:
         channel = await link.connection.channel(publisher_confirms=True, on_return_raises=True)
-        session = _Session(link, channel)
-        channel.close_callbacks.add(lambda _sender, error: link.lose(f"the channel closed: {error}"))
-        replies = aio_pika.Queue(
-            channel, REPLY_QUEUE, durable=False, exclusive=False, auto_delete=False, arguments=None
+        underlay = await channel.get_underlay_channel()
+        unwaited = (
+            isinstance(underlay, aiormq.Channel)
+            and "wait" in inspect.signature(underlay.basic_publish).parameters
         )
+        session = _Session(link, channel, underlay, unwaited)
+        channel.close_callbacks.add(lambda _sender, error: link.lose(f"the channel closed: {error}"))
 
-        def on_reply(message: AbstractIncomingMessage) -> None:
+        async def on_reply(message: DeliveredMessage) -> None:
             # A second reply for the same call (a redelivered request answered again) finds
             # nothing pending and is dropped.
-            waiter = session.pending.pop(str(message.correlation_id), None)
+            waiter = session.pending.pop(str(message.header.properties.correlation_id), None)
             if waiter is None or waiter.done():
                 return
             reply = _parse_reply(message.body)
@@ -242,10 +273,8 @@ class RpcClient:
             else:
                 waiter.set_result(reply)
 
-        async def consume(message: AbstractIncomingMessage) -> None:
-            on_reply(message)
-
-        await replies.consume(consume, no_ack=True)
+        # Direct reply-to: consumed with no-ack on the publishing channel before anything is sent.
+        await session.underlay.basic_consume(REPLY_QUEUE, on_reply, no_ack=True)
         if self._read_queue is not None:
             probe = await self._count_read_consumers(session, self._read_queue, None)
             session.probe_task = asyncio.create_task(self._watch_read_queue(session, self._read_queue, probe))
@@ -297,6 +326,24 @@ class RpcClient:
                 waiter.set_exception(_Transport(reason))
 
 
+T = TypeVar("T")
+
+
+async def _within(call: Coroutine[Any, Any, T], seconds: float) -> T:
+    """`call`, or `asyncio.TimeoutError` after `seconds`; on 3.11 and later in the caller's task
+    (`wait_for` runs it in a task of its own)."""
+    if sys.version_info >= (3, 11):
+        async with asyncio.timeout(seconds):
+            return await call
+    return await asyncio.wait_for(call, seconds)
+
+
+@dataclass(frozen=True)
+class _Message:
+    body: bytes
+    properties: aiormq.spec.Basic.Properties
+
+
 def _message(
     content: bytes,
     *,
@@ -305,27 +352,28 @@ def _message(
     message_id: str | None,
     user_id: str | None,
     expiration_ms: int | None,
-) -> aio_pika.Message:
+) -> _Message:
     # AMQP's `timestamp` is in whole seconds. The workers' deadline is `timestamp` + `expiration`:
     # the milliseconds the timestamp drops are added to the expiration, so that the deadline is the
     # caller's to the millisecond (the broker's own expiry of a queued request is at most 1 s later).
     now_ms = time.time_ns() // 1_000_000
     seconds = now_ms // 1000
     expiration = None if expiration_ms is None else expiration_ms + now_ms - seconds * 1000
-    return aio_pika.Message(
-        content,
+    properties = aiormq.spec.Basic.Properties(
         content_type="application/json",
         correlation_id=correlation_id,
         reply_to=reply_to,
         message_id=message_id,
         user_id=user_id,
-        timestamp=seconds,
-        # Seconds in aio-pika's API, which sends int(seconds * 1000): the half keeps the float exact.
-        expiration=None if expiration is None else (expiration + 0.5) / 1000,
-        delivery_mode=aio_pika.DeliveryMode.PERSISTENT
-        if expiration is None
-        else aio_pika.DeliveryMode.NOT_PERSISTENT,
+        timestamp=datetime.fromtimestamp(seconds, tz=timezone.utc),
+        expiration=None if expiration is None else str(expiration),
+        # 2: persistent, served however late (`notify`); 1: not.
+        delivery_mode=2 if expiration is None else 1,
+        # As aio-pika's `Message` sent them: the same bytes on the wire.
+        headers={},
+        priority=0,
     )
+    return _Message(content, properties)
 
 
 def _serialize(body: Any) -> bytes:
