@@ -10,7 +10,6 @@ import { existsSync } from 'node:fs';
 import * as os from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import type { MongoClient } from 'mongodb';
 import { PushRulesClient } from '../src/client/push-rules-client.js';
 import { RpcClient } from '../src/client/rpc-client.js';
 import { groupRecipientsByServer } from '../src/client/group-recipients.js';
@@ -29,16 +28,9 @@ import {
   type ClientRow,
   type ClientsResults,
 } from './support/clients-report.js';
+import type { PartContext } from './support/part-context.js';
 
-export interface ClientsContext {
-  readonly amqpUrl: string;
-  readonly mongo: MongoClient;
-  /** The run's id, for queue and database names. */
-  readonly id: string;
-  /** A worker's environment: the default configuration on this queue (and its read and evaluate queues) and database. */
-  readonly childEnv: (queue: string, database: string) => NodeJS.ProcessEnv;
-  /** Deletes the queues and exchanges `childEnv` names after `queue`. */
-  readonly deleteQueues: (queue: string) => Promise<void>;
+export interface ClientsContext extends PartContext {
   readonly warmupMs: number;
   readonly measureMs: number;
   /** Whether a part (`clients/get_pushrules`, `clients/evaluate`) runs. */

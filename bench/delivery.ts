@@ -8,7 +8,7 @@
 import { writeFileSync } from 'node:fs';
 import * as os from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Db, MongoClient } from 'mongodb';
+import type { Db } from 'mongodb';
 import { PushRulesClient, type NotifyRecipient } from '../src/client/push-rules-client.js';
 import { loadConfig } from '../src/config/load-config.js';
 import { parseAddressAllowlist } from '../src/delivery/address-allowlist.js';
@@ -39,20 +39,9 @@ import { GatewayFleet } from './support/gateway-fleet.js';
 import { checkOutage, type Published } from './support/outage-check.js';
 import { startWorkerWithHealth, type Child } from './support/processes.js';
 import { cpuSeconds, peakRssBytes, rssBytes } from './support/proc-stats.js';
+import type { WorkerPartContext } from './support/part-context.js';
 
-export interface DeliveryContext {
-  readonly amqpUrl: string;
-  readonly mongo: MongoClient;
-  /** The run's id, for queue and database names. */
-  readonly id: string;
-  /** A worker's environment: the default configuration on this queue (and the queues named after it) and database. */
-  readonly childEnv: (queue: string, database: string) => NodeJS.ProcessEnv;
-  /** Deletes the queues and exchanges `childEnv` names after `queue`. */
-  readonly deleteQueues: (queue: string) => Promise<void>;
-  /** Extra node arguments of the workers (`--profile`). */
-  readonly workerArgs: readonly string[];
-  /** Other processes whose CPU is shown (the broker, the store). */
-  readonly others: Readonly<Record<string, number | undefined>>;
+export interface DeliveryContext extends WorkerPartContext {
   readonly warmupMs: number;
   readonly measureMs: number;
   /** Measured rounds per fan-out scenario, after one unmeasured. */
@@ -421,25 +410,44 @@ async function rawRow(
     bodyTimeoutMs: DEFAULTS.delivery.bodyTimeoutMs,
     maxBodyBytes: DEFAULTS.delivery.maxResponseBytes,
   });
-  // Encoded before the clock starts, as a bare client would hold them.
-  const bodies = planned.map((d) => [d.url, bodyText(d.body)] as const);
   try {
-    return await rows(id, devices, rounds, pids, async () => {
-      await fleet.clear();
-      const startedAt = Date.now();
-      const exchanges = await Promise.all(bodies.map(async ([url, body]) => sender.send(url, body)));
-      const failed = exchanges.filter((e) => e.kind !== 'response' || e.status !== 200);
-      if (failed.length > 0) throw new Error(`${failed.length} raw requests failed: ${JSON.stringify(failed[0])}`);
-      const stats = await fleet.waitForDevices(devices, ROUND_TIMEOUT_MS);
-      return {
-        ms: (stats.lastAt ?? Number.NaN) - startedAt,
-        firstMs: (stats.firstAt ?? Number.NaN) - startedAt,
-        requests: stats.requests,
-      };
+    return await sentAtOnce(id, planned, devices, fleet, rounds, pids, async (url, body) => {
+      const exchange = await sender.send(url, body);
+      return exchange.kind === 'response' && exchange.status === 200 ? undefined : exchange;
     });
   } finally {
     await sender.close();
   }
+}
+
+/**
+ * Rounds of a sender alone (`rawRow`, `bareRow`): the planned requests, encoded before the clock starts (as a
+ * bare client would hold them), sent at once each round; `send` answers what failed, or undefined.
+ */
+async function sentAtOnce(
+  id: string,
+  planned: readonly PlannedDelivery[],
+  devices: number,
+  fleet: GatewayFleet,
+  rounds: number,
+  pids: Readonly<Record<string, number | undefined>>,
+  send: (url: string, body: string) => Promise<unknown>,
+): Promise<FanOutRow> {
+  const bodies = planned.map((d) => [d.url, bodyText(d.body)] as const);
+  return rows(id, devices, rounds, pids, async () => {
+    await fleet.clear();
+    const startedAt = Date.now();
+    const failed = (await Promise.all(bodies.map(async ([url, body]) => send(url, body)))).filter(
+      (failure) => failure !== undefined,
+    );
+    if (failed.length > 0) throw new Error(`${id}: ${failed.length} requests failed: ${JSON.stringify(failed[0])}`);
+    const stats = await fleet.waitForDevices(devices, ROUND_TIMEOUT_MS);
+    return {
+      ms: (stats.lastAt ?? Number.NaN) - startedAt,
+      firstMs: (stats.firstAt ?? Number.NaN) - startedAt,
+      requests: stats.requests,
+    };
+  });
 }
 
 /**
@@ -455,21 +463,10 @@ async function bareRow(
   pids: Readonly<Record<string, number | undefined>>,
 ): Promise<FanOutRow> {
   const sender = new BareHttpClient(DEFAULTS.delivery.maxInFlightPerHost, DEFAULTS.delivery.maxInFlight);
-  // Encoded before the clock starts, as in the raw row: the bare client is judged on its requests alone.
-  const bodies = planned.map((d) => [d.url, bodyText(d.body)] as const);
   try {
-    return await rows(id, devices, rounds, pids, async () => {
-      await fleet.clear();
-      const startedAt = Date.now();
-      const exchanges = await Promise.all(bodies.map(async ([url, body]) => sender.send(url, body)));
-      const failed = exchanges.filter((e) => !('status' in e) || e.status !== 200);
-      if (failed.length > 0) throw new Error(`${failed.length} bare requests failed: ${JSON.stringify(failed[0])}`);
-      const stats = await fleet.waitForDevices(devices, ROUND_TIMEOUT_MS);
-      return {
-        ms: (stats.lastAt ?? Number.NaN) - startedAt,
-        firstMs: (stats.firstAt ?? Number.NaN) - startedAt,
-        requests: stats.requests,
-      };
+    return await sentAtOnce(id, planned, devices, fleet, rounds, pids, async (url, body) => {
+      const exchange = await sender.send(url, body);
+      return 'status' in exchange && exchange.status === 200 ? undefined : exchange;
     });
   } finally {
     sender.close();

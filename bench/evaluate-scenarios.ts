@@ -55,20 +55,9 @@ import { cpuSeconds, runQueueWaitSeconds, rssBytes, startCpuWatch } from './supp
 import { runSynapseAnchor } from './support/synapse-anchor.js';
 import { runCoalescedRows } from './evaluate-coalesced.js';
 import { echoCall, seedRulesetDocuments, UserPool, workerCall } from './support/workloads.js';
+import type { WorkerPartContext } from './support/part-context.js';
 
-export interface EvaluateContext {
-  readonly amqpUrl: string;
-  readonly mongo: MongoClient;
-  /** The run's id, for queue and database names. */
-  readonly id: string;
-  /** A worker's environment: the default configuration on this queue (and `<queue>.evaluate`) and database. */
-  readonly childEnv: (queue: string, database: string) => NodeJS.ProcessEnv;
-  /** Deletes the queues and exchanges `childEnv` names after `queue`. */
-  readonly deleteQueues: (queue: string) => Promise<void>;
-  /** Extra node arguments of the workers (`--profile`). */
-  readonly workerArgs: readonly string[];
-  /** Other processes whose CPU is shown (the broker, the store). */
-  readonly others: Readonly<Record<string, number | undefined>>;
+export interface EvaluateContext extends WorkerPartContext {
   readonly warmupMs: number;
   readonly measureMs: number;
   /** Minimum repetitions per row, ours and Synapse's. */

@@ -9,7 +9,6 @@ import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import * as os from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { MongoClient } from 'mongodb';
 import pg from 'pg';
 import { PushRulesClient } from '../src/client/push-rules-client.js';
 import { postgresUnavailable, startPostgres } from '../test/integration/support/postgres-cluster.js';
@@ -32,16 +31,9 @@ import {
   type SynapseSide,
 } from './support/synapse-report.js';
 import { BENCH_APP_ID, fillRoom, inParallel, registerMembers, setSynapsePushers } from './support/synapse-room.js';
+import type { WorkerPartContext } from './support/part-context.js';
 
-export interface SynapseBenchContext {
-  readonly amqpUrl: string;
-  readonly mongo: MongoClient;
-  readonly id: string;
-  readonly childEnv: (queue: string, database: string) => NodeJS.ProcessEnv;
-  readonly deleteQueues: (queue: string) => Promise<void>;
-  readonly workerArgs: readonly string[];
-  /** Other processes whose CPU is shown (the broker, the store). */
-  readonly others: Readonly<Record<string, number | undefined>>;
+export interface SynapseBenchContext extends WorkerPartContext {
   /** The room's members, the sender included. */
   readonly members: number;
   /** Messages sent one after the other, measured (after two unmeasured). */

@@ -73,13 +73,7 @@ export function gatewayRequestBody(
   }
   return {
     notification: {
-      ...present('event_id', notification.event_id),
-      ...present('room_id', notification.room_id),
-      ...present('type', notification.type),
-      ...present('sender', notification.sender),
-      ...present('sender_display_name', notification.sender_display_name),
-      ...present('room_name', notification.room_name),
-      ...present('room_alias', notification.room_alias),
+      ...eventFields(notification),
       ...present('user_is_target', recipient.user_is_target),
       prio: plan.prio,
       ...present('content', notification.content),
@@ -104,15 +98,7 @@ export type GatewayBodyEncoder = (
  */
 export function gatewayBodyEncoder(notification: NotifyNotification): GatewayBodyEncoder {
   const ids = members({ ...present('event_id', notification.event_id), ...present('room_id', notification.room_id) });
-  const head = members({
-    ...present('event_id', notification.event_id),
-    ...present('room_id', notification.room_id),
-    ...present('type', notification.type),
-    ...present('sender', notification.sender),
-    ...present('sender_display_name', notification.sender_display_name),
-    ...present('room_name', notification.room_name),
-    ...present('room_alias', notification.room_alias),
-  });
+  const head = members(eventFields(notification));
   const content = members(present('content', notification.content));
   return (recipient, plan, batch) => {
     const devices = `"devices":${JSON.stringify(batch.pushers.map((pusher) => gatewayDevice(pusher, plan.tweaks)))}`;
@@ -124,6 +110,19 @@ export function gatewayBodyEncoder(notification: NotifyNotification): GatewayBod
     const parts =
       batch.format === EVENT_ID_ONLY ? [ids, counts, prio, devices] : [head, target, prio, content, counts, devices];
     return `{"notification":{${parts.filter((part) => part !== '').join(',')}}}`;
+  };
+}
+
+/** The event's own fields of a full-format body, in the order they are sent. */
+function eventFields(notification: NotifyNotification): Partial<NotifyNotification> {
+  return {
+    ...present('event_id', notification.event_id),
+    ...present('room_id', notification.room_id),
+    ...present('type', notification.type),
+    ...present('sender', notification.sender),
+    ...present('sender_display_name', notification.sender_display_name),
+    ...present('room_name', notification.room_name),
+    ...present('room_alias', notification.room_alias),
   };
 }
 
