@@ -52,12 +52,12 @@ describe('RabbitMQ restarted under load', () => {
       const response = await fetch(`${health}/readyz`);
       return { status: response.status, body: await response.json() };
     };
-    expect(await readiness()).toEqual({ status: 200, body: { consuming: true, database: true } });
+    expect(await readiness()).toEqual({ status: 200, body: { consuming: true, database: true, delivery: true } });
     await services('stop-rabbitmq');
     const stoppedAt = Date.now();
     await sleep(1_000);
     // Not ready while the broker is away; alive all along.
-    expect(await readiness()).toEqual({ status: 503, body: { consuming: false, database: true } });
+    expect(await readiness()).toEqual({ status: 503, body: { consuming: false, database: true, delivery: true } });
     expect((await fetch(`${health}/healthz`)).status).toBe(200);
     await sleep(2_000);
     // From the moment the broker is asked to start: the workers may be in
@@ -71,13 +71,14 @@ describe('RabbitMQ restarted under load', () => {
     state.running = false;
     const [outcomes] = await Promise.all([load, watcher]);
 
-    expect(await readiness()).toEqual({ status: 200, body: { consuming: true, database: true } });
+    expect(await readiness()).toEqual({ status: 200, body: { consuming: true, database: true, delivery: true } });
     const metrics = await (await fetch(`${health}/metrics`)).text();
-    expect(metrics).toContain('push_worker_amqp_reconnects_total 1');
+    // Two sessions, each re-established once: the request path's and the delivery thread's (/metrics sums them).
+    expect(metrics).toContain('push_worker_amqp_reconnects_total 2');
     expect(metrics).toMatch(/push_worker_requests_total\{op="set_pushrule",outcome="ok",queue="request"\} [1-9]/);
-    // The connection that serves requests (a worker also has its delivery partitions' and its router's).
+    // The connection that serves requests (a worker's delivery thread has its own, and its partitions' and router's).
     const reconnects = logLines(world, 'reconnected to RabbitMQ').filter(
-      (l) => l['connection'] === 'matrix-push-worker',
+      (l) => l['connection'] === 'matrix-push-worker' && l['thread'] !== 'delivery',
     );
     expect(reconnects.map((l) => l['worker']).sort()).toEqual([0, 1]);
     const reconnectMs = reconnects.map((l) => Date.parse(String(l['time'])) - restartedAt);
