@@ -37,6 +37,7 @@ export class DeliveryRuntime {
     this.#log = log;
     this.metrics = new WorkerMetrics(() => this.#worker?.inFlight ?? 0, {
       processMetrics: false,
+      session: 'delivery',
       queues: { all: ['deliver'], consumed: () => this.#worker?.consumedQueues ?? [] },
     });
     this.#deliveryMetrics = new DeliveryMetrics(

@@ -21,7 +21,8 @@ export class WorkerMetrics implements WorkerObserver, EvaluateObserver, Evaluate
   readonly #redeliveries: Counter;
   readonly #replays: Counter;
   readonly #unchanged: Counter;
-  readonly #reconnects: Counter;
+  readonly #reconnects: Counter<'session'>;
+  readonly #session: string;
   readonly #deadlinePassed: Counter<'op' | 'queue'>;
   readonly #abandoned: Counter<'operation' | 'reason'>;
   readonly #recipients: Counter;
@@ -42,9 +43,12 @@ export class WorkerMetrics implements WorkerObserver, EvaluateObserver, Evaluate
       readonly queues?: { readonly all: readonly string[]; readonly consumed: () => readonly string[] };
       /** The worker's roles (`worker.roles`): which it runs, which not. */
       readonly roles?: Readonly<Record<string, boolean>>;
+      /** Which of the worker's broker sessions these metrics count: `requests` (the main thread's) or `delivery`. */
+      readonly session?: 'requests' | 'delivery';
     } = {},
   ) {
     const registers = [this.registry];
+    this.#session = options.session ?? 'requests';
     if (options.processMetrics ?? true) collectDefaultMetrics({ register: this.registry });
     this.#requests = new Counter({
       name: 'push_worker_requests_total',
@@ -94,10 +98,11 @@ export class WorkerMetrics implements WorkerObserver, EvaluateObserver, Evaluate
     });
     this.#reconnects = new Counter({
       name: 'push_worker_amqp_reconnects_total',
-      help: 'Broker sessions re-established after a loss.',
+      help: 'Broker sessions re-established after a loss, by session (requests or delivery).',
+      labelNames: ['session'],
       registers,
     });
-    this.#broker = new BrokerMetrics('push_worker', this.registry);
+    this.#broker = new BrokerMetrics('push_worker', this.registry, this.#session);
     const { queues } = options;
     if (queues !== undefined) {
       new Gauge({
@@ -229,7 +234,7 @@ export class WorkerMetrics implements WorkerObserver, EvaluateObserver, Evaluate
   }
 
   reconnected(): void {
-    this.#reconnects.inc();
+    this.#reconnects.inc({ session: this.#session });
   }
 
   brokerConnected(broker: string): void {

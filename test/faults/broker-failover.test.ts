@@ -73,9 +73,20 @@ function lossesSince(worker: WorkerProcess, since: number): string[] {
 }
 
 /** The node a worker process is connected to now: its last "connected"/"reconnected" line. */
-function workerNode(worker: WorkerProcess): ClusterNode | undefined {
+/**
+ * The node a worker's session is on now: `requests` (the session that
+ * consumes the request queues) or `delivery` (its delivery thread's, which
+ * may end on another node after a failover). Partitions and the router have
+ * connections of their own, named apart.
+ */
+function workerNode(worker: WorkerProcess, session: 'requests' | 'delivery' = 'requests'): ClusterNode | undefined {
   const line = worker.lines
-    .filter((l) => l['msg'] === 'connected to RabbitMQ' || l['msg'] === 'reconnected to RabbitMQ')
+    .filter(
+      (l) =>
+        (l['msg'] === 'connected to RabbitMQ' || l['msg'] === 'reconnected to RabbitMQ') &&
+        l['connection'] === 'matrix-push-worker' &&
+        (l['thread'] === 'delivery') === (session === 'delivery'),
+    )
     .at(-1);
   return nodeOfBroker(line?.['broker']);
 }
@@ -219,7 +230,13 @@ describe('a three-node broker cluster losing a node', () => {
     expect(versionsAfter).toEqual(written.map((n) => 1 + n));
 
     const since = (l: Record<string, unknown>) => Date.parse(String(l['time'])) >= run.killedAt;
-    const back = worker.lines.find((l) => l['msg'] === 'reconnected to RabbitMQ' && since(l));
+    const back = worker.lines.find(
+      (l) =>
+        l['msg'] === 'reconnected to RabbitMQ' &&
+        l['connection'] === 'matrix-push-worker' &&
+        l['thread'] !== 'delivery' &&
+        since(l),
+    );
     expect(back).toBeDefined();
     const reconnectMs = Date.parse(String(back?.['time'])) - run.killedAt;
     expect(reconnectMs).toBeLessThan(SERVE_AGAIN_WITHIN_MS);
@@ -231,9 +248,20 @@ describe('a three-node broker cluster losing a node', () => {
     const now = workerNode(worker);
     expect(now).toBeDefined();
     expect(now).not.toBe(run.node);
+    // The delivery thread's session fails over by the same rule, on its own clock.
+    const deliveryDeadline = run.killedAt + SERVE_AGAIN_WITHIN_MS;
+    while (workerNode(worker, 'delivery') === run.node && Date.now() < deliveryDeadline) await sleep(100);
+    const deliveryNode = workerNode(worker, 'delivery');
+    expect(deliveryNode).toBeDefined();
+    expect(deliveryNode).not.toBe(run.node);
     const metrics = await (await fetch(`${worker.healthUrl}/metrics`)).text();
-    expect(metrics).toContain(`push_worker_amqp_connected{broker="127.0.0.1:${run.node.port}"} 0`);
-    expect(metrics).toContain(`push_worker_amqp_connected{broker="127.0.0.1:${now?.port ?? 0}"} 1`);
+    // Each session by itself: the request path's and the delivery thread's may
+    // end on different survivors, and neither may hide the other's state.
+    expect(metrics).toContain(`push_worker_amqp_connected{broker="127.0.0.1:${run.node.port}",session="requests"} 0`);
+    expect(metrics).toContain(`push_worker_amqp_connected{broker="127.0.0.1:${now?.port ?? 0}",session="requests"} 1`);
+    expect(metrics).toContain(
+      `push_worker_amqp_connected{broker="127.0.0.1:${deliveryNode?.port ?? 0}",session="delivery"} 1`,
+    );
     const losses = lossesSince(worker, run.killedAt);
     const retried = run.outcomes.filter((o) => o.failedAttempts.length > 0);
     console.info(

@@ -91,7 +91,7 @@ describe('worker metrics', () => {
     expect(text).toContain('push_worker_redeliveries_total 1');
     expect(text).toContain('push_worker_replayed_writes_total 1');
     expect(text).toContain('push_worker_unchanged_writes_total 1');
-    expect(text).toContain('push_worker_amqp_reconnects_total 1');
+    expect(text).toContain('push_worker_amqp_reconnects_total{session="requests"} 1');
     expect(text).toContain('push_worker_request_duration_seconds_count{op="set_pushrule"} 4');
   });
 

@@ -1,6 +1,7 @@
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import { mergedMetrics } from '../../src/observability/merged-metrics.js';
+import { WorkerMetrics } from '../../src/observability/metrics.js';
 
 /** The samples of the exposition, by name and labels, as Prometheus reads them. */
 function samplesOf(text: string): Record<string, number> {
@@ -42,6 +43,32 @@ describe('mergedMetrics', () => {
       'latency_seconds_bucket{le="+Inf"}': 2,
       latency_seconds_sum: 2.5,
       latency_seconds_count: 2,
+    });
+  });
+
+  it("keeps a worker's two broker sessions apart, even when both end on the same node", async () => {
+    const main = new WorkerMetrics(() => 0, { processMetrics: false });
+    const thread = new WorkerMetrics(() => 0, { processMetrics: false, session: 'delivery' });
+    for (const metrics of [main, thread]) {
+      metrics.brokerConnected('rabbit-1:5672');
+      metrics.brokerLost('rabbit-1:5672');
+      metrics.reconnected();
+      metrics.brokerConnected('rabbit-2:5672');
+    }
+
+    const merged = mergedMetrics([await main.registry.getMetricsAsJSON(), await thread.registry.getMetricsAsJSON()]);
+
+    const samples = samplesOf(await merged.metrics());
+    const broker = Object.fromEntries(Object.entries(samples).filter(([name]) => name.includes('_amqp_')));
+    expect(broker).toEqual({
+      'push_worker_amqp_reconnects_total{session="requests"}': 1,
+      'push_worker_amqp_reconnects_total{session="delivery"}': 1,
+      'push_worker_amqp_connected{broker="rabbit-1:5672",session="requests"}': 0,
+      'push_worker_amqp_connected{broker="rabbit-2:5672",session="requests"}': 1,
+      'push_worker_amqp_connected{broker="rabbit-1:5672",session="delivery"}': 0,
+      'push_worker_amqp_connected{broker="rabbit-2:5672",session="delivery"}': 1,
+      'push_worker_amqp_connection_losses_total{broker="rabbit-1:5672",session="requests"}': 1,
+      'push_worker_amqp_connection_losses_total{broker="rabbit-1:5672",session="delivery"}': 1,
     });
   });
 });
