@@ -13,6 +13,12 @@ import { PusherRechecks } from './pusher-rechecks.js';
 import { RemovalBatches } from './removal-batches.js';
 import { SendVerdicts, type RejectedPusherRemover } from './send-verdicts.js';
 
+/** Requests done with while it is on: what a partition read that started before may still list (`watchFinished`). */
+export interface FinishedWatch {
+  has(id: string): boolean;
+  end(): void;
+}
+
 /** Whether this worker may send for a partition now: it holds the partition's lease, and the lease is not in doubt. */
 export interface PartitionGate {
   sendable(partition: number, now: number): boolean;
@@ -76,6 +82,8 @@ export class DeliveryScheduler {
   readonly #sends = new PartitionSends();
   /** Device queues that had a request due while their partition's lease was in doubt: moved on by `resume`. */
   readonly #parked = new Set<string>();
+  /** The IDs done with under each watch on (`watchFinished`): empty but for partition reads under way. */
+  readonly #watches = new Set<Set<string>>();
   #closed = false;
 
   constructor(options: DeliverySchedulerOptions) {
@@ -234,6 +242,24 @@ export class DeliveryScheduler {
   #remove(id: string): void {
     this.#queues.release(id);
     this.#removals.add(id);
+    for (const finished of this.#watches) finished.add(id);
+  }
+
+  /**
+   * Watches what is done with from now on, until `end`: a read of a
+   * partition's store that started before a request was done with, and
+   * ends after its deletion landed, still lists it, and must not hold it
+   * again (the scheduler and the removal batches know of it no more).
+   */
+  watchFinished(): FinishedWatch {
+    const finished = new Set<string>();
+    this.#watches.add(finished);
+    return {
+      has: (id) => finished.has(id),
+      end: () => {
+        this.#watches.delete(finished);
+      },
+    };
   }
 
   /**

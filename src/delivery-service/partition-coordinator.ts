@@ -3,7 +3,7 @@ import { planOwnership } from '../delivery/partition-ownership.js';
 import { partitionOf } from '../delivery/partitions.js';
 import type { DeliveryStore, PendingDelivery } from '../store/delivery-store.js';
 import type { PartitionLeaseStore } from '../store/partition-lease-store.js';
-import type { PartitionGate } from './delivery-scheduler.js';
+import type { FinishedWatch, PartitionGate } from './delivery-scheduler.js';
 import { loggable } from '../logging/loggable-error.js';
 import { settledWithin } from './partition-sends.js';
 import type { IntakeGate } from './notify-intake.js';
@@ -39,6 +39,8 @@ export interface PartitionCoordinatorOptions {
   };
   readonly scheduler: {
     hold(deliveries: readonly PendingDelivery[]): void;
+    /** What is done with while a partition is read (partition-take.ts). */
+    watchFinished(): FinishedWatch;
     resume(): void;
     releasePartition(partition: number, graceMs: number, handedOver: boolean): Promise<void>;
     close(): Promise<void>;

@@ -2,6 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from '../logging/logger.js';
 import { loggable } from '../logging/loggable-error.js';
 import type { DeliveryStore, PendingDelivery } from '../store/delivery-store.js';
+import type { FinishedWatch } from './delivery-scheduler.js';
 
 /** Whose lease a claim took: one that ran out unreleased (this worker's or another's), or a free one. */
 export type Lapsed = 'mine' | 'another' | undefined;
@@ -15,7 +16,7 @@ export interface PartitionTakeParts {
     stored(deliveries: readonly PendingDelivery[]): void;
     written(partition: number): Promise<void>;
   };
-  readonly scheduler: { hold(deliveries: readonly PendingDelivery[]): void };
+  readonly scheduler: { hold(deliveries: readonly PendingDelivery[]): void; watchFinished(): FinishedWatch };
   readonly consumer: { subscribe(partition: number): Promise<void> };
   readonly writeGraceMs: number;
   readonly logger: Logger;
@@ -51,7 +52,7 @@ export async function takePartition(
     if (lapsed === 'another' && graceMs > 0) await sleep(graceMs);
     if (lapsed === 'mine') await parts.journal?.written(partition);
     if (!claim.holds()) return;
-    const pending = await parts.deliveries.listPartition(partition);
+    const pending = await readPending(parts, partition);
     if (!claim.holds()) return;
     const highestSeq = pending.reduce((highest, delivery) => Math.max(highest, delivery.seq), 0);
     parts.intake.open(partition, highestSeq);
@@ -84,11 +85,30 @@ async function readAgain(
   await sleep(waitMs, undefined, { ref: false });
   if (!claim.holds()) return;
   try {
-    const pending = await parts.deliveries.listPartition(partition);
+    const pending = await readPending(parts, partition);
     if (!claim.holds()) return;
     parts.journal?.stored(pending);
     parts.scheduler.hold(pending);
   } catch (error) {
     parts.logger.warn({ err: loggable(error), partition }, 'cannot read a delivery partition taken over a second time');
+  }
+}
+
+/**
+ * What the store lists of the partition, less what was done with while the
+ * read was under way: a read (a page at a time) that ends after a request
+ * it listed was sent and deleted is stale about it, and holding it again
+ * would send it again.
+ */
+async function readPending(
+  parts: Pick<PartitionTakeParts, 'deliveries' | 'scheduler'>,
+  partition: number,
+): Promise<readonly PendingDelivery[]> {
+  const finished = parts.scheduler.watchFinished();
+  try {
+    const pending = await parts.deliveries.listPartition(partition);
+    return pending.filter((delivery) => !finished.has(delivery.id));
+  } finally {
+    finished.end();
   }
 }

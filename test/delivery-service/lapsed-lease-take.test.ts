@@ -102,6 +102,7 @@ function aWorker(clock: { now: number }) {
     journal,
     scheduler: {
       hold: () => undefined,
+      watchFinished: () => ({ has: () => false, end: () => undefined }),
       resume: () => undefined,
       releasePartition: async () => Promise.resolve(),
       close: async () => Promise.resolve(),

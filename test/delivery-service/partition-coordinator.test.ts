@@ -42,6 +42,7 @@ function aCoordinator(
     },
     scheduler: {
       hold: (deliveries) => calls.push(`hold ${deliveries.length}`),
+      watchFinished: () => ({ has: () => false, end: () => undefined }),
       resume: () => undefined,
       releasePartition: async (partition) => {
         calls.push(`let go ${partition}`);

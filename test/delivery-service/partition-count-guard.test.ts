@@ -28,6 +28,7 @@ function aWorker(me: string, partitions: number, leases: InMemoryPartitionLeaseS
     intake: { open: () => undefined, drain: async () => Promise.resolve() },
     scheduler: {
       hold: () => undefined,
+      watchFinished: () => ({ has: () => false, end: () => undefined }),
       resume: () => undefined,
       releasePartition: async () => Promise.resolve(),
       close: async () => Promise.resolve(),

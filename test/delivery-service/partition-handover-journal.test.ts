@@ -81,6 +81,7 @@ function aWorker(
     journal,
     scheduler: {
       hold: (deliveries) => held.push(...deliveries.map((delivery) => delivery.id)),
+      watchFinished: () => ({ has: () => false, end: () => undefined }),
       resume: () => undefined,
       releasePartition: async () => Promise.resolve(),
       close: async () => Promise.resolve(),

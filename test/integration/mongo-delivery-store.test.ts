@@ -175,6 +175,7 @@ describe('MongoDeliveryStore', () => {
         intake: { open: () => undefined, drain: async () => Promise.resolve() },
         scheduler: {
           hold: () => undefined,
+          watchFinished: () => ({ has: () => false, end: () => undefined }),
           resume: () => undefined,
           releasePartition: async () => Promise.resolve(),
           close: async () => Promise.resolve(),
