@@ -624,7 +624,7 @@ async function outage(
   const sent: { n: number; at: number; room: number; takenInAt: number }[] = [];
   await fleet.restore();
   await fleet.clear();
-  const rss = { max: 0 };
+  const rss = { before: rssBytes(worker.pid) || 0, max: 0 };
   const sampler = setInterval(() => {
     rss.max = Math.max(rss.max, rssBytes(worker.pid) || 0);
   }, 250);
@@ -753,6 +753,7 @@ async function outage(
     firstDeliveryAfterMs: firstAfter - times.restoredAt,
     requestsFirstSecondAfter: afterRestore.filter((at) => at < firstAfter + 1000).length,
     drainMs: (afterRestore.at(-1) ?? Number.NaN) - times.restoredAt,
+    workerRssBeforeBytes: rss.before,
     workerRssMaxBytes: rss.max,
     workerRssHwmBytes: hwm,
     check,

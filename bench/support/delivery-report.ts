@@ -68,6 +68,8 @@ export interface OutageResult {
   readonly requestsFirstSecondAfter: number;
   /** From the gateway coming back to the last device delivered. */
   readonly drainMs: number;
+  /** The worker's RSS as the scenario starts (started, connected, idle): what the outage adds is above it. */
+  readonly workerRssBeforeBytes: number;
   readonly workerRssMaxBytes: number;
   /** The kernel's high-water mark of the worker's RSS at the end. */
   readonly workerRssHwmBytes: number;
@@ -283,9 +285,9 @@ export function deliveryMarkdown(r: DeliveryResults): string {
       '',
       `#### Gateway down ${o.outageSeconds} s under load, ${seconds(o.downMs)} in all (until every notify was taken in)`,
       '',
-      '| load | published | intake lag p50 (max) | dead-host requests (bound) | first 200 after it came back | requests in the next second | drained after | worker RSS max (HWM) |',
+      '| load | published | intake lag p50 (max) | dead-host requests (bound) | first 200 after it came back | requests in the next second | drained after | worker RSS before → max (HWM) |',
       '|---|---|---|---|---|---|---|---|',
-      `| ${o.ratePerSecond} notify/s × ${o.room} devices of ${fmt(o.devices)}, ${o.healthySeconds} s healthy first | ${fmt(o.published)} (${o.publishFailures} failed) | ${seconds(o.intakeLagP50Ms)} (${seconds(o.intakeLagMaxMs)}) | ${fmt(o.deadHostRequests)} (${o.deadHostBound}) | ${seconds(o.firstDeliveryAfterMs)} | ${fmt(o.requestsFirstSecondAfter)} | ${seconds(o.drainMs)} | ${mb(o.workerRssMaxBytes)} (${mb(o.workerRssHwmBytes)}) |`,
+      `| ${o.ratePerSecond} notify/s × ${o.room} devices of ${fmt(o.devices)}, ${o.healthySeconds} s healthy first | ${fmt(o.published)} (${o.publishFailures} failed) | ${seconds(o.intakeLagP50Ms)} (${seconds(o.intakeLagMaxMs)}) | ${fmt(o.deadHostRequests)} (${o.deadHostBound}) | ${seconds(o.firstDeliveryAfterMs)} | ${fmt(o.requestsFirstSecondAfter)} | ${seconds(o.drainMs)} | ${mb(o.workerRssBeforeBytes)} → ${mb(o.workerRssMaxBytes)} (${mb(o.workerRssHwmBytes)}) |`,
       '',
       `Per device: ${outageCheckText(o.check)}.`,
       '',
