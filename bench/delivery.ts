@@ -5,7 +5,6 @@
  * a gateway outage under load; and the read queue's latency while a
  * fan-out is delivered. See bench/README.md ("Delivery").
  */
-import { writeFileSync } from 'node:fs';
 import * as os from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Db } from 'mongodb';
@@ -21,24 +20,16 @@ import {
   benchRecipients,
   deliveryAudience,
   deliveryPushersOf,
-  pushkeyOf,
   seedPushers,
   type DeliveryAudience,
 } from './support/delivery-seed.js';
-import {
-  breakerBound,
-  summarize,
-  type DeliveryResults,
-  type FanOutRow,
-  type IsolationResult,
-  type OutageResult,
-} from './support/delivery-report.js';
+import { summarize, type DeliveryResults, type FanOutRow, type IsolationResult } from './support/delivery-report.js';
 import { BareHttpClient } from './support/bare-http-client.js';
-import { brokerBacklog } from './support/broker-backlog.js';
 import { GatewayFleet } from './support/gateway-fleet.js';
-import { checkOutage, type Published } from './support/outage-check.js';
 import { startWorkerWithHealth, type Child } from './support/processes.js';
-import { cpuSeconds, peakRssBytes, rssBytes } from './support/proc-stats.js';
+import { cpuSeconds } from './support/proc-stats.js';
+import { pendingDrained } from './support/pending-drained.js';
+import { OUTAGE_DEVICES, OUTAGE_RATE, outage } from './delivery-outage.js';
 import type { WorkerPartContext } from './support/part-context.js';
 
 export interface DeliveryContext extends WorkerPartContext {
@@ -58,15 +49,11 @@ export interface DeliveryContext extends WorkerPartContext {
 const GATEWAYS = 4;
 const FANOUT_USERS = 10_000;
 const SLOW_GATEWAY_MS = 100;
-const OUTAGE_DEVICES = 2000;
-const OUTAGE_RATE = 50;
-const OUTAGE_HEALTHY_MS = 10_000;
 const ISOLATION_FANOUTS = 3;
 const ROUND_TIMEOUT_MS = 180_000;
 /** The bench workers' MongoDB timeouts (the driver's socket and pool wait, and each store operation's). */
 const STAND_IN_TIMEOUT_MS = 120_000;
 const DEFAULTS = loadConfig();
-const PENDING_COLLECTION = DEFAULTS.delivery.pendingCollection;
 
 const log = (line: string) => {
   console.error(line);
@@ -515,32 +502,6 @@ async function fanOut(
 }
 
 /**
- * Until the store holds no pending request, and, with `queue`, the broker no
- * message of that delivery queue either (checked after the store, until
- * both are empty at once): a part a worker took back after its lease ran
- * out waits in its partition queue, or in the worker's hands, with nothing
- * stored for it.
- */
-async function pendingDrained(db: Db, timeoutMs: number, queue?: string): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const pending = await db.collection(PENDING_COLLECTION).countDocuments();
-    const parts = pending === 0 && queue !== undefined ? await brokerBacklog(queue) : 0;
-    if (pending === 0 && (parts ?? 0) === 0) {
-      if (parts === undefined) log('  (rabbitmqctl did not answer: only the store was checked)');
-      return;
-    }
-    if (Date.now() > end)
-      throw new Error(
-        pending > 0
-          ? `${pending} deliveries still pending after ${timeoutMs} ms`
-          : `${parts ?? 0} notify parts not acknowledged after ${timeoutMs} ms`,
-      );
-    await sleep(pending > 0 ? 100 : 1000);
-  }
-}
-
-/**
  * `get_pushrules` at c = 1 on the read queue: alone, then while 10k
  * fan-outs are delivered one after the other. Only requests that started
  * after a notify was published and ended before its last device was
@@ -599,164 +560,6 @@ async function isolation(
     idle: { ...summarize(idle), errors: idleLoop.samples.filter((s) => s.error !== undefined).length },
     during: { ...summarize(inWindows.map((s) => s.end - s.start)), errors: errors.length },
     fanOuts: ISOLATION_FANOUTS,
-  };
-}
-
-/**
- * A gateway failing (503 to everything) for `outageSeconds` under a steady
- * load, then answering again. See bench/README.md for why each
- * notification goes to a room of `outageRoom` devices, not to all 2,000.
- */
-async function outage(
-  client: PushRulesClient,
-  audience: DeliveryAudience,
-  fleet: GatewayFleet,
-  db: Db,
-  worker: Child,
-  ctx: DeliveryContext,
-  deliverQueue: string,
-): Promise<OutageResult> {
-  const room = Math.min(ctx.outageRoom, OUTAGE_DEVICES);
-  const rooms = Math.ceil(OUTAGE_DEVICES / room);
-  const outageMs = ctx.outageSeconds * 1000;
-  const members = (r: number) => audience.userIds.slice(r * room, (r + 1) * room);
-  const roomRecipients = Array.from({ length: rooms }, (_, r) => benchRecipients(members(r)));
-  const sent: { n: number; at: number; room: number; takenInAt: number }[] = [];
-  await fleet.restore();
-  await fleet.clear();
-  const rss = { before: rssBytes(worker.pid) || 0, max: 0 };
-  const sampler = setInterval(() => {
-    rss.max = Math.max(rss.max, rssBytes(worker.pid) || 0);
-  }, 250);
-  // Unref'd, here and below: a scenario that throws (a backlog never drained) must not keep the bench alive.
-  sampler.unref();
-  const sends: Promise<void>[] = [];
-  const failures = { count: 0, first: '' };
-  const startedAt = Date.now();
-  const loadEnd = startedAt + OUTAGE_HEALTHY_MS + outageMs;
-  const times = { outageStart: Number.NaN, restoredAt: Number.NaN };
-  const switches = (async () => {
-    await sleep(OUTAGE_HEALTHY_MS);
-    await fleet.behave({ kind: 'status', status: 503 }, 0);
-    // Taken once the double fails everything: every 200 before this instant was before the outage.
-    times.outageStart = Date.now();
-    log(`  the gateway fails everything (503) for ${ctx.outageSeconds} s of load`);
-  })();
-  const progress = setInterval(() => {
-    const taken = sent.filter((p) => Number.isFinite(p.takenInAt)).length;
-    log(`  ${Math.round((Date.now() - startedAt) / 1000)} s: ${sent.length} published, ${taken} taken in`);
-  }, 5000);
-  progress.unref();
-  // An open loop: each notify at its time, whatever the worker does. With a reply: when it comes, the
-  // worker has stored and holds the deliveries, which is when they join their devices' backlogs.
-  // At most one second of load unanswered: when the intake is slower than the load, the load
-  // follows it (the broker then queues a second of messages, not minutes of them).
-  const outstanding = { count: 0 };
-  for (let k = 0; ; k += 1) {
-    const due = startedAt + (k * 1000) / OUTAGE_RATE;
-    if (due >= loadEnd) break;
-    if (due > Date.now()) await sleep(due - Date.now());
-    while (outstanding.count >= OUTAGE_RATE && Date.now() < loadEnd) await sleep(5);
-    if (Date.now() >= loadEnd) break;
-    const entry = { n: k, at: Date.now(), room: k % rooms, takenInAt: Number.NaN };
-    sent.push(entry);
-    outstanding.count += 1;
-    sends.push(
-      client.notify(benchNotification(`$o${k}`), roomRecipients[entry.room] ?? [], { reply: true }).then(
-        () => {
-          entry.takenInAt = Date.now();
-          outstanding.count -= 1;
-        },
-        (error: unknown) => {
-          outstanding.count -= 1;
-          failures.count += 1;
-          failures.first ||= error instanceof Error ? error.message : String(error);
-        },
-      ),
-    );
-  }
-  await switches;
-  log(`  ${sent.length} notify messages published; the load stops, the gateway still fails`);
-  // The gateway comes back only once the worker has taken every notify in (its reply: stored and held).
-  // An intake that lags behind the load would otherwise take notifications in after the recovery, while the
-  // backlog drains, and which of them the worker had when the gateway came back could not be told from the
-  // replies (a reply comes once the part is stored, `persistAfterMs` after the intake): the backlog as of the
-  // recovery is then exactly what was published, and each device must get its newest N of it, in order.
-  await Promise.all(sends);
-  const loadEndedAt = Date.now();
-  const deadHost = (await fleet.stats()).answers['503'] ?? 0;
-  // Taken before the double answers again: every 200 after the outage is after this instant.
-  times.restoredAt = Date.now();
-  await fleet.restore();
-  clearInterval(progress);
-  log(
-    `  every notify taken in ${((loadEndedAt - loadEnd) / 1000).toFixed(1)} s after the load stopped; the gateway answers again (down ${((times.restoredAt - times.outageStart) / 1000).toFixed(1)} s); ${deadHost} requests reached it while it failed`,
-  );
-  if (failures.count > 0) log(`  ${failures.count} notify messages failed: ${failures.first}`);
-  const lags = sent.map((p) => p.takenInAt - p.at).filter(Number.isFinite);
-  log(
-    `  intake lag p50 ${Math.round(summarize(lags).p50Ms)} ms, max ${Math.round(Math.max(...lags))} ms; waiting for the backlog`,
-  );
-  await pendingDrained(db, 2 * outageMs + 180_000, deliverQueue);
-  clearInterval(sampler);
-  const hwm = peakRssBytes(worker.pid);
-  const delivered = await fleet.deviceLog(0);
-  const afterRestore = [...delivered.values()]
-    .flat()
-    .map((d) => d.at)
-    .filter((at) => at >= times.restoredAt)
-    .sort((a, b) => a - b);
-  const firstAfter = afterRestore[0] ?? Number.NaN;
-  const published = new Map<string, Published[]>(audience.userIds.map((_, i) => [pushkeyOf('o', i), []]));
-  for (const p of sent) {
-    for (let i = p.room * room; i < Math.min((p.room + 1) * room, OUTAGE_DEVICES); i += 1)
-      published.get(pushkeyOf('o', i))?.push({ n: p.n, at: p.at, takenInAt: p.takenInAt });
-  }
-  const check = checkOutage({
-    published,
-    delivered,
-    outageStart: times.outageStart,
-    recoveredAt: firstAfter,
-    maxPending: DEFAULTS.delivery.maxPendingPerDevice,
-    eventNumber: (eventId) => Number(eventId.slice(2)),
-  });
-  // The raw figures, for the check to be run again on them (`BENCH_OUTAGE_DUMP=<file>`).
-  const dump = process.env['BENCH_OUTAGE_DUMP'];
-  if (dump !== undefined && dump !== '')
-    writeFileSync(
-      dump,
-      JSON.stringify({
-        published: [...published],
-        delivered: [...delivered],
-        outageStart: times.outageStart,
-        restoredAt: times.restoredAt,
-        recoveredAt: firstAfter,
-        maxPending: DEFAULTS.delivery.maxPendingPerDevice,
-      }),
-    );
-  return {
-    devices: OUTAGE_DEVICES,
-    room,
-    ratePerSecond: OUTAGE_RATE,
-    healthySeconds: OUTAGE_HEALTHY_MS / 1000,
-    outageSeconds: ctx.outageSeconds,
-    downMs: times.restoredAt - times.outageStart,
-    published: sent.length,
-    publishFailures: failures.count,
-    intakeLagP50Ms: summarize(lags).p50Ms,
-    intakeLagMaxMs: Math.max(...lags),
-    deviceNotificationsDuringOutage: sent
-      .filter((p) => p.at >= times.outageStart && p.at < times.restoredAt)
-      .reduce((sum, p) => sum + members(p.room).length, 0),
-    deadHostRequests: deadHost,
-    deadHostBound: breakerBound(times.restoredAt - times.outageStart, DEFAULTS.delivery.maxInFlightPerHost),
-    firstDeliveryAfterMs: firstAfter - times.restoredAt,
-    requestsFirstSecondAfter: afterRestore.filter((at) => at < firstAfter + 1000).length,
-    drainMs: (afterRestore.at(-1) ?? Number.NaN) - times.restoredAt,
-    workerRssBeforeBytes: rss.before,
-    workerRssMaxBytes: rss.max,
-    workerRssHwmBytes: hwm,
-    check,
   };
 }
 
