@@ -12,6 +12,7 @@ use crate::broker_urls::{parse_broker_urls, InvalidOptions};
 use crate::calls::{request, with, DeletePushers, Read, SetPushRule, Write};
 use crate::error::PushRulesError;
 use crate::evaluate_calls::{Evaluate, EvaluateMany};
+use crate::evaluate_coalescer::{EvaluateCoalescer, SendEvaluate};
 use crate::evaluation::{EvaluateEvent, Event, Recipients, Room};
 use crate::json::JsonObject;
 use crate::notify::{Notification, NotifyRecipient};
@@ -20,7 +21,7 @@ use crate::options::ClientOptions;
 use crate::push_action::PushAction;
 use crate::push_rules::{NewPushRule, PushRule, PushRuleActions, PushRuleEnabled, PushRules};
 use crate::pushers::{DeletedPushers, PusherSelector, PusherSetAction, Pushers};
-use crate::rpc::Rpc;
+use crate::rpc::{Outgoing, Rpc, Target};
 use crate::session::SessionSettings;
 
 /// A homeserver's client for the worker pool.
@@ -38,7 +39,9 @@ pub struct PushRulesClient {
 }
 
 struct Inner {
-    rpc: Rpc,
+    rpc: Arc<Rpc>,
+    /// `None` when coalescing is off: each `evaluate` goes alone.
+    coalescer: Option<Arc<EvaluateCoalescer>>,
     evaluate_queue: String,
     deliver_queue: String,
     timeout: Duration,
@@ -71,15 +74,19 @@ impl PushRulesClient {
             read_probe_interval: options.read_probe_interval,
         };
         let broker = Broker::new(nodes, settings, options.reconnect_backoff);
-        let rpc = Rpc::new(
+        let rpc = Arc::new(Rpc::new(
             broker,
             options.queue,
             options.read_queue,
             options.publisher_user_id,
-        );
+        ));
+        let coalescer = options.evaluate_coalescing.map(|settings| {
+            EvaluateCoalescer::new(settings, send_evaluate(&rpc, &options.evaluate_queue))
+        });
         Ok(Self {
             inner: Arc::new(Inner {
                 rpc,
+                coalescer,
                 evaluate_queue: options.evaluate_queue,
                 deliver_queue: options.deliver_queue,
                 timeout: options.timeout,
@@ -94,11 +101,18 @@ impl PushRulesClient {
 
     /// Fails pending calls (`closed`) and disconnects; later calls fail with `closed`. Idempotent.
     pub async fn close(&self) {
+        if let Some(coalescer) = &self.inner.coalescer {
+            coalescer.close();
+        }
         self.inner.rpc.broker().close().await;
     }
 
     pub(crate) fn rpc(&self) -> &Rpc {
         &self.inner.rpc
+    }
+
+    pub(crate) fn coalescer(&self) -> Option<&Arc<EvaluateCoalescer>> {
+        self.inner.coalescer.as_ref()
     }
 
     pub(crate) fn evaluate_queue(&self) -> &str {
@@ -310,6 +324,26 @@ impl PushRulesClient {
             timeout: None,
         }
     }
+}
+
+/// The coalescer's way to the evaluate queue. It holds the RPC, not the client: the client's last
+/// clone dropped still closes the connection.
+fn send_evaluate(rpc: &Arc<Rpc>, queue: &str) -> SendEvaluate {
+    let rpc = Arc::clone(rpc);
+    let queue: Arc<str> = queue.into();
+    Arc::new(move |body, deadline| {
+        let rpc = Arc::clone(&rpc);
+        let queue = Arc::clone(&queue);
+        Box::pin(async move {
+            let outgoing = Outgoing {
+                body,
+                deadline,
+                message_id: None,
+                persistent: false,
+            };
+            rpc.request(outgoing, Target::Queue(&queue)).await
+        })
+    })
 }
 
 fn address(

@@ -9,7 +9,7 @@ use futures_util::future::join_all;
 use crate::calls::{bad_reply, CallFuture};
 use crate::client::PushRulesClient;
 use crate::error::{ErrorKind, PushRulesError};
-use crate::evaluate_wire::{batch, decode, PreparedEntry};
+use crate::evaluate_wire::{batch_form, decode, PreparedEntry};
 use crate::evaluation::{EvaluateEvent, Evaluation, Event, Recipients, Room};
 use crate::rpc::{Envelope, Outgoing, Target};
 
@@ -49,7 +49,12 @@ impl IntoFuture for Evaluate<'_> {
         let client = self.client;
         Box::pin(async move {
             let entry = prepared?;
-            send_alone(&client, &entry, deadline).await
+            let Some(coalescer) = client.coalescer() else {
+                return send_alone(&client, &entry, deadline).await;
+            };
+            let PreparedEntry { json, order } = entry;
+            let body = coalescer.evaluate(json, order.len(), deadline).await?;
+            decode(&body, &order).ok_or_else(bad_reply)
         })
     }
 }
@@ -158,7 +163,7 @@ async fn send_batch(
     deadline: tokio::time::Instant,
 ) -> Answers {
     let outgoing = Outgoing {
-        body: batch(entries.iter().map(|(_, entry)| entry)),
+        body: batch_form(entries.iter().map(|(_, entry)| entry.json.as_slice())),
         deadline,
         message_id: None,
         persistent: false,

@@ -87,22 +87,27 @@ impl PreparedEntry {
 
     /// The single form: the entry with `op` in front.
     pub fn single(&self) -> Vec<u8> {
-        let mut body = Vec::with_capacity(self.json.len() + 16);
-        body.extend_from_slice(br#"{"op":"evaluate","#);
-        // An entry is a JSON object with at least `event`: past its `{`.
-        body.extend_from_slice(&self.json[1..]);
-        body
+        single_form(&self.json)
     }
 }
 
-/// The batch form of these entries.
-pub(crate) fn batch<'a>(entries: impl Iterator<Item = &'a PreparedEntry>) -> Vec<u8> {
+/// The single form of an entry's JSON: the entry with `op` in front.
+pub(crate) fn single_form(entry: &[u8]) -> Vec<u8> {
+    let mut body = Vec::with_capacity(entry.len() + 16);
+    body.extend_from_slice(br#"{"op":"evaluate","#);
+    // An entry is a JSON object with at least `event`: past its `{`.
+    body.extend_from_slice(&entry[1..]);
+    body
+}
+
+/// The batch form of these entries' JSON.
+pub(crate) fn batch_form<'a>(entries: impl Iterator<Item = &'a [u8]>) -> Vec<u8> {
     let mut body = br#"{"op":"evaluate","events":["#.to_vec();
     for (index, entry) in entries.enumerate() {
         if index > 0 {
             body.push(b',');
         }
-        body.extend_from_slice(&entry.json);
+        body.extend_from_slice(entry);
     }
     body.extend_from_slice(b"]}");
     body
@@ -334,7 +339,8 @@ mod tests {
 
         let single: serde_json::Value = serde_json::from_slice(&entry.single()).unwrap();
         let batch: serde_json::Value =
-            serde_json::from_slice(&batch([&entry, &entry].into_iter())).unwrap();
+            serde_json::from_slice(&batch_form([&entry.json[..], &entry.json[..]].into_iter()))
+                .unwrap();
 
         assert_eq!(single["op"], "evaluate");
         assert_eq!(single["recipients"], json!([{"user_id": "@a:x"}]));

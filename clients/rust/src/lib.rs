@@ -36,6 +36,7 @@ mod calls;
 mod client;
 mod error;
 mod evaluate_calls;
+mod evaluate_coalescer;
 mod evaluate_wire;
 mod evaluation;
 mod json;
@@ -54,6 +55,7 @@ pub use calls::{CallFuture, DeletePushers, Read, ReplyBody, SetPushRule, Write};
 pub use client::PushRulesClient;
 pub use error::{ErrorBody, ErrorKind, MatrixErrorBody, PushRulesError, TransportFailure};
 pub use evaluate_calls::{Evaluate, EvaluateMany, MAX_BATCH_BYTES, MAX_BATCH_EVENTS};
+pub use evaluate_coalescer::EvaluateCoalescing;
 pub use evaluate_wire::GROUP_RECIPIENTS_FROM;
 pub use evaluation::{
     EvaluateEvent, Evaluation, Event, Recipient, Recipients, RecipientsOfServer, Room,

@@ -3,6 +3,8 @@
 use std::fmt;
 use std::time::Duration;
 
+use crate::evaluate_coalescer::EvaluateCoalescing;
+
 pub const DEFAULT_QUEUE: &str = "matrix.push.rpc";
 pub const DEFAULT_READ_QUEUE: &str = "matrix.push.read";
 pub const DEFAULT_EVALUATE_QUEUE: &str = "matrix.push.evaluate";
@@ -41,6 +43,10 @@ pub struct ClientOptions {
     /// The wait between two rounds over every node when none answered: jittered, from the first
     /// value, doubling per round up to the second.
     pub reconnect_backoff: (Duration, Duration),
+    /// How `evaluate()` calls made while another is out go together in one message of the batch
+    /// form (docs/client.md, "Many events in one message"). `None`: each call alone, for workers
+    /// that predate the batch form.
+    pub evaluate_coalescing: Option<EvaluateCoalescing>,
 }
 
 impl ClientOptions {
@@ -58,6 +64,7 @@ impl ClientOptions {
             connect_timeout: Duration::from_secs(5),
             read_probe_interval: Duration::from_secs(1),
             reconnect_backoff: (Duration::from_millis(100), Duration::from_secs(1)),
+            evaluate_coalescing: Some(EvaluateCoalescing::default()),
         }
     }
 }
@@ -77,6 +84,7 @@ impl fmt::Debug for ClientOptions {
             .field("connect_timeout", &self.connect_timeout)
             .field("read_probe_interval", &self.read_probe_interval)
             .field("reconnect_backoff", &self.reconnect_backoff)
+            .field("evaluate_coalescing", &self.evaluate_coalescing)
             .finish()
     }
 }

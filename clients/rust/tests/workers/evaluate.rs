@@ -11,7 +11,7 @@ use serde_json::json;
 
 use crate::support::{client, known_user, new_user, options, shared_broker, UnservedQueue};
 
-fn room(members: u64) -> Room {
+pub fn room(members: u64) -> Room {
     Room {
         member_count: members,
         sender_power_level: Some(0),
@@ -20,7 +20,7 @@ fn room(members: u64) -> Room {
     }
 }
 
-fn message(sender: &str, body: &str) -> Event {
+pub fn message(sender: &str, body: &str) -> Event {
     let content: JsonObject = json!({"msgtype": "m.text", "body": body})
         .as_object()
         .unwrap()
@@ -28,7 +28,7 @@ fn message(sender: &str, body: &str) -> Event {
     Event::new("m.room.message", "!room:example.org", sender, content)
 }
 
-fn notified(users: &[String]) -> HashMap<String, Vec<PushAction>> {
+pub fn notified(users: &[String]) -> HashMap<String, Vec<PushAction>> {
     users
         .iter()
         .map(|user| (user.clone(), vec![PushAction::Notify]))

@@ -4,6 +4,7 @@
 
 mod broker_restart;
 mod evaluate;
+mod evaluate_coalesced;
 mod node_loss;
 mod notify;
 mod push_rules;
