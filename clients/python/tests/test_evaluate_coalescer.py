@@ -295,3 +295,10 @@ async def test_coalescing_switched_off_sends_each_call_alone() -> None:
     for message in range(3):
         worker.replies[message].set_result(ok({"notify": {}, "evaluated": 1}))
     assert await asyncio.gather(*calls) == [{"notify": {}, "evaluated": 1}] * 3
+
+
+def test_depth_is_counted_past_the_quick_count_too() -> None:
+    many = b'{"r":[' + b",".join(b'{"u":"[x"}' for _ in range(40)) + b"]}"
+    assert not nests_deeper_than(many, 3)
+    assert nests_deeper_than(many, 2)
+    assert nests_deeper_than(b'{"a":"\\\\","b":[[[[]]]]}', 4)
