@@ -302,3 +302,17 @@ def test_depth_is_counted_past_the_quick_count_too() -> None:
     assert not nests_deeper_than(many, 3)
     assert nests_deeper_than(many, 2)
     assert nests_deeper_than(b'{"a":"\\\\","b":[[[[]]]]}', 4)
+
+
+async def test_an_unexpected_failure_of_the_send_reaches_every_call_of_its_message() -> None:
+    worker = Worker()
+    calls = coalescer(worker, window=10.0)
+    worker.call(calls.evaluate(entry("$a")))
+    await turns()
+    waiting = [worker.call(calls.evaluate(entry(f"$b{i}"))) for i in range(2)]
+    await turns()
+    worker.answer_each(0)
+    await turns()
+    worker.replies[1].set_exception(RuntimeError("a bug"))
+    errors = await asyncio.gather(*waiting, return_exceptions=True)
+    assert all(isinstance(e, RuntimeError) for e in errors)

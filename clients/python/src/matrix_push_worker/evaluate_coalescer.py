@@ -185,6 +185,11 @@ class EvaluateCoalescer:
                 for w in waiting:
                     _settle(w, error=_copy(error))
                 return
+            except Exception as error:
+                # Not the RPC's way to fail: its callers see it rather than wait for their deadline.
+                for w in waiting:
+                    _settle(w, error=error)
+                return
             self._answer(waiting, reply)
         finally:
             self._finish(len(waiting))
@@ -233,7 +238,7 @@ def _time_up(answer: asyncio.Future[Reply]) -> None:
         answer.set_exception(PushRulesError.from_transport("timeout"))
 
 
-def _settle(waiting: _Waiting, *, reply: Reply | None = None, error: PushRulesError | None = None) -> None:
+def _settle(waiting: _Waiting, *, reply: Reply | None = None, error: Exception | None = None) -> None:
     if waiting.answer.done():
         return
     if error is not None:
