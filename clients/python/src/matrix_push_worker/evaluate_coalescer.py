@@ -73,7 +73,8 @@ class _Waiting:
 class EvaluateCoalescer:
     """Gathers `evaluate` calls into messages and hands each caller its own event's reply envelope.
 
-    Runs on the loop of its callers (the first call's: the Synapse module's own thread, say)."""
+    Not thread-safe: every call on one loop, its timers and message tasks on that loop too (the
+    Synapse module's own thread's, for its client)."""
 
     def __init__(self, send: SendEvaluate, default_timeout: float, settings: EvaluateCoalescing) -> None:
         self._send = send
