@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
+from collections.abc import Awaitable
 from typing import Any
 
 import pytest
 
 from matrix_push_worker import EvaluateManyEvent, PushRulesClient, PushRulesError
-from matrix_push_worker.wire_types import EvaluationRoom
+from matrix_push_worker.wire_types import EvaluateReply, EvaluationRoom, Reply
 
-from .conftest import known_user, new_user
+from .conftest import Worker, client_for, known_user, new_user
 
 
 def room(members: int = 10) -> EvaluationRoom:
@@ -81,3 +84,51 @@ async def test_a_bad_evaluate_raises_its_matrix_error(client: PushRulesClient) -
     with pytest.raises(PushRulesError) as refused:
         await client.evaluate(event, {"member_count": -1}, [])
     assert (refused.value.kind, refused.value.status) == ("BadJson", 400)
+
+
+@pytest.mark.parametrize("coalescing", [True, False], ids=["coalesced", "each-alone"])
+async def test_many_concurrent_evaluate_calls_are_each_answered_with_their_own_event(
+    worker: Worker, coalescing: bool
+) -> None:
+    async with client_for(worker.names, evaluate_coalescing=coalescing) as client:
+        forms = spy_on_evaluate_forms(client)
+        sender, picky = new_user("sender"), await known_user(client, "picky")
+        await client.set_push_rule(picky, "global", "content", "hush", {"pattern": "quiet", "actions": []})
+        fresh = [new_user(f"fresh{index}") for index in range(96)]
+
+        def call(index: int) -> Awaitable[EvaluateReply]:
+            body = f"quiet {index}" if index % 2 == 0 else f"loud {index}"
+            recipients: Any = [{"user_id": picky}, {"user_id": fresh[index]}]
+            if index == 7:
+                recipients.append({"user_id": "not a user"})
+            return client.evaluate(message(sender, body), room(), recipients)
+
+        answers = await asyncio.gather(*(call(index) for index in range(96)), return_exceptions=True)
+
+    for index, answer in enumerate(answers):
+        if index == 7:
+            assert isinstance(answer, PushRulesError)
+            assert answer.errcode == "M_BAD_JSON"
+            continue
+        notified = (
+            {fresh[index]: ["notify"]} if index % 2 == 0 else {picky: ["notify"], fresh[index]: ["notify"]}
+        )
+        assert answer == {"notify": notified, "evaluated": 2}
+    # Coalesced, callers that found one out shared messages of the batch form; else each went alone.
+    assert ("batch" in forms) is coalescing
+    assert forms.count("single") >= 1
+
+
+def spy_on_evaluate_forms(client: PushRulesClient) -> list[str]:
+    """Which form each evaluate message went in ("single" or "batch"), in order."""
+    forms: list[str] = []
+    request = client._rpc.request
+
+    async def recording(body: Any, **options: Any) -> Reply:
+        if options.get("queue") == client._evaluate_queue:
+            text = body if isinstance(body, bytes) else json.dumps(body).encode()
+            forms.append("batch" if b'"events":[' in text else "single")
+        return await request(body, **options)
+
+    client._rpc.request = recording  # type: ignore[method-assign]
+    return forms

@@ -11,6 +11,7 @@ from typing import Any, Literal, cast, overload
 
 from .errors import PushRulesError
 from .evaluate import EvaluateItem, EvaluateManyEvent, batches, evaluate_answer, evaluate_item
+from .evaluate_coalescer import EvaluateCoalescer, EvaluateCoalescing
 from .rpc import RpcClient
 from .wire_types import (
     ActionsBody,
@@ -66,7 +67,11 @@ class PushRulesClient:
         heartbeat_seconds: int = 10,
         connect_timeout: float = 5.0,
         logger: logging.Logger | None = None,
+        evaluate_coalescing: EvaluateCoalescing | bool = True,
     ) -> None:
+        """`evaluate_coalescing`: how `evaluate()` calls are gathered into messages of the batch form
+        (docs/client.md, "Many events in one message"); `False` sends each call alone (workers that
+        predate the batch form)."""
         self._evaluate_queue = evaluate_queue
         self._deliver_queue = deliver_queue
         self._rpc = RpcClient(
@@ -78,6 +83,10 @@ class PushRulesClient:
             heartbeat_seconds=heartbeat_seconds,
             connect_timeout=connect_timeout,
             logger=logger,
+        )
+        settings = EvaluateCoalescing() if evaluate_coalescing is True else evaluate_coalescing
+        self._coalescer = (
+            None if settings is False else EvaluateCoalescer(self._send_evaluate, timeout, settings)
         )
 
     async def __aenter__(self) -> PushRulesClient:
@@ -98,6 +107,8 @@ class PushRulesClient:
 
     async def close(self) -> None:
         """Fails pending calls (`reason="closed"`) and disconnects. Idempotent."""
+        if self._coalescer is not None:
+            self._coalescer.close()
         await self._rpc.close()
 
     # ---- push rules ----------------------------------------------------------
@@ -251,12 +262,17 @@ class PushRulesClient:
         timeout: float | None = None,
     ) -> EvaluateReply:
         """Which of `recipients` an event notifies, with which actions: `{"notify": {user_id:
-        actions}, "evaluated": n}` (`rule_ids` too with `explain`). On the evaluate queue."""
+        actions}, "evaluated": n}` (`rule_ids` too with `explain`). On the evaluate queue; calls made
+        while another is out share a message (see `evaluate_coalescing`)."""
         item = evaluate_item(event, room, recipients, explain)
-        reply = await self._rpc.request(
-            {"op": "evaluate", **item.entry}, timeout=timeout, queue=self._evaluate_queue
-        )
+        if self._coalescer is None:
+            reply = await self._send_evaluate({"op": "evaluate", **item.entry}, timeout)
+        else:
+            reply = await self._coalescer.evaluate(item.entry, timeout)
         return evaluate_answer(reply, item.order)
+
+    async def _send_evaluate(self, body: Any, timeout: float | None) -> Reply:
+        return await self._rpc.request(body, timeout=timeout, queue=self._evaluate_queue)
 
     async def evaluate_many(
         self, events: Sequence[EvaluateManyEvent], *, timeout: float | None = None

@@ -108,10 +108,12 @@ class RpcClient:
     ) -> Reply:
         """The reply envelope. Raises `PushRulesError` (a transport failure, or a body that is not JSON).
 
+        `body`: an object, or `bytes` already encoded as JSON (the evaluate coalescer's batches).
+
         `persistent`: no `expiration`, the message must be served even after the caller stopped
         waiting (`notify`); the call's deadline still bounds the wait for its reply.
         """
-        content = _serialize(body)
+        content = body if isinstance(body, bytes) else _serialize(body)
         seconds = self.timeout if timeout is None else timeout
         deadline = time.monotonic() + seconds
         try:
