@@ -76,6 +76,17 @@ async def turns(count: int = 3) -> None:
         await asyncio.sleep(0)
 
 
+async def two_waiting_sent_as_one(worker: Worker, calls: EvaluateCoalescer) -> list[asyncio.Task[Any]]:
+    """`$a` goes alone; `$b0` and `$b1`, called while it is out, go as message 1 once it is answered."""
+    worker.call(calls.evaluate(entry("$a")))
+    await turns()
+    waiting = [worker.call(calls.evaluate(entry(f"$b{i}"))) for i in range(2)]
+    await turns()
+    worker.answer_each(0)
+    await turns()
+    return waiting
+
+
 async def test_a_call_while_nothing_is_out_goes_at_once_alone_in_the_single_form() -> None:
     worker = Worker()
     calls = coalescer(worker)
@@ -178,12 +189,7 @@ async def test_a_call_keeps_its_own_timeout_counted_from_the_call() -> None:
 async def test_a_batch_refused_with_too_large_or_bad_json_is_sent_again_each_event_alone(kind: str) -> None:
     worker = Worker()
     calls = coalescer(worker, window=10.0)
-    worker.call(calls.evaluate(entry("$a")))
-    await turns()
-    waiting = [worker.call(calls.evaluate(entry(f"$b{i}"))) for i in range(2)]
-    await turns()
-    worker.answer_each(0)
-    await turns()
+    waiting = await two_waiting_sent_as_one(worker, calls)
     worker.replies[1].set_result(refused(kind))
     await turns()
     assert [worker.events_of(m) for m in (2, 3)] == [["$b0"], ["$b1"]]
@@ -197,12 +203,7 @@ async def test_a_batch_refused_with_too_large_or_bad_json_is_sent_again_each_eve
 async def test_a_batch_refused_as_unavailable_fails_every_event_in_it() -> None:
     worker = Worker()
     calls = coalescer(worker, window=10.0)
-    worker.call(calls.evaluate(entry("$a")))
-    await turns()
-    waiting = [worker.call(calls.evaluate(entry(f"$b{i}"))) for i in range(2)]
-    await turns()
-    worker.answer_each(0)
-    await turns()
+    waiting = await two_waiting_sent_as_one(worker, calls)
     worker.replies[1].set_result(refused("Unavailable"))
     assert await asyncio.gather(*waiting) == [refused("Unavailable")] * 2
     assert len(worker.sent) == 2
@@ -211,12 +212,7 @@ async def test_a_batch_refused_as_unavailable_fails_every_event_in_it() -> None:
 async def test_no_reply_for_a_batch_fails_each_of_its_calls_with_its_own_error() -> None:
     worker = Worker()
     calls = coalescer(worker, window=10.0)
-    worker.call(calls.evaluate(entry("$a")))
-    await turns()
-    waiting = [worker.call(calls.evaluate(entry(f"$b{i}"))) for i in range(2)]
-    await turns()
-    worker.answer_each(0)
-    await turns()
+    waiting = await two_waiting_sent_as_one(worker, calls)
     worker.replies[1].set_exception(PushRulesError.from_transport("connection-lost"))
     errors = await asyncio.gather(*waiting, return_exceptions=True)
     assert all(isinstance(e, PushRulesError) and e.reason == "connection-lost" for e in errors)
@@ -307,12 +303,7 @@ def test_depth_is_counted_past_the_quick_count_too() -> None:
 async def test_an_unexpected_failure_of_the_send_reaches_every_call_of_its_message() -> None:
     worker = Worker()
     calls = coalescer(worker, window=10.0)
-    worker.call(calls.evaluate(entry("$a")))
-    await turns()
-    waiting = [worker.call(calls.evaluate(entry(f"$b{i}"))) for i in range(2)]
-    await turns()
-    worker.answer_each(0)
-    await turns()
+    waiting = await two_waiting_sent_as_one(worker, calls)
     worker.replies[1].set_exception(RuntimeError("a bug"))
     errors = await asyncio.gather(*waiting, return_exceptions=True)
     assert all(isinstance(e, RuntimeError) for e in errors)
