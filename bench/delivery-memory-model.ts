@@ -24,6 +24,7 @@ import type * as Breaker from '../src/delivery/circuit-breaker.js';
 import type * as Backlog from '../src/delivery/device-backlog.js';
 import type * as Logging from '../src/logging/logger.js';
 import type { StoredPusher } from '../src/pushers/pusher.js';
+import type { DeliveryPusher } from '../src/delivery/device-batches.js';
 
 const dist = resolve(process.argv[2] ?? 'dist');
 const notifies = Number(process.argv[3] ?? 60);
@@ -64,16 +65,24 @@ const pusherOf = (userId: string): StoredPusher => {
   if (pusher === undefined) throw new Error(`no pusher for ${userId}`);
   return pusher;
 };
-/** As the intake makes them (notify-intake.ts), one per pusher per message. */
-const toDeliveryPusher = (pusher: StoredPusher) => ({
-  user_id: pusher.user_id,
-  kind: pusher.kind,
-  app_id: pusher.app_id,
-  pushkey: pusher.pushkey,
-  data: pusher.data,
-  enabled: pusher.enabled,
-  pushkeyTsMs: pusher.ts ?? 0,
-});
+/**
+ * As the build's intake makes them: one per stored pusher (delivery-pusher-of.ts), or, in a build from
+ * before it, one per pusher per message (notify-intake.ts's own copy then).
+ */
+const ofBuild = await load<{ deliveryPusherOf?: (pusher: StoredPusher) => DeliveryPusher }>(
+  'delivery/delivery-pusher-of.js',
+).catch(() => ({ deliveryPusherOf: undefined }));
+const toDeliveryPusher =
+  ofBuild.deliveryPusherOf ??
+  ((pusher: StoredPusher): DeliveryPusher => ({
+    user_id: pusher.user_id,
+    kind: pusher.kind,
+    app_id: pusher.app_id,
+    pushkey: pusher.pushkey,
+    data: pusher.data,
+    enabled: pusher.enabled,
+    pushkeyTsMs: pusher.ts ?? 0,
+  }));
 /** The bench's notification to every user, as text: each message is parsed afresh, as the intake does. */
 const wire = (k: number) =>
   JSON.stringify({

@@ -1,10 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { NotifyRequestBody } from '../contract/ops.js';
-import type { DeliveryPusher } from '../delivery/device-batches.js';
+import { deliveryPusherOf } from '../delivery/delivery-pusher-of.js';
 import { planIntake, pushedUserIds } from '../delivery/intake-plan.js';
 import type { Logger } from '../logging/logger.js';
-import type { StoredPusher } from '../pushers/pusher.js';
 import type { BackoffPolicy } from '../retry/backoff.js';
 import { retryUntilDone } from '../retry/retry-until-done.js';
 import type { AcceptedNotify, DeliveryStore, PendingDelivery } from '../store/delivery-store.js';
@@ -186,7 +185,7 @@ export class NotifyIntake {
           done = progress.done;
         }
         const pushers = await this.#options.pushers.listPushersOfUsers(pushedUserIds(request));
-        const plan = planIntake(request, (userId) => (pushers.get(userId) ?? []).map(toDeliveryPusher), {
+        const plan = planIntake(request, (userId) => (pushers.get(userId) ?? []).map(deliveryPusherOf), {
           notifyId,
           partition,
           seq,
@@ -269,17 +268,4 @@ export class NotifyIntake {
     if (result === undefined || state.stopped) throw new IntakeStoppedError();
     return result;
   }
-}
-
-/** A stored pusher as delivery plans with it; one stored before its time was recorded is sent `pushkey_ts` 0. */
-function toDeliveryPusher(pusher: StoredPusher): DeliveryPusher {
-  return {
-    user_id: pusher.user_id,
-    kind: pusher.kind,
-    app_id: pusher.app_id,
-    pushkey: pusher.pushkey,
-    data: pusher.data,
-    enabled: pusher.enabled,
-    pushkeyTsMs: pusher.ts ?? 0,
-  };
 }

@@ -1,9 +1,8 @@
-import { createHash } from 'node:crypto';
 import type { NotifyRequestBody } from '../contract/ops.js';
-import { deviceQueueKey } from './delivery-key.js';
 import type { DeliveryPusher } from './device-batches.js';
 import { gatewayBodyEncoder } from './gateway-payload.js';
 import { planRecipient } from './notification-plan.js';
+import { queueNames } from './queue-names.js';
 import { planRecipientRequests } from './recipient-requests.js';
 import type { RequestBody } from './request-body.js';
 
@@ -71,6 +70,8 @@ export function planIntake(
   let devices = 0;
   let emailPushers = 0;
   const encode = gatewayBodyEncoder(request.notification);
+  // One string for all the message's IDs: each is this and its device queue's tag.
+  const idPrefix = `${stamp.notifyId}/`;
   for (const recipient of request.recipients) {
     const planned = planRecipientRequests(request.notification, recipient, pushersOf(recipient.user_id), encode);
     emailPushers += planned.emailPushers.length;
@@ -79,20 +80,21 @@ export function planIntake(
     const perKey = new Map<string, number>();
     for (const { batch, body } of planned.requests) {
       devices += batch.pushers.length;
-      const key = deviceQueueKey(recipient.user_id, batch.url, batch.format);
+      const { key, tag, devices: named } = queueNames(batch);
       const index = perKey.get(key) ?? 0;
       perKey.set(key, index + 1);
       // The first keeps the plain form: IDs planned before the index existed stay the same.
-      const id = `${stamp.notifyId}/${deviceQueueTag(key)}${index === 0 ? '' : `.${String(index)}`}`;
+      const id = `${idPrefix}${tag}${index === 0 ? '' : `.${String(index)}`}`;
       deliveries.push({
         id,
         partition: stamp.partition,
         key,
         seq: stamp.seq,
-        userId: recipient.user_id,
+        // The batch's, from its pushers: the same string for every notify while the pusher cache holds them.
+        userId: batch.userId,
         url: batch.url,
         body,
-        devices: batch.pushers.map((pusher) => ({ appId: pusher.app_id, pushkey: pusher.pushkey })),
+        devices: named,
         acceptedAt: stamp.acceptedAt,
         ...(request.notification.event_id === undefined ? { countsOnly: true } : {}),
       });
@@ -110,9 +112,4 @@ function assertUniqueIds(deliveries: readonly PlannedDelivery[]): void {
       throw new Error(`internal error: two planned gateway requests share the ID ${delivery.id}`);
     seen.add(delivery.id);
   }
-}
-
-/** A short, stable name of a device queue for request IDs (the key itself holds a URL and a user ID). */
-function deviceQueueTag(key: string): string {
-  return createHash('sha256').update(key).digest('base64url').slice(0, 22);
 }

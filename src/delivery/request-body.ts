@@ -1,6 +1,7 @@
 import type { DeliveryPusher } from './device-batches.js';
 import type { GatewayBodyEncoder } from './gateway-payload.js';
 import type { NotifyRecipient, Pushed, PushPrio, Tweaks } from './notification-plan.js';
+import { plannedPushers } from './queue-names.js';
 
 /** A body not encoded yet: the store's `PendingDelivery` takes it as this (it knows nothing of delivery). */
 export interface EncodableBody {
@@ -72,7 +73,7 @@ export function plannedBody(
     plan.prio,
     Object.keys(plan.tweaks).length === 0 ? NO_TWEAKS : plan.tweaks,
     batch.format,
-    batch.pushers.slice(),
+    plannedPushers(batch.pushers),
   );
 }
 
