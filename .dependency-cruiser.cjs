@@ -168,6 +168,17 @@ module.exports = {
       from: { path: '^src/[^/]+/' },
       to: { path: '^src/[^/]+\\.ts$' },
     },
+    {
+      name: 'main-thread-without-delivery-stack',
+      severity: 'error',
+      comment:
+        "The worker's main thread (worker-process.ts and all it reaches) must not load the push delivery stack: only the delivery thread runs it, and in the main thread's heap it costs ~4 MB of heap and ~11 MB resident for nothing (the HTTP client, undici, the scheduler, the journal).",
+      from: { path: '^src/worker-process\\.ts$' },
+      to: {
+        path: '^src/(delivery-http|delivery-service/(delivery-scheduler|delivery-journal|notify-intake)|delivery-thread/(worker-delivery|delivery-runtime))\\.?',
+        reachable: true,
+      },
+    },
     ...folders.map((folder) => ({
       name: `layer-${folder}`,
       severity: 'error',

@@ -22,7 +22,7 @@ import { RulesetCache } from './service/ruleset-cache.js';
 import { PushService } from './service/push-service.js';
 import { retryUntilDone } from './retry/retry-until-done.js';
 import { DeliveryHost } from './delivery-thread/delivery-host.js';
-import { gatewayAllowlistOf } from './delivery-thread/worker-delivery.js';
+import { gatewayAllowlistOf } from './delivery-thread/gateway-allowlist-of.js';
 import { mergedMetrics } from './observability/merged-metrics.js';
 
 /** Only the tests set them: run around serving each parsed request of the request and read queues, and the delivery thread's script. */

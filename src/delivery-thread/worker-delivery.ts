@@ -4,15 +4,14 @@ import type { Db } from 'mongodb';
 import { RpcClient } from '../client/rpc-client.js';
 import { parseBrokerAddresses } from '../config/broker-urls.js';
 import type { Config } from '../config/config-schema.js';
-import { ConfigError } from '../config/load-config.js';
 import type { ConsumedQueue } from '../consumer/consumed-queue.js';
 import { notifyPartHandler } from '../consumer/notify-part-handler.js';
 import { notifyLimits, notifyQueue, partitionQueue } from '../consumer/notify-queue.js';
 import { NotifyRouter } from '../consumer/notify-router.js';
 import { PartitionQueues } from '../consumer/partition-queues.js';
-import { parseAddressAllowlist } from '../delivery/address-allowlist.js';
 import { DEFAULT_BREAKER_POLICY } from '../delivery/circuit-breaker.js';
 import { GatewayClient } from '../delivery-http/gateway-client.js';
+import { gatewayAllowlistOf } from './gateway-allowlist-of.js';
 import { CachedPusherLookup } from '../delivery-service/cached-pusher-lookup.js';
 import { DeliveryJournal } from '../delivery-service/delivery-journal.js';
 import type { DeliveryObserver } from '../delivery-service/delivery-observer.js';
@@ -31,21 +30,6 @@ import type { MongoPushStore } from '../store/mongo-push-store.js';
 
 /** Users whose pushers a worker keeps at most (the byte budget, `delivery.pusherCacheMaxBytes`, usually binds first). */
 const PUSHER_CACHE_MAX_USERS = 2_000_000;
-
-/**
- * The gateway address allowlist, from the configuration; a `ConfigError`
- * for a mistyped range. Checked on the worker's main thread before anything
- * starts, so that it stops the worker at start, not at the first push.
- */
-export function gatewayAllowlistOf(delivery: Config['delivery']): ReturnType<typeof parseAddressAllowlist> {
-  try {
-    return parseAddressAllowlist(delivery.gatewayIpAllowlist);
-  } catch (error) {
-    throw new ConfigError(
-      `invalid configuration: delivery.gatewayIpAllowlist (PUSH_GATEWAY_IP_ALLOWLIST): ${(error as Error).message}`,
-    );
-  }
-}
 
 /** The push gateway client, from the configuration. */
 export function gatewayClientOf(delivery: Config['delivery']): GatewayClient {
