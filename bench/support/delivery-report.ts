@@ -53,6 +53,8 @@ export interface OutageResult {
   /** `notify` messages published, and of those not confirmed by the broker. */
   readonly published: number;
   readonly publishFailures: number;
+  /** Replies that came with parts not yet taken in (`pending`): those notifications are left out of the backlog check. */
+  readonly pendingReplies: number;
   /** From a notify's publish to its reply (stored and held by the worker): how far the intake lagged behind the load. */
   readonly intakeLagP50Ms: number;
   readonly intakeLagMaxMs: number;
@@ -287,7 +289,7 @@ export function deliveryMarkdown(r: DeliveryResults): string {
       '',
       '| load | published | intake lag p50 (max) | dead-host requests (bound) | first 200 after it came back | requests in the next second | drained after | worker RSS before → max (HWM) |',
       '|---|---|---|---|---|---|---|---|',
-      `| ${o.ratePerSecond} notify/s × ${o.room} devices of ${fmt(o.devices)}, ${o.healthySeconds} s healthy first | ${fmt(o.published)} (${o.publishFailures} failed) | ${seconds(o.intakeLagP50Ms)} (${seconds(o.intakeLagMaxMs)}) | ${fmt(o.deadHostRequests)} (${o.deadHostBound}) | ${seconds(o.firstDeliveryAfterMs)} | ${fmt(o.requestsFirstSecondAfter)} | ${seconds(o.drainMs)} | ${mb(o.workerRssBeforeBytes)} → ${mb(o.workerRssMaxBytes)} (${mb(o.workerRssHwmBytes)}) |`,
+      `| ${o.ratePerSecond} notify/s × ${o.room} devices of ${fmt(o.devices)}, ${o.healthySeconds} s healthy first | ${fmt(o.published)} (${o.publishFailures} failed${o.pendingReplies > 0 ? `, ${fmt(o.pendingReplies)} replied with parts pending` : ''}) | ${seconds(o.intakeLagP50Ms)} (${seconds(o.intakeLagMaxMs)}) | ${fmt(o.deadHostRequests)} (${o.deadHostBound}) | ${seconds(o.firstDeliveryAfterMs)} | ${fmt(o.requestsFirstSecondAfter)} | ${seconds(o.drainMs)} | ${mb(o.workerRssBeforeBytes)} → ${mb(o.workerRssMaxBytes)} (${mb(o.workerRssHwmBytes)}) |`,
       '',
       `Per device: ${outageCheckText(o.check)}.`,
       '',

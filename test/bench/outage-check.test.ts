@@ -66,6 +66,27 @@ describe('checkOutage', () => {
     expect(outageCheckPassed(result)).toBe(true);
   });
 
+  it('leaves out of both a notification whose reply came with parts pending: when it was taken in is not known', () => {
+    // 10 (published before the outage) replied with a part pending; it went out, then the newest 3 of the backlog.
+    const list = published(20).map((p) => (p.n === 10 ? { ...p, takenInAt: Number.NaN } : p));
+    const result = checkOutage({
+      published: new Map([['k', list]]),
+      delivered: new Map([['k', got(...before(9), [10, 4500], [18, 5000], [19, 5001], [20, 5002])]]),
+      outageStart: OUTAGE,
+      recoveredAt: 4000,
+      maxPending: 3,
+      eventNumber: (id) => Number(id.slice(1)),
+    });
+    expect(result).toMatchObject({
+      backlogPublished: 10,
+      laterPublished: 0,
+      maxFromBacklog: 3,
+      overCap: 0,
+      notNewest: 0,
+    });
+    expect(outageCheckPassed(result)).toBe(true);
+  });
+
   describe('a missing notification is a loss unless the cap accounts for it', () => {
     // 1-20 as above (recovered at 4000, 18-20 delivered at 5000), then 21-30 published at 2000-2900 and taken in
     // late: the intake lagged, so they reach the device while it still drains. 24 is never delivered. The
