@@ -66,11 +66,17 @@ export class SendVerdicts {
         break;
       case 'retry':
         // Withdrawn is no failure of the device: it waits for the lease (parked), or is the next holder's.
-        if (exchange.kind === 'not-sent' && exchange.reason === 'withdrawn')
-          queue.backlog = settleWithdrawn(queue.backlog);
+        if (exchange.kind === 'not-sent' && exchange.reason === 'withdrawn') this.#withdrawn(queue);
         else this.#retry(queue, item, outcome, now);
         break;
     }
+  }
+
+  /** Back to waiting, unsent; past the cap now, it is the oldest and is dropped (counted as the cap's). */
+  #withdrawn(queue: DeviceQueue): void {
+    const change = settleWithdrawn(queue.backlog, this.#options.backlog);
+    queue.backlog = change.backlog;
+    this.#options.finish(change.dropped, 'dropped');
   }
 
   #delivered(queue: DeviceQueue, item: PendingDelivery, rejected: readonly string[], now: number): void {

@@ -154,10 +154,14 @@ export function settleDone<T>(backlog: DeviceBacklog<T>): DeviceBacklog<T> {
  * The front's request was withdrawn before it went out (its partition's
  * lease came into doubt or moved while it waited for a slot): no attempt,
  * so nothing counts against the device; the front waits to be sent again.
+ * It was spared by the cap only because it seemed on its way: while it
+ * waited, newer ones may have filled the backlog, and if `maxPending`
+ * newer ones wait it is the oldest of them and is dropped, as after a
+ * failed attempt (`settleRetry`).
  */
-export function settleWithdrawn<T>(backlog: DeviceBacklog<T>): DeviceBacklog<T> {
+export function settleWithdrawn<T>(backlog: DeviceBacklog<T>, policy: BacklogPolicy): Omit<BacklogChange<T>, 'gaveUp'> {
   assertInFlight(backlog, 'settleWithdrawn');
-  return { ...backlog, inFlight: false };
+  return capped({ ...backlog, inFlight: false }, policy);
 }
 
 /** A failed attempt, worth retrying. */

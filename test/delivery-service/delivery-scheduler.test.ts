@@ -244,6 +244,32 @@ describe('the delivery scheduler', () => {
     expect(await world.pending()).toEqual([]);
   });
 
+  it('drops a front withdrawn unsent once the newest 20 wait behind it: it was spared only while it seemed on its way', async () => {
+    const world = aWorld();
+    const WITHDRAWN: GatewayExchange = { kind: 'not-sent', reason: 'withdrawn' };
+    let leaveLine: (exchange: GatewayExchange) => void = () => undefined;
+    let first = true;
+    // $0 waits in the client's line for a slot: in flight for its device queue, not yet written.
+    world.gateway.answerWith(async () => {
+      if (!first) return OK;
+      first = false;
+      return new Promise<GatewayExchange>((resolve) => {
+        leaveLine = resolve;
+      });
+    });
+    await world.take([aDelivery(0)]);
+    await vi.advanceTimersByTimeAsync(10);
+    for (let n = 1; n <= 25; n += 1) await world.take([aDelivery(n)]);
+    // Its partition's lease came into doubt while it waited: it leaves the line unsent.
+    leaveLine(WITHDRAWN);
+    world.gateway.sent.length = 0;
+    await vi.advanceTimersByTimeAsync(120_000);
+    expect(eventsTo(world, `${ALICE}-phone`)).toEqual(Array.from({ length: 20 }, (_, i) => `$${String(i + 6)}`));
+    expect(world.observed.count('dropped')).toBe(6);
+    expect(await world.pending()).toEqual([]);
+    expect(world.scheduler.pending).toBe(0);
+  });
+
   it('gives a notification up at the end of its window and moves the device on', async () => {
     const world = aWorld({ retry: { baseMs: 1000, maxMs: 4000, giveUpAfterMs: 20_000 } });
     world.gateway.answerWith((request) => (request.event === '$1' ? { kind: 'response', status: 500 } : OK));

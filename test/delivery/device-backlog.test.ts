@@ -9,6 +9,7 @@ import {
   nextSend,
   settleDone,
   settleRetry,
+  settleWithdrawn,
   withoutStale,
   type AgedItem,
   type BacklogChange,
@@ -34,14 +35,17 @@ function aBacklog(overrides: Partial<DeviceBacklog<string>> = {}): DeviceBacklog
  *   front whose window ended unsent (`gave up x`);
  * - `done`: the request in flight is over for good (delivered, or a 4xx);
  * - `fail t [retryAfterMs]`: it failed at t in a way worth retrying
- *   (`retry at t`, or `gave up x`, and what the cap dropped).
+ *   (`retry at t`, or `gave up x`, and what the cap dropped);
+ * - `withdraw`: the request in flight was withdrawn before it went out
+ *   (`withdrawn x`, and what the cap dropped).
  */
 type Step =
   | readonly ['publish', string]
   | readonly ['try', number]
   | readonly ['done']
   | readonly ['fail', number]
-  | readonly ['fail', number, number];
+  | readonly ['fail', number, number]
+  | readonly ['withdraw'];
 
 function run(steps: readonly Step[], policies = POLICIES): string[] {
   let backlog = emptyBacklog<string>();
@@ -68,6 +72,10 @@ function run(steps: readonly Step[], policies = POLICIES): string[] {
       case 'done':
         log.push(`done ${backlog.queue[0] ?? '?'}`);
         backlog = settleDone(backlog);
+        break;
+      case 'withdraw':
+        log.push(`withdrawn ${backlog.queue[0] ?? '?'}`);
+        apply({ ...settleWithdrawn(backlog, policies.backlog), gaveUp: [] });
         break;
       case 'fail': {
         const [, now, retryAfterMs] = step;
@@ -214,6 +222,25 @@ describe("a device's notifications", () => {
       ['sent a', 'retry at 500', 'dropped a', 'sent b'],
     ],
     [
+      'send again a front withdrawn before it went out, with no failure counted',
+      [['publish', 'a'], ['publish', 'b'], ['try', 0], ['withdraw'], ['try', 0]],
+      ['sent a', 'withdrawn a', 'sent a'],
+    ],
+    [
+      'drop the front withdrawn unsent while 3 newer wait: it is the oldest, and no longer in flight',
+      [
+        ['publish', 'a'],
+        ['try', 0],
+        ['publish', 'b'],
+        ['publish', 'c'],
+        ['publish', 'd'],
+        ['publish', 'e'],
+        ['withdraw'],
+        ['try', 0],
+      ],
+      ['sent a', 'dropped b', 'withdrawn a', 'dropped a', 'sent c'],
+    ],
+    [
       'keep the backoff when a failing front is dropped: the gateway is failing no less',
       [
         ['publish', 'a'],
@@ -351,6 +378,7 @@ describe('misuse is a bug, and says so', () => {
     ['marking sent twice', () => markSent(sending)],
     ['settling what was not sent', () => settleDone(waiting)],
     ['retrying what was not sent', () => settleRetry(waiting, { now: 0 }, POLICIES, atZero)],
+    ['withdrawing what was not sent', () => settleWithdrawn(waiting, POLICIES.backlog)],
   ])('%s', (_, misuse) => {
     expect(misuse).toThrow(/not in flight|no front/);
   });
@@ -365,6 +393,7 @@ describe('immutability', () => {
     const sent = Object.freeze(markSent(frozen));
     settleDone(sent);
     settleRetry(sent, { now: 3000 }, POLICIES, atZero);
+    settleWithdrawn(sent, POLICIES.backlog);
     expect(frozen).toEqual(before);
     expect(sent).toEqual({ ...before, inFlight: true });
   });
