@@ -1,5 +1,9 @@
 import { percentile } from './closed-loop.js';
 
+const log = (line: string) => {
+  console.error(line);
+};
+
 /** One row of round trips as the caller saw them (ms), and what was left out. */
 export interface LatencyRow {
   readonly id: string;
@@ -36,4 +40,13 @@ export function latencyRow(
     p99Ms: percentile(sorted, 0.99),
     maxMs: sorted.length === 0 ? Number.NaN : (sorted[sorted.length - 1] ?? Number.NaN),
   };
+}
+
+export function logRow(row: LatencyRow | undefined): void {
+  if (row === undefined) return;
+  const left = row.excluded > 0 ? `, ${row.excluded} left out` : '';
+  const errors = row.errors > 0 ? `, ${row.errors} errors` : '';
+  log(
+    `${row.id.padEnd(36)} p50 ${row.p50Ms.toFixed(2)} ms  p99 ${row.p99Ms.toFixed(2)} ms  max ${row.maxMs.toFixed(2)} ms  (${row.samples} requests${left}${errors})`,
+  );
 }
