@@ -97,7 +97,7 @@ export async function outage(
       client.notify(benchNotification(`$o${k}`), roomRecipients[entry.room] ?? [], { reply: true }).then(
         (reply) => {
           // A reply with parts pending came after `delivery.replyWaitMs`, before the worker had taken all of the
-          // notification in: when it did is not known, so it is in neither the backlog nor what came after it.
+          // notification in: when it did is not known (bench/support/outage-check.ts judges the device by what fits).
           if (reply.pending === undefined) entry.takenInAt = Date.now();
           else pendingReplies.count += 1;
           outstanding.count -= 1;
@@ -129,7 +129,7 @@ export async function outage(
   );
   if (failures.count > 0) log(`  ${failures.count} notify messages failed: ${failures.first}`);
   if (pendingReplies.count > 0)
-    log(`  ${pendingReplies.count} replies came with parts still pending: left out of the backlog check`);
+    log(`  ${pendingReplies.count} replies came with parts still pending: their intake time is not known`);
   const lags = sent.map((p) => p.takenInAt - p.at).filter(Number.isFinite);
   log(
     `  intake lag p50 ${Math.round(summarize(lags).p50Ms)} ms, max ${Math.round(Math.max(...lags))} ms; waiting for the backlog`,

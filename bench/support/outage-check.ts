@@ -158,8 +158,9 @@ export function checkOutage(input: OutageCheckInput): OutageCheck {
     const lastBefore = beforeOutage.length === 0 ? -Infinity : Math.max(...beforeOutage);
     if (published.some((p) => p.n <= lastBefore && !seen.has(p.n))) counts.lostBefore += 1;
 
-    const backlog = published.filter((p) => p.n > lastBefore && p.takenInAt < input.recoveredAt).map((p) => p.n);
-    const later = published.filter((p) => p.takenInAt >= input.recoveredAt);
+    const held = heldAtRecovery(published, seen, input, lastBefore);
+    const backlog = published.filter((p) => p.n > lastBefore && held(p)).map((p) => p.n);
+    const later = published.filter((p) => !held(p));
     counts.laterPublished += later.length;
     const laterDelivered = later.filter((p) => seen.has(p.n)).length;
     counts.laterDelivered += laterDelivered;
@@ -190,6 +191,36 @@ export function checkOutage(input: OutageCheckInput): OutageCheck {
     if (broke && examples.length < 5) examples.push(`${pushkey}: ${numbers.join(' ')}`);
   }
   return { devices: input.published.size, maxPending: input.maxPending, ...counts, examples };
+}
+
+/**
+ * Whether the worker had a notification when the gateway came back: taken
+ * in (replied to) before then. A reply that came with parts still pending
+ * (`takenInAt` NaN) says nothing of when the rest was taken in; a partition
+ * takes its parts in publish order, so of those the worker had the oldest k,
+ * for some k. The device is judged by the k that fits what it received, if
+ * one does, else by all of them held (the reply came before the recovery).
+ */
+function heldAtRecovery(
+  published: readonly Published[],
+  seen: ReadonlySet<number>,
+  input: OutageCheckInput,
+  lastBefore: number,
+): (p: Published) => boolean {
+  const unknown = published.filter((p) => Number.isNaN(p.takenInAt)).map((p) => p.n);
+  const heldWith = (k: number) => {
+    const oldest = new Set(unknown.slice(0, k));
+    return (p: Published) => p.takenInAt < input.recoveredAt || oldest.has(p.n);
+  };
+  for (let k = unknown.length; k >= 0; k -= 1) {
+    const held = heldWith(k);
+    const backlog = published.filter((p) => p.n > lastBefore && held(p)).map((p) => p.n);
+    const newest = backlog.slice(-Math.min(input.maxPending, backlog.length));
+    const fromBacklog = backlog.filter((n) => seen.has(n));
+    const laterAll = published.filter((p) => !held(p)).every((p) => seen.has(p.n));
+    if (fromBacklog.length === newest.length && newest.every((n) => seen.has(n)) && laterAll) return held;
+  }
+  return heldWith(unknown.length);
 }
 
 /** Whether the outage left what docs/delivery.md promises: order, nothing lost, the newest N of each backlog. */
