@@ -2,7 +2,7 @@ import type { Logger } from '../logging/logger.js';
 import type { AcceptedNotify, DeliveryStore, PendingDelivery, RetryState } from '../store/delivery-store.js';
 import { loggable } from '../logging/loggable-error.js';
 import { IntakeStoppedError } from './notify-intake.js';
-import { ProgressMarks } from './progress-marks.js';
+import { ProgressMarks, type DoneWatch } from './progress-marks.js';
 
 export interface DeliveryJournalOptions {
   readonly store: Pick<DeliveryStore, 'acceptAll' | 'remove' | 'saveRetry' | 'markDone'>;
@@ -38,6 +38,12 @@ interface Tracked {
   storedToo?: boolean;
   /** Its part, until the part is acknowledged. */
   entry?: Entry | undefined;
+  /**
+   * Read from the store at a takeover: its part may be unrecorded (the last
+   * holder stored the requests, not the record), so still in the queue, to
+   * be taken in and planned again. Its progress is noted once done.
+   */
+  taken?: true;
 }
 
 /**
@@ -138,7 +144,7 @@ export class DeliveryJournal {
       const tracked = this.#tracked.get(delivery.id);
       // Being deleted: the scheduler holds it no more (nor again), and nothing would remove it from here.
       if (this.#deleting.has(delivery.id)) continue;
-      if (tracked === undefined) this.#tracked.set(delivery.id, { delivery, state: 'stored' });
+      if (tracked === undefined) this.#tracked.set(delivery.id, { delivery, state: 'stored', taken: true });
       // Also planned from its part here: the store's copy must not outlive it.
       else if (tracked.state === 'memory') tracked.storedToo = true;
     }
@@ -165,7 +171,7 @@ export class DeliveryJournal {
         touched.add(tracked.entry.partition);
         // Its part is not acknowledged yet: taken in again, it must not be sent again.
         this.#progress.note(tracked.entry.notify.id, id);
-      }
+      } else if (tracked.taken === true) this.#progress.note(partOf(id), id);
     }
     for (const partition of touched) void this.#schedule(partition, false);
     if (deleting.length === 0) return;
@@ -179,6 +185,15 @@ export class DeliveryJournal {
         else this.#deleting.delete(id);
       }
     }
+  }
+
+  /**
+   * For the intake of a part about to read the part's progress: what of it
+   * was done with here and may not be in the store yet, and what is done
+   * with until `end` (progress-marks.ts).
+   */
+  watchDone(part: string): DoneWatch {
+    return this.#progress.watch(part);
   }
 
   async saveRetry(id: string, retry: RetryState): Promise<void> {
@@ -381,4 +396,9 @@ export class DeliveryJournal {
   #holds(partition: number): boolean {
     return this.#options.writable(partition, this.#now());
   }
+}
+
+/** The ID of the part that planned a request: request IDs are `<part ID>/<device queue tag>[.<n>]`. */
+function partOf(id: string): string {
+  return id.slice(0, id.lastIndexOf('/'));
 }

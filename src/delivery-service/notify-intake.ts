@@ -24,6 +24,8 @@ export interface IntakeGate {
 /** What makes a taken-in part safe to acknowledge (delivery-journal.ts). */
 export interface PartJournal {
   admit(partition: number, notify: AcceptedNotify, deliveries: readonly PendingDelivery[]): Promise<void>;
+  /** What of the part was done with here and may be missing from a progress read begun now, and until `end`. */
+  watchDone(part: string): { readonly ids: ReadonlySet<string>; end(): void };
   flush(partition: number): Promise<void>;
   /** The parts a handover's flush could not secure go back to the queue (their acknowledgement refused). */
   returnUnsecured(partition: number): void;
@@ -171,40 +173,51 @@ export class NotifyIntake {
         if (error instanceof IntakeStoppedError) throw error;
       });
       return this.#retrying(line, async () => {
-        let done: ReadonlySet<string> = new Set();
-        if (messageId !== undefined) {
-          const progress = await this.#options.store.findProgress(messageId);
-          const found = progress.accepted;
-          if (found !== undefined)
-            return {
-              recipients: found.recipients,
-              devices: found.devices,
-              replayed: true,
-              secured: Promise.resolve(),
-            };
-          done = progress.done;
+        // Begun before the progress read: a request of the part done with here (read from the store at a
+        // takeover and sent) whose mark the read may not list is not planned again.
+        const doneHere = messageId === undefined ? undefined : this.#options.journal.watchDone(messageId);
+        try {
+          let done: ReadonlySet<string> = new Set();
+          if (messageId !== undefined) {
+            const progress = await this.#options.store.findProgress(messageId);
+            const found = progress.accepted;
+            if (found !== undefined)
+              return {
+                recipients: found.recipients,
+                devices: found.devices,
+                replayed: true,
+                secured: Promise.resolve(),
+              };
+            done = progress.done;
+          }
+          const pushers = await this.#options.pushers.listPushersOfUsers(pushedUserIds(request));
+          const plan = planIntake(request, (userId) => (pushers.get(userId) ?? []).map(deliveryPusherOf), {
+            notifyId,
+            partition,
+            seq,
+            acceptedAt: sentAt,
+          });
+          if (plan.emailPushers > 0) this.#options.observer?.emailPushersSkipped(plan.emailPushers);
+          // Checked last, right before sending starts: a worker whose lease is in doubt must not send what another
+          // worker may have taken over already. It waits: the lease is renewed, or the partition handed over.
+          await this.#gateOpen(line, partition);
+          // Registered before the requests go, so that none is done with before the journal knows it.
+          // Taken in before by a worker that died: what it delivered is not sent again.
+          const skipped = doneHere?.ids;
+          const deliveries =
+            done.size === 0 && (skipped === undefined || skipped.size === 0)
+              ? plan.deliveries
+              : plan.deliveries.filter((d) => !done.has(d.id) && skipped?.has(d.id) !== true);
+          const secured = this.#options.journal.admit(
+            partition,
+            { id: notifyId, recipients: plan.recipients, devices: plan.devices, acceptedAt },
+            deliveries,
+          );
+          this.#options.holder.hold(deliveries, acceptedAt);
+          return { recipients: plan.recipients, devices: plan.devices, replayed: false, secured };
+        } finally {
+          doneHere?.end();
         }
-        const pushers = await this.#options.pushers.listPushersOfUsers(pushedUserIds(request));
-        const plan = planIntake(request, (userId) => (pushers.get(userId) ?? []).map(deliveryPusherOf), {
-          notifyId,
-          partition,
-          seq,
-          acceptedAt: sentAt,
-        });
-        if (plan.emailPushers > 0) this.#options.observer?.emailPushersSkipped(plan.emailPushers);
-        // Checked last, right before sending starts: a worker whose lease is in doubt must not send what another
-        // worker may have taken over already. It waits: the lease is renewed, or the partition handed over.
-        await this.#gateOpen(line, partition);
-        // Registered before the requests go, so that none is done with before the journal knows it.
-        // Taken in before by a worker that died: what it delivered is not sent again.
-        const deliveries = done.size === 0 ? plan.deliveries : plan.deliveries.filter((d) => !done.has(d.id));
-        const secured = this.#options.journal.admit(
-          partition,
-          { id: notifyId, recipients: plan.recipients, devices: plan.devices, acceptedAt },
-          deliveries,
-        );
-        this.#options.holder.hold(deliveries, acceptedAt);
-        return { recipients: plan.recipients, devices: plan.devices, replayed: false, secured };
       });
     })();
     // The next message waits for this one's planning only, not for it to be secured.

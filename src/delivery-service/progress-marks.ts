@@ -5,8 +5,15 @@ import type { DeliveryStore } from '../store/delivery-store.js';
 /** How often the requests done with of parts not yet secured are noted in the store. */
 const PROGRESS_FLUSH_MS = 50;
 
+/** The requests of one part noted done that a store read begun now may not list (`ProgressMarks.watch`). */
+export interface DoneWatch {
+  readonly ids: ReadonlySet<string>;
+  end(): void;
+}
+
 /**
- * Requests done with while their part is not secured, noted in the store
+ * Requests done with while their part may still be taken in again (not
+ * secured here, or read from the store at a takeover), noted in the store
  * by part every `PROGRESS_FLUSH_MS`: a worker taking the part in again
  * after a crash does not send them a second time (only what was done in
  * the last few milliseconds is).
@@ -15,6 +22,10 @@ export class ProgressMarks {
   readonly #store: Pick<DeliveryStore, 'markDone'>;
   readonly #log: Logger;
   #done = new Map<string, string[]>();
+  /** Batches being written: not in the store yet, as far as a read begun now knows. */
+  readonly #writing = new Set<ReadonlyMap<string, readonly string[]>>();
+  /** Per part, the watches under way: each collects what is noted of it. */
+  readonly #watches = new Map<string, Set<Set<string>>>();
   #timer: NodeJS.Timeout | undefined;
 
   constructor(store: Pick<DeliveryStore, 'markDone'>, logger: Logger) {
@@ -22,15 +33,32 @@ export class ProgressMarks {
     this.#log = logger;
   }
 
-  /** The request `id` of the part `part`, not yet secured, is done: noted in the store soon. */
+  /** The request `id` of the part `part` is done: noted in the store soon. */
   note(part: string, id: string): void {
-    const list = this.#done.get(part);
-    if (list === undefined) this.#done.set(part, [id]);
-    else list.push(id);
-    this.#timer ??= setTimeout(() => {
-      this.#timer = undefined;
-      void this.#flush();
-    }, PROGRESS_FLUSH_MS);
+    for (const ids of this.#watches.get(part) ?? []) ids.add(id);
+    this.#queue(part, id);
+  }
+
+  /**
+   * For a read of the part's progress about to begin: what of it is noted
+   * and not yet written (the read cannot list it), and, until `end`, what
+   * is noted meanwhile. Together with the read, every request of the part
+   * done with here by the time the watch ends.
+   */
+  watch(part: string): DoneWatch {
+    const ids = new Set<string>(this.#done.get(part));
+    for (const batch of this.#writing) for (const id of batch.get(part) ?? []) ids.add(id);
+    let watches = this.#watches.get(part);
+    if (watches === undefined) this.#watches.set(part, (watches = new Set()));
+    watches.add(ids);
+    const all = watches;
+    return {
+      ids,
+      end: () => {
+        all.delete(ids);
+        if (all.size === 0 && this.#watches.get(part) === all) this.#watches.delete(part);
+      },
+    };
   }
 
   stop(): void {
@@ -40,12 +68,26 @@ export class ProgressMarks {
   async #flush(): Promise<void> {
     const batch = this.#done;
     this.#done = new Map();
+    this.#writing.add(batch);
     try {
       await this.#store.markDone(batch);
     } catch (error) {
       // Lost, the marks only cost duplicates after a crash; kept for the next flush all the same.
-      for (const [part, ids] of batch) for (const id of ids) this.note(part, id);
+      for (const [part, ids] of batch) for (const id of ids) this.#queue(part, id);
       this.#log.warn({ err: loggable(error) }, 'cannot note delivered notifications yet; trying again');
+    } finally {
+      this.#writing.delete(batch);
     }
+  }
+
+  /** For the next flush (a mark failed to write is queued again: the watches have it already). */
+  #queue(part: string, id: string): void {
+    const list = this.#done.get(part);
+    if (list === undefined) this.#done.set(part, [id]);
+    else list.push(id);
+    this.#timer ??= setTimeout(() => {
+      this.#timer = undefined;
+      void this.#flush();
+    }, PROGRESS_FLUSH_MS);
   }
 }
