@@ -55,10 +55,12 @@ export async function outage(
   const sent: { n: number; at: number; room: number; takenInAt: number }[] = [];
   await fleet.restore();
   await fleet.clear();
-  const rss = { before: rssBytes(worker.pid) || 0, max: 0 };
+  const rss = { before: rssBytes(worker.pid) || 0, max: 0, maxAt: 0 };
   const sampler = setInterval(() => {
-    rss.max = Math.max(rss.max, rssBytes(worker.pid) || 0);
+    const now = rssBytes(worker.pid) || 0;
+    if (now > rss.max) Object.assign(rss, { max: now, maxAt: Date.now() });
   }, 250);
+  const mb = (bytes: number) => `${Math.round(bytes / 1e6)} MB`;
   // Unref'd, here and below: a scenario that throws (a backlog never drained) must not keep the bench alive.
   sampler.unref();
   const sends: Promise<void>[] = [];
@@ -76,7 +78,9 @@ export async function outage(
   })();
   const progress = setInterval(() => {
     const taken = sent.filter((p) => Number.isFinite(p.takenInAt)).length;
-    log(`  ${Math.round((Date.now() - startedAt) / 1000)} s: ${sent.length} published, ${taken} taken in`);
+    log(
+      `  ${Math.round((Date.now() - startedAt) / 1000)} s: ${sent.length} published, ${taken} taken in; worker RSS ${mb(rssBytes(worker.pid) || 0)}`,
+    );
   }, 5000);
   progress.unref();
   // An open loop: each notify at its time, whatever the worker does. With a reply: when it comes, the
@@ -134,8 +138,19 @@ export async function outage(
   log(
     `  intake lag p50 ${Math.round(summarize(lags).p50Ms)} ms, max ${Math.round(Math.max(...lags))} ms; waiting for the backlog`,
   );
+  // Where the peak is (the backlog building, or draining) bounds what a cut of it can be.
+  const draining = setInterval(() => {
+    log(
+      `  ${Math.round((Date.now() - times.restoredAt) / 1000)} s draining: worker RSS ${mb(rssBytes(worker.pid) || 0)}`,
+    );
+  }, 5000);
+  draining.unref();
   await pendingDrained(db, 2 * outageMs + 180_000, deliverQueue);
+  clearInterval(draining);
   clearInterval(sampler);
+  const peakFromRestore = (rss.maxAt - times.restoredAt) / 1000;
+  const side = peakFromRestore < 0 ? 'before' : 'after';
+  log(`  worker RSS peaked at ${mb(rss.max)}, ${Math.abs(peakFromRestore).toFixed(1)} s ${side} the gateway came back`);
   const hwm = peakRssBytes(worker.pid);
   const delivered = await fleet.deviceLog(0);
   const afterRestore = [...delivered.values()]
