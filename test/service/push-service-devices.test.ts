@@ -1,78 +1,29 @@
 import { describe, expect, it } from 'vitest';
-import { serverDefaultRuleset } from '../../src/push-rules/server-default-rules.js';
 import type { RawPusherSetAction } from '../../src/pushers/decide-pusher-set.js';
 import type { DeviceSelector } from '../../src/pushers/pusher-deletion.js';
-import type { WirePusher } from '../../src/pushers/pusher.js';
 import type { Command } from '../../src/service/command.js';
 import { InMemoryPushStore } from '../../src/store/in-memory-push-store.js';
 import type { PushStore } from '../../src/store/push-store.js';
-import { PushService, type PushServiceOptions } from '../../src/service/push-service.js';
+import { PushService } from '../../src/service/push-service.js';
 import { ALICE } from '../support/builders.js';
-import { DEFAULT_LIMITS } from '../support/default-config.js';
+import { OPTIONS } from '../support/push-service-world.js';
+import { action, BOB, emailAction, setPusher, setup } from '../support/pusher-devices-world.js';
 import { allInterleavings } from '../support/pusher-interleavings.js';
-import { wrapStore } from '../support/store-doubles.js';
 
 /**
  * Pushers follow devices (issue 15): the device that created a pusher, its
  * `enabled` flag, and the homeserver ops that remove pushers on logout,
  * password change and deactivation.
  */
-const OPTIONS: PushServiceOptions = {
-  maxWriteAttempts: 4,
-  backoff: { baseMs: 0, maxMs: 0 },
-  pusherPolicy: { allowInsecureGateways: false },
-  limits: DEFAULT_LIMITS,
-};
-const BOB = '@bob:example.org';
+// delete_user_data, which erases all of a user's pushers and push rules, is in
+// push-service-user-data.test.ts.
 
-const action = (pushkey: string, overrides: Partial<RawPusherSetAction> = {}): RawPusherSetAction => ({
-  kind: 'http',
-  app_id: 'org.example.app',
-  pushkey,
-  app_display_name: 'App',
-  device_display_name: 'Phone',
-  lang: 'en',
-  data: { url: 'https://push.example.org/_matrix/push/v1/notify' },
-  ...overrides,
-});
-const emailAction = (address: string): RawPusherSetAction => ({
-  kind: 'email',
-  app_id: 'm.email',
-  pushkey: address,
-  app_display_name: 'E-mail',
-  device_display_name: address,
-  lang: 'en',
-  data: {},
-});
-const setPusher = (
-  pushkey: string,
-  deviceId?: string,
-  overrides: Partial<RawPusherSetAction> = {},
-  userId = ALICE,
-): Command =>
-  deviceId === undefined
-    ? { op: 'set_pusher', userId, action: action(pushkey, overrides) }
-    : { op: 'set_pusher', userId, action: action(pushkey, overrides), deviceId };
 const deletePushers = (devices: DeviceSelector, includeEmail = false, userId = ALICE): Command => ({
   op: 'delete_pushers',
   userId,
   devices,
   includeEmail,
 });
-
-function setup() {
-  const store = new InMemoryPushStore();
-  const service = new PushService(store, OPTIONS);
-  const run = async (command: Command, messageId?: string) =>
-    service.handle(command, messageId === undefined ? {} : { messageId });
-  const pushers = async (userId = ALICE) => {
-    const outcome = await run({ op: 'get_pushers', userId });
-    if (!outcome.reply.ok) throw new Error('get_pushers failed');
-    return (outcome.reply.body as { pushers: WirePusher[] }).pushers;
-  };
-  const pushkeys = async (userId = ALICE) => (await pushers(userId)).map((p) => p.pushkey).sort();
-  return { store, service, run, pushers, pushkeys };
-}
 
 describe('set_pusher: the device and enabled', () => {
   it('records the device of a new pusher and lists it under both names', async () => {
@@ -263,159 +214,6 @@ describe('delete_pushers', () => {
       replayed: true,
       changes: [{ user_id: ALICE, type: 'm.pushers', version: 1 }],
     });
-  });
-});
-
-describe('delete_user_data', () => {
-  async function withData() {
-    const world = setup();
-    await world.run({ op: 'get_pushrules', userId: ALICE });
-    await world.run({
-      op: 'set_pushrule',
-      userId: ALICE,
-      request: { scope: 'global', kind: 'room', ruleId: '!r:example.org', body: { actions: [] } },
-    });
-    await world.run(setPusher('phone', 'PHONE'));
-    await world.run({ op: 'set_pusher', userId: ALICE, action: emailAction('alice@example.org') });
-    await world.run(setPusher('bobs', 'PHONE', {}, BOB));
-    return world;
-  }
-
-  it('erases push rules and every pusher, announcing both with versions past the old ones', async () => {
-    const { run, pushkeys } = await withData();
-    const outcome = await run({ op: 'delete_user_data', userId: ALICE }, 'deactivate');
-    expect(outcome.reply).toEqual({ ok: true, body: {} });
-    expect(outcome.changes).toEqual([
-      { user_id: ALICE, type: 'm.push_rules', version: 3 },
-      { user_id: ALICE, type: 'm.pushers', version: 3 },
-    ]);
-    expect(await pushkeys()).toEqual([]);
-    expect(await pushkeys(BOB)).toEqual(['bobs']);
-  });
-
-  it('afterwards the user reads as one who never had data, and the next versions go on growing', async () => {
-    const { run } = await withData();
-    await run({ op: 'delete_user_data', userId: ALICE });
-    const address = { scope: 'global', kind: 'room', ruleId: '!r:example.org' };
-    expect((await run({ op: 'get_pushrule', userId: ALICE, address })).reply).toMatchObject({
-      ok: false,
-      error: { kind: 'NotFound', error: 'PushRules event not found.' },
-    });
-    const read = await run({ op: 'get_pushrules', userId: ALICE });
-    expect(read.reply).toEqual({ ok: true, body: { global: serverDefaultRuleset(ALICE) } });
-    // Stored again as a new user's defaults are, at the next version (not 1).
-    expect(read.changes?.[0]).toEqual({ user_id: ALICE, type: 'm.push_rules', version: 4 });
-    expect((await run(setPusher('k', 'PHONE'))).changes?.[0]).toEqual({
-      user_id: ALICE,
-      type: 'm.pushers',
-      version: 4,
-    });
-  });
-
-  it('a retry with the same messageId replays {} and erases nothing made since', async () => {
-    const { run, pushkeys } = await withData();
-    const first = await run({ op: 'delete_user_data', userId: ALICE }, 'deactivate');
-    await run(setPusher('new', 'PHONE'));
-    const retry = await run({ op: 'delete_user_data', userId: ALICE }, 'deactivate');
-    // It erased both: both are announced again at the versions now (another worker may still keep the rules).
-    expect(retry).toEqual({
-      reply: first.reply,
-      conflicts: 0,
-      replayed: true,
-      changes: [
-        { user_id: ALICE, type: 'm.push_rules', version: 3 },
-        { user_id: ALICE, type: 'm.pushers', version: 4 },
-      ],
-    });
-    expect(await pushkeys()).toEqual(['new']);
-  });
-
-  it('a copy of it that recorded first while it deleted (a redelivery beside it): replays, announcing both', async () => {
-    const { store, run } = await withData();
-    await run({ op: 'delete_user_data', userId: ALICE }, 'deactivate');
-    let finds = 0;
-    // The first look for the record comes before the copy has written it.
-    const late = wrapStore(store, {
-      findRecordedWrite: async (userId, messageId) =>
-        (finds += 1) === 1 ? undefined : store.findRecordedWrite(userId, messageId),
-    });
-    const outcome = await new PushService(late, OPTIONS).handle(
-      { op: 'delete_user_data', userId: ALICE },
-      { messageId: 'deactivate' },
-    );
-    expect(outcome).toEqual({
-      reply: { ok: true, body: {} },
-      conflicts: 0,
-      replayed: true,
-      changes: [
-        { user_id: ALICE, type: 'm.push_rules', version: 3 },
-        { user_id: ALICE, type: 'm.pushers', version: 3 },
-      ],
-    });
-  });
-
-  it('for a user without data: {} and no change event; with a messageId, a record a retry replays', async () => {
-    const { store, run } = setup();
-    expect(await run({ op: 'delete_user_data', userId: ALICE })).toEqual({
-      reply: { ok: true, body: {} },
-      conflicts: 0,
-      unchanged: true,
-    });
-    expect(await run({ op: 'delete_user_data', userId: ALICE }, 'm')).toEqual({
-      reply: { ok: true, body: {} },
-      conflicts: 0,
-      unchanged: true,
-    });
-    expect(await run({ op: 'delete_user_data', userId: ALICE }, 'm')).toMatchObject({ replayed: true });
-    expect(await store.loadPushRules(ALICE)).toEqual({ version: 0, lookup: { found: false } });
-  });
-
-  it('only pushers, or only rules: announces what changed', async () => {
-    const rulesOnly = setup();
-    await rulesOnly.run({ op: 'get_pushrules', userId: ALICE });
-    expect((await rulesOnly.run({ op: 'delete_user_data', userId: ALICE })).changes).toEqual([
-      { user_id: ALICE, type: 'm.push_rules', version: 2 },
-    ]);
-    const pushersOnly = setup();
-    await pushersOnly.run(setPusher('k'));
-    expect((await pushersOnly.run({ op: 'delete_user_data', userId: ALICE })).changes).toEqual([
-      { user_id: ALICE, type: 'm.pushers', version: 2 },
-    ]);
-  });
-
-  it('erases a corrupt push-rules entry too', async () => {
-    const { store, run } = setup();
-    store.putRawPushRules(ALICE, { contentJson: '{corrupt', defaultsRevision: 'v1.19' });
-    expect((await run({ op: 'delete_user_data', userId: ALICE })).reply).toEqual({ ok: true, body: {} });
-    expect(await store.loadPushRules(ALICE)).toEqual({ version: 2, lookup: { found: false } });
-  });
-
-  it('retries when another writer changes the push rules between its read and its erase', async () => {
-    const store = new InMemoryPushStore();
-    const base = new PushService(store, OPTIONS);
-    await base.handle({ op: 'get_pushrules', userId: ALICE });
-    let raced = false;
-    const racing = wrapStore(store, {
-      eraseUserData: async (u, v, erasure) => {
-        if (!raced) {
-          raced = true;
-          await base.handle({
-            op: 'set_pushrule_enabled',
-            userId: ALICE,
-            address: { scope: 'global', kind: 'override', ruleId: '.m.rule.master' },
-            enabled: true,
-          });
-        }
-        return store.eraseUserData(u, v, erasure);
-      },
-    });
-    const outcome = await new PushService(racing, OPTIONS).handle({ op: 'delete_user_data', userId: ALICE });
-    expect(outcome).toMatchObject({
-      reply: { ok: true },
-      conflicts: 1,
-      changes: [{ type: 'm.push_rules', version: 3 }],
-    });
-    expect((await store.loadPushRules(ALICE)).lookup).toEqual({ found: false });
   });
 });
 
