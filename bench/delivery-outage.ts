@@ -9,7 +9,7 @@ import type { Db } from 'mongodb';
 import type { PushRulesClient } from '../src/client/push-rules-client.js';
 import { loadConfig } from '../src/config/load-config.js';
 import { benchNotification, benchRecipients, pushkeyOf, type DeliveryAudience } from './support/delivery-seed.js';
-import { breakerBound, summarize, type OutageResult } from './support/delivery-report.js';
+import { breakerBound, mb, summarize, type OutageResult } from './support/delivery-report.js';
 import type { GatewayFleet } from './support/gateway-fleet.js';
 import { checkOutage, type Published } from './support/outage-check.js';
 import { pendingDrained } from './support/pending-drained.js';
@@ -60,7 +60,6 @@ export async function outage(
     const now = rssBytes(worker.pid) || 0;
     if (now > rss.max) Object.assign(rss, { max: now, maxAt: Date.now() });
   }, 250);
-  const mb = (bytes: number) => `${Math.round(bytes / 1e6)} MB`;
   // Unref'd, here and below: a scenario that throws (a backlog never drained) must not keep the bench alive.
   sampler.unref();
   const sends: Promise<void>[] = [];

@@ -347,4 +347,5 @@ const fmt = (n: number) => (Number.isFinite(n) ? Math.round(n).toLocaleString('e
 const ms = (n: number) => (Number.isFinite(n) ? `${Math.round(n)} ms` : '–');
 const ms2 = (n: number) => (Number.isFinite(n) ? `${n.toFixed(2)} ms` : '–');
 const seconds = (n: number) => (Number.isFinite(n) ? `${(n / 1000).toFixed(2)} s` : '–');
-const mb = (bytes: number) => (Number.isFinite(bytes) ? `${Math.round(bytes / 1024 / 1024)} MB` : '–');
+/** Bytes in MiB, written "MB" as every bench table does. */
+export const mb = (bytes: number) => (Number.isFinite(bytes) ? `${Math.round(bytes / 1024 / 1024)} MB` : '–');
