@@ -20,7 +20,7 @@ import {
   type SynapseOptions,
   type SynapseServer,
 } from '../test/integration/support/synapse-server.js';
-import { brokerUser } from './delivery.js';
+import { brokerUser } from './support/broker-user.js';
 import { GatewayFleet } from './support/gateway-fleet.js';
 import { cpuSeconds } from './support/proc-stats.js';
 import { startWorker, type Child } from './support/processes.js';
