@@ -1,10 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import type { KernelRowResult } from '../../bench/evaluate-kernel.js';
+import { evaluateMarkdown, issue23Markdown } from '../../bench/support/evaluate-markdown.js';
 import {
   checkEvaluateTargets,
-  evaluateMarkdown,
   isolationRatio,
-  issue23Markdown,
   kernelVsSynapse,
   memoryGrowth,
   type EvaluateResults,
