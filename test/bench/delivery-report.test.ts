@@ -54,6 +54,27 @@ describe('delivery figures', () => {
     expect(checks[3]?.measured).toContain('= 2.50');
   });
 
+  it('shows the database read alone beside the isolation row, as a control that does not judge it', () => {
+    const isolation = {
+      idle: { samples: 100, p50Ms: 10, p99Ms: 20, errors: 0 },
+      during: { samples: 100, p50Ms: 10, p99Ms: 60, errors: 0 },
+      store: {
+        idle: { samples: 100, p50Ms: 8, p99Ms: 15, errors: 0 },
+        during: { samples: 90, p50Ms: 9, p99Ms: 52.5, errors: 0 },
+      },
+      fanOuts: 3,
+    };
+    const results = { gateways: 4, rounds: 1, loadAverageAtStart: [], isolation, notes: [] };
+    const [check] = checkDeliveryTargets(results);
+    expect(check?.met).toBe(false);
+    expect(check?.measured).toBe(
+      '60.00 ms ÷ 20.00 ms = 3.00 (the database alone, read by the bench: 52.50 ms ÷ 15.00 ms = 3.50)',
+    );
+    const markdown = deliveryMarkdown(results);
+    expect(markdown).toContain('| the database alone (`findOne` by `_id` from the bench), idle | 100 | 0 |');
+    expect(markdown).toContain('| the database alone, during 3 fan-outs of 10k | 90 | 0 |');
+  });
+
   it.each([
     ['every device delivered by the deliver-only worker, reads within 1.2 × idle', 30_000, 2.4, [true, true]],
     ['a device delivered elsewhere (or not at all)', 29_999, 2.4, [false, true]],
