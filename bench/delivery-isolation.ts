@@ -13,6 +13,8 @@ import type { GatewayFleet } from './support/gateway-fleet.js';
 import { fanOut } from './delivery-fanout.js';
 
 const ISOLATION_FANOUTS = 3;
+/** Users whose rules the stored-rules loop reads (stored before it, so each of its reads is a read). */
+const STORED_USERS = 200;
 const DEFAULTS = loadConfig();
 
 /** One timed read: when it started and ended (ms since the epoch), and why it failed. */
@@ -30,13 +32,15 @@ const log = (line: string) => {
  * `get_pushrules` at c = 1 on the read queue: alone, then while 10k
  * fan-outs are delivered one after the other. Only requests that started
  * after a notify was published and ended before its last device was
- * received count as "during".
+ * received count as "during". The judged loop goes through the fan-out's
+ * users, who have no stored rules: each read is a user's first, which
+ * stores the default rules and waits for its change event's confirm.
  *
- * Beside it, as a control, the same users' documents read straight from
- * the database by the bench (`findOne` by `_id`, c = 1): a read that misses
- * the worker's cache waits for the database, which serves the fan-out's
- * pusher reads and journal writes at the same time, so its tail bounds the
- * worker's.
+ * Two loops beside it, each in a phase of its own (at rest, then during
+ * one more fan-out), judge nothing and say where the time goes: reads of
+ * users whose rules are stored (the worker's read cache answers them: the
+ * request path alone), and the same users' documents read straight from
+ * the database by the bench (`findOne` by `_id`).
  */
 export async function isolation(
   client: PushRulesClient,
@@ -47,17 +51,21 @@ export async function isolation(
 ): Promise<IsolationResult> {
   const recipients = benchRecipients(audience.userIds);
   const accountData = db.collection<{ _id: string }>(DEFAULTS.mongodb.accountDataCollection);
-  const viaWorker = async (user: string) => client.getPushRules(user);
-  const storeAlone = async (user: string) => accountData.findOne({ _id: user });
-  const timed = (untilMs: number, read: (user: string) => Promise<unknown>) => {
+  // The judged loop walks the users from the first; these, from the end, it does not reach.
+  const storedUsers = audience.userIds.slice(-STORED_USERS);
+  for (let at = 0; at < storedUsers.length; at += 16)
+    await Promise.all(storedUsers.slice(at, at + 16).map(async (user) => client.getPushRules(user)));
+  const firstReads = async (i: number) => client.getPushRules(audience.userIds[i % audience.userIds.length] ?? '');
+  const storedReads = async (i: number) => client.getPushRules(storedUsers[i % storedUsers.length] ?? '');
+  const databaseReads = async (i: number) => accountData.findOne({ _id: storedUsers[i % storedUsers.length] ?? '' });
+  const timed = (untilMs: number, read: (i: number) => Promise<unknown>) => {
     const samples: Sample[] = [];
     const state = { stop: false };
     const loop = (async () => {
       for (let i = 0; !state.stop && Date.now() < untilMs; i += 1) {
-        const user = audience.userIds[i % audience.userIds.length] ?? '';
         const start = performance.timeOrigin + performance.now();
         // A failed read counts, as slow as it took: a read that fails while delivery runs is the isolation failing.
-        const error = await read(user).then(
+        const error = await read(i).then(
           () => undefined,
           (failure: unknown) => (failure instanceof Error ? failure.message : String(failure)),
         );
@@ -70,42 +78,46 @@ export async function isolation(
     })();
     return { samples, stop: async () => ((state.stop = true), loop) };
   };
-  // Warm: connections, the worker's read path, the JIT.
-  await Promise.all([
-    timed(Date.now() + ctx.warmupMs, viaWorker).stop(),
-    timed(Date.now() + ctx.warmupMs, storeAlone).stop(),
-  ]);
-  const idleLoops = [
-    timed(Date.now() + ctx.measureMs, viaWorker),
-    timed(Date.now() + ctx.measureMs, storeAlone),
-  ] as const;
-  await sleep(ctx.measureMs);
-  await Promise.all(idleLoops.map(async (loop) => loop.stop()));
-
-  const during = [timed(Infinity, viaWorker), timed(Infinity, storeAlone)] as const;
-  const windows: { from: number; to: number }[] = [];
-  try {
-    for (let n = 0; n < ISOLATION_FANOUTS; n += 1) {
-      const r = await fanOut(client, recipients, audience.devices, fleet, db);
-      windows.push({ from: r.startedAt, to: r.lastAt });
-    }
-  } finally {
-    await Promise.all(during.map(async (loop) => loop.stop()));
-  }
-  const summary = (samples: readonly Sample[], what: string) => {
-    const errors = samples.filter((s) => s.error !== undefined);
-    if (errors.length > 0) log(`  ${errors.length} ${what} failed: ${errors[0]?.error ?? ''}`);
-    return { ...summarize(samples.map((s) => s.end - s.start)), errors: errors.length };
+  const atRest = async (read: (i: number) => Promise<unknown>, what: string) => {
+    const loop = timed(Date.now() + ctx.measureMs, read);
+    await sleep(ctx.measureMs);
+    await loop.stop();
+    return summary(loop.samples, `${what} at rest`);
   };
-  const inWindows = (samples: readonly Sample[]) =>
-    samples.filter((s) => windows.some((w) => s.start >= w.from && s.end <= w.to));
+  const whileDelivering = async (read: (i: number) => Promise<unknown>, fanOuts: number, what: string) => {
+    const loop = timed(Infinity, read);
+    const windows: { from: number; to: number }[] = [];
+    try {
+      for (let n = 0; n < fanOuts; n += 1) {
+        const r = await fanOut(client, recipients, audience.devices, fleet, db);
+        windows.push({ from: r.startedAt, to: r.lastAt });
+      }
+    } finally {
+      await loop.stop();
+    }
+    const inWindows = loop.samples.filter((s) => windows.some((w) => s.start >= w.from && s.end <= w.to));
+    return summary(inWindows, `${what} while delivering`);
+  };
+  // Warm: connections, the worker's read path, the JIT.
+  await timed(Date.now() + ctx.warmupMs, firstReads).stop();
+  await timed(Date.now() + ctx.warmupMs, databaseReads).stop();
+  const idle = await atRest(firstReads, 'get_pushrules');
+  const storedIdle = await atRest(storedReads, 'get_pushrules of stored rules');
+  const databaseIdle = await atRest(databaseReads, 'database reads');
+  const during = await whileDelivering(firstReads, ISOLATION_FANOUTS, 'get_pushrules');
+  const storedDuring = await whileDelivering(storedReads, 1, 'get_pushrules of stored rules');
+  const databaseDuring = await whileDelivering(databaseReads, 1, 'database reads');
   return {
-    idle: summary(idleLoops[0].samples, 'get_pushrules at rest'),
-    during: summary(inWindows(during[0].samples), 'get_pushrules while delivering'),
-    store: {
-      idle: summary(idleLoops[1].samples, 'store reads at rest'),
-      during: summary(inWindows(during[1].samples), 'store reads while delivering'),
-    },
+    idle,
+    during,
+    stored: { idle: storedIdle, during: storedDuring },
+    store: { idle: databaseIdle, during: databaseDuring },
     fanOuts: ISOLATION_FANOUTS,
   };
+}
+
+function summary(samples: readonly Sample[], what: string) {
+  const errors = samples.filter((s) => s.error !== undefined);
+  if (errors.length > 0) log(`  ${errors.length} ${what} failed: ${errors[0]?.error ?? ''}`);
+  return { ...summarize(samples.map((s) => s.end - s.start)), errors: errors.length };
 }
