@@ -215,7 +215,7 @@ export async function runDeliveryScenarios(ctx: DeliveryContext): Promise<Delive
             const reads = await isolation(client, single, fleet, db, ctx);
             results.roles = {
               ...reads,
-              devices: reads.fanOuts * single.devices,
+              devices: (reads.fanOutsInAll ?? reads.fanOuts) * single.devices,
               deliveredByDeliverWorker: (await deliveredBy(deliverer.healthPort)) - before,
             };
           },

@@ -103,12 +103,15 @@ export interface IsolationResult {
   readonly stored?: ReadPhases;
   /** And those users' documents read from the database by the bench. */
   readonly store?: ReadPhases;
+  /** Fan-outs of the judged loop. */
   readonly fanOuts: number;
+  /** Fan-outs in all, the loops beside it included (absent: `fanOuts`). */
+  readonly fanOutsInAll?: number;
 }
 
 /** Three workers, one of them deliver-only: what it delivered, and the others' reads meanwhile. */
 export interface RolesResult extends IsolationResult {
-  /** Devices of the measured fan-outs. */
+  /** Devices of every fan-out while it was measured (`fanOutsInAll`). */
   readonly devices: number;
   /** Of those, what the deliver-only worker counted delivered (`push_worker_delivery_devices_total`). */
   readonly deliveredByDeliverWorker: number;
@@ -359,12 +362,12 @@ export function deliveryMarkdown(r: DeliveryResults): string {
     );
   }
   if (r.roles !== undefined) {
-    const { idle, during, fanOuts, devices, deliveredByDeliverWorker } = r.roles;
+    const { idle, during, fanOuts, fanOutsInAll, devices, deliveredByDeliverWorker } = r.roles;
     lines.push(
       '',
       '#### Three workers, one of them deliver-only',
       '',
-      `The deliver-only worker delivered ${fmt(deliveredByDeliverWorker)} of the ${fmt(devices)} devices of ${fanOuts} fan-outs of 10k.`,
+      `The deliver-only worker delivered ${fmt(deliveredByDeliverWorker)} of the ${fmt(devices)} devices of ${fanOutsInAll ?? fanOuts} fan-outs of 10k.`,
       '',
       '| get_pushrules c=1, on the two others | samples | failed | p50 | p99 |',
       '|---|---|---|---|---|',

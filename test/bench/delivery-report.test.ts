@@ -84,6 +84,24 @@ describe('delivery figures', () => {
     );
   });
 
+  it("counts the deliver-only worker's share over every fan-out, the loops beside the judged one included", () => {
+    const markdown = deliveryMarkdown({
+      gateways: 4,
+      rounds: 1,
+      loadAverageAtStart: [],
+      roles: {
+        idle: { samples: 100, p50Ms: 1, p99Ms: 2, errors: 0 },
+        during: { samples: 100, p50Ms: 1, p99Ms: 2, errors: 0 },
+        fanOuts: 3,
+        fanOutsInAll: 5,
+        devices: 50_000,
+        deliveredByDeliverWorker: 50_000,
+      },
+      notes: [],
+    });
+    expect(markdown).toContain('The deliver-only worker delivered 50,000 of the 50,000 devices of 5 fan-outs of 10k.');
+  });
+
   it.each([
     ['every device delivered by the deliver-only worker, reads within 1.2 × idle', 30_000, 2.4, [true, true]],
     ['a device delivered elsewhere (or not at all)', 29_999, 2.4, [false, true]],
