@@ -11,10 +11,10 @@ import type { StoredPusher } from '../../src/pushers/pusher.js';
 import type { PendingDelivery } from '../../src/store/delivery-store.js';
 import { InMemoryDeliveryStore } from '../../src/store/in-memory-delivery-store.js';
 import { DEFAULT_CONFIG } from '../support/default-config.js';
+import { aStoredPusher } from '../support/notify-builders.js';
 
 const SILENT = createLogger('silent');
 const ROUTER_USER = 'pool';
-const GATEWAY = 'https://push.example.org/_matrix/push/v1/notify';
 const T0 = Date.parse('2026-11-28T12:00:00.250Z');
 const HOUR = 3_600_000;
 const PARTITIONS = 4;
@@ -30,19 +30,7 @@ const BADGE_RESET: NotifyRequestBody = {
   recipients: [{ user_id: '@alice:example.org', counts: { unread: 0 } }],
 };
 
-function aPusher(userId: string): StoredPusher {
-  return {
-    user_id: userId,
-    kind: 'http',
-    app_id: 'org.example.app',
-    pushkey: `${userId}-phone`,
-    app_display_name: 'App',
-    device_display_name: 'Phone',
-    lang: 'en',
-    data: { url: GATEWAY },
-    enabled: true,
-  };
-}
+const aPusher = (userId: string): StoredPusher => aStoredPusher(userId);
 
 /** What the homeserver set on the message besides the body. */
 interface Published {

@@ -10,24 +10,11 @@ import { planIntake } from '../../src/delivery/intake-plan.js';
 import type { DeliveryPusher } from '../../src/delivery/device-batches.js';
 import { StoreFailedError, StoreUnavailableError } from '../../src/store/push-store.js';
 import { bodyText } from '../../src/delivery/request-body.js';
+import { aStoredPusher } from '../support/notify-builders.js';
 
 const SILENT = createLogger('silent');
-const GATEWAY = 'https://push.example.org/_matrix/push/v1/notify';
 
-function aPusher(userId: string): StoredPusher {
-  return {
-    user_id: userId,
-    kind: 'http',
-    app_id: 'org.example.app',
-    pushkey: `${userId}-phone`,
-    app_display_name: 'App',
-    device_display_name: 'Phone',
-    lang: 'en',
-    data: { url: GATEWAY },
-    enabled: true,
-    ts: 1_700_000_000_000,
-  };
-}
+const aPusher = (userId: string): StoredPusher => aStoredPusher(userId, { ts: 1_700_000_000_000 });
 
 /** `aPusher` as the plan takes it. */
 function toPlanPusher(userId: string): DeliveryPusher {

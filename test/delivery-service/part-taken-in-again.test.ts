@@ -13,6 +13,7 @@ import { createLogger } from '../../src/logging/logger.js';
 import type { StoredPusher } from '../../src/pushers/pusher.js';
 import type { DeliveryStore } from '../../src/store/delivery-store.js';
 import { InMemoryDeliveryStore } from '../../src/store/in-memory-delivery-store.js';
+import { aStoredPusher } from '../support/notify-builders.js';
 
 /**
  * A worker cut from MongoDB stored a part's requests (they had waited
@@ -26,24 +27,11 @@ import { InMemoryDeliveryStore } from '../../src/store/in-memory-delivery-store.
  * holder, so `$event1` three times in all.
  */
 const P = 3;
-const GATEWAY = 'https://push.example.org/_matrix/push/v1/notify';
 const SILENT = createLogger('silent');
 const USERS = ['@alice:example.org', '@bob:example.org'];
 const OK: GatewayExchange = { kind: 'response', status: 200, body: '{"rejected":[]}' };
 
-function aPusher(userId: string): StoredPusher {
-  return {
-    user_id: userId,
-    kind: 'http',
-    app_id: 'org.example.app',
-    pushkey: `${userId}-phone`,
-    app_display_name: 'App',
-    device_display_name: 'Phone',
-    lang: 'en',
-    data: { url: GATEWAY },
-    enabled: true,
-  };
-}
+const aPusher = (userId: string): StoredPusher => aStoredPusher(userId);
 
 const PUSHERS = {
   listPushers: async (userId: string) => Promise.resolve([aPusher(userId)]),

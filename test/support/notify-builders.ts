@@ -1,4 +1,5 @@
 import type { DeliveryPusher } from '../../src/delivery/device-batches.js';
+import type { StoredPusher } from '../../src/pushers/pusher.js';
 import type { NotifyNotification, NotifyRecipient, Pushed } from '../../src/delivery/notification-plan.js';
 import { ALICE } from './builders.js';
 
@@ -57,4 +58,20 @@ export function aPushedPlan(overrides: Partial<Pushed> = {}): Pushed {
 export function without<T extends object, K extends keyof T & string>(value: T, ...keys: K[]): Omit<T, K> {
   const dropped = new Set<string>(keys);
   return Object.fromEntries(Object.entries(value).filter(([key]) => !dropped.has(key))) as Omit<T, K>;
+}
+
+/** A user's phone, an HTTP pusher to `GATEWAY_URL` as the store holds it; pushkey `<user>-phone`. */
+export function aStoredPusher(userId: string, overrides: Partial<StoredPusher> = {}): StoredPusher {
+  return {
+    user_id: userId,
+    kind: 'http',
+    app_id: 'org.example.app',
+    pushkey: `${userId}-phone`,
+    app_display_name: 'App',
+    device_display_name: 'Phone',
+    lang: 'en',
+    data: { url: GATEWAY_URL },
+    enabled: true,
+    ...overrides,
+  };
 }
