@@ -1,3 +1,4 @@
+import { notifyIdOf } from '../delivery/intake-plan.js';
 import type { Logger } from '../logging/logger.js';
 import type { AcceptedNotify, DeliveryStore, PendingDelivery, RetryState } from '../store/delivery-store.js';
 import { loggable } from '../logging/loggable-error.js';
@@ -171,7 +172,7 @@ export class DeliveryJournal {
         touched.add(tracked.entry.partition);
         // Its part is not acknowledged yet: taken in again, it must not be sent again.
         this.#progress.note(tracked.entry.notify.id, id);
-      } else if (tracked.taken === true) this.#progress.note(partOf(id), id);
+      } else if (tracked.taken === true) this.#progress.note(notifyIdOf(id), id);
     }
     for (const partition of touched) void this.#schedule(partition, false);
     if (deleting.length === 0) return;
@@ -396,9 +397,4 @@ export class DeliveryJournal {
   #holds(partition: number): boolean {
     return this.#options.writable(partition, this.#now());
   }
-}
-
-/** The ID of the part that planned a request: request IDs are `<part ID>/<device queue tag>[.<n>]`. */
-function partOf(id: string): string {
-  return id.slice(0, id.lastIndexOf('/'));
 }

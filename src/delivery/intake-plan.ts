@@ -104,6 +104,11 @@ export function planIntake(
   return { deliveries, recipients, devices, emailPushers };
 }
 
+/** The `notifyId` a planned request's ID was made from: the tag after the last `/` has none (a notify ID may). */
+export function notifyIdOf(requestId: string): string {
+  return requestId.slice(0, requestId.lastIndexOf('/'));
+}
+
 /** A bug, not bad input: two requests under one ID would be stored, journalled and sent as one. */
 function assertUniqueIds(deliveries: readonly PlannedDelivery[]): void {
   const seen = new Set<string>();

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { NotifyRequestBody } from '../../src/contract/ops.js';
 import { deviceQueueKey } from '../../src/delivery/delivery-key.js';
 import type { DeliveryPusher } from '../../src/delivery/device-batches.js';
-import { planIntake, pushedUserIds } from '../../src/delivery/intake-plan.js';
+import { notifyIdOf, planIntake, pushedUserIds } from '../../src/delivery/intake-plan.js';
 import { ALICE } from '../support/builders.js';
 import {
   aDeliveryPusher,
@@ -126,6 +126,17 @@ describe('the intake of one notify message', () => {
     expect(new Set(after.map((delivery) => delivery.id)).size).toBe(after.length);
     expect(after.every((delivery) => delivery.partition === 7)).toBe(true);
   });
+});
+
+describe('notifyIdOf', () => {
+  it.each(['n1', 'amq.ctag-1/2/3', 'urn:uuid:0e1f/'])(
+    'gives back %s from each request planned under it',
+    (notifyId) => {
+      const plan = planIntake(aRequest(), pushersOf, { ...STAMP, notifyId });
+      expect(plan.deliveries.length).toBeGreaterThan(1);
+      for (const delivery of plan.deliveries) expect(notifyIdOf(delivery.id)).toBe(notifyId);
+    },
+  );
 });
 
 describe('device queue keys', () => {
