@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { recheckDevices, type RecheckVerdict } from '../../src/delivery/pusher-recheck.js';
 import { ALICE } from '../support/builders.js';
-import { GATEWAY_URL, OTHER_GATEWAY_URL } from '../support/notify-builders.js';
+import { aStoredPusher, GATEWAY_URL, OTHER_GATEWAY_URL } from '../support/notify-builders.js';
 import type { StoredPusher } from '../../src/pushers/pusher.js';
 import { bodyText } from '../../src/delivery/request-body.js';
 
@@ -23,20 +23,8 @@ const REQUEST = {
   ],
 };
 
-function aPusher(overrides: Partial<StoredPusher> = {}): StoredPusher {
-  return {
-    user_id: ALICE,
-    kind: 'http',
-    app_id: APP,
-    pushkey: 'phone',
-    app_display_name: 'App',
-    device_display_name: 'Phone',
-    lang: 'en',
-    data: { url: GATEWAY_URL },
-    enabled: true,
-    ...overrides,
-  };
-}
+const aPusher = (overrides: Partial<StoredPusher> = {}): StoredPusher =>
+  aStoredPusher(ALICE, { app_id: APP, pushkey: 'phone', ...overrides });
 
 const PHONE = aPusher();
 const TABLET = aPusher({ pushkey: 'tablet' });
