@@ -4,6 +4,8 @@ import type { AcceptedNotify, DeliveryStore, PendingDelivery, RetryState } from 
 import { loggable } from '../logging/loggable-error.js';
 import { IntakeStoppedError } from './notify-intake.js';
 import { ProgressMarks, type DoneWatch } from './progress-marks.js';
+import type { Entry, Tracked } from './journal-entries.js';
+import { ChunkedWrites, type ChunkedWriteBounds } from './chunked-writes.js';
 
 export interface DeliveryJournalOptions {
   readonly store: Pick<DeliveryStore, 'acceptAll' | 'remove' | 'saveRetry' | 'markDone'>;
@@ -13,38 +15,8 @@ export interface DeliveryJournalOptions {
   readonly persistAfterMs: number;
   readonly logger: Logger;
   readonly now?: () => number;
-}
-
-/** One `notify` part taken in and not yet secured: acknowledged once every request of it is done or stored. */
-interface Entry {
-  readonly partition: number;
-  readonly notify: AcceptedNotify;
-  /** Its requests neither done nor stored yet. */
-  readonly open: Set<string>;
-  readonly resolve: () => void;
-  readonly reject: (error: Error) => void;
-}
-
-/** Where a request held in memory is: only in memory, being written, or in the store. */
-interface Tracked {
-  readonly delivery: PendingDelivery;
-  state: 'memory' | 'persisting' | 'stored';
-  /** Done while it was being written: deleted once the write landed. */
-  doneWhilePersisting?: boolean;
-  /**
-   * Perhaps in the store too: found there (written by the partition's last
-   * holder, whose write landed late), or its write here failed (it may have
-   * landed all the same). Deleted from the store once done.
-   */
-  storedToo?: boolean;
-  /** Its part, until the part is acknowledged. */
-  entry?: Entry | undefined;
-  /**
-   * Read from the store at a takeover: its part may be unrecorded (the last
-   * holder stored the requests, not the record), so still in the queue, to
-   * be taken in and planned again. Its progress is noted once done.
-   */
-  taken?: true;
+  /** How waiting requests are written: in chunks, a few writes at a time (chunked-writes.ts; its defaults). */
+  readonly writes?: ChunkedWriteBounds;
 }
 
 /**
@@ -78,12 +50,15 @@ export class DeliveryJournal {
   #timer: NodeJS.Timeout | undefined;
   /** Requests done with while their part is not secured. */
   readonly #progress: ProgressMarks;
+  /** The requests' writes, every partition's taking turns. */
+  readonly #writes: ChunkedWrites;
 
   constructor(options: DeliveryJournalOptions) {
     this.#options = options;
     this.#log = options.logger;
     this.#now = options.now ?? Date.now;
     this.#progress = new ProgressMarks(options.store, options.logger);
+    this.#writes = new ChunkedWrites(options.writes);
   }
 
   /** Parts not yet secured, all partitions together (for metrics and tests). */
@@ -325,24 +300,23 @@ export class DeliveryJournal {
         writing.push(tracked);
       }
     try {
-      if (writing.length > 0)
-        await this.#options.store.acceptAll(
-          [],
-          writing.map((tracked) => tracked.delivery),
-        );
-    } catch (error) {
-      const done: string[] = [];
-      for (const tracked of writing) {
-        tracked.state = 'memory';
-        // A write reported failed (a dropped connection, a timeout) may have landed all the same: deleted once done.
-        tracked.storedToo = true;
-        if (tracked.doneWhilePersisting !== true) continue;
-        // Done meanwhile: gone from memory, and perhaps written after all: deleted to be sure.
-        done.push(tracked.delivery.id);
-        this.#tracked.delete(tracked.delivery.id);
-        tracked.entry?.open.delete(tracked.delivery.id);
+      const written = await this.#writes.write(
+        writing,
+        async (chunk) =>
+          this.#options.store.acceptAll(
+            [],
+            chunk.map((tracked) => tracked.delivery),
+          ),
+        () => this.#holds(partition),
+      );
+      // The lease came into doubt between two chunks: the parts wait, unacknowledged, as when it was at the start.
+      if (written < writing.length) {
+        this.#notWritten(writing, written);
+        return;
       }
-      if (done.length > 0) void this.#options.store.remove(done).catch(() => undefined);
+    } catch (error) {
+      // A write reported failed (a dropped connection, a timeout) may have landed all the same: deleted once done.
+      this.#notWritten(writing, writing.length);
       this.#log.warn(
         { err: loggable(error), partition, parts: prefix.length },
         'cannot store pending notifications yet; their messages wait, unacknowledged',
@@ -374,6 +348,27 @@ export class DeliveryJournal {
     }
     // Deleted now; if the store does not answer, they are sent again by the partition's next holder (at least once).
     if (done.length > 0) await this.remove(done);
+  }
+
+  /**
+   * A pass's write stopped: its requests are in memory only again, the
+   * first `attempted` perhaps in the store too (deleted once done). Those
+   * done with meanwhile are deleted now, to be sure.
+   */
+  #notWritten(writing: readonly Tracked[], attempted: number): void {
+    const done: string[] = [];
+    for (const [index, tracked] of writing.entries()) {
+      tracked.state = 'memory';
+      if (index < attempted) tracked.storedToo = true;
+      if (tracked.doneWhilePersisting !== true) continue;
+      const id = tracked.delivery.id;
+      done.push(id);
+      this.#tracked.delete(id);
+      tracked.entry?.open.delete(id);
+      // Its part is not acknowledged: taken in again, it must not be sent again (as in `remove`).
+      if (tracked.entry !== undefined) this.#progress.note(tracked.entry.notify.id, id);
+    }
+    if (done.length > 0) void this.#options.store.remove(done).catch(() => undefined);
   }
 
   /** Writes the parts' intake records if the lease still holds; whether they were written. */

@@ -1,71 +1,16 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { DEFAULT_BREAKER_POLICY } from '../../src/delivery/circuit-breaker.js';
-import { DeliveryJournal } from '../../src/delivery-service/delivery-journal.js';
 import { DeliveryScheduler } from '../../src/delivery-service/delivery-scheduler.js';
 import { IntakeStoppedError } from '../../src/delivery-service/notify-intake.js';
 import { createLogger } from '../../src/logging/logger.js';
 import type { StoredPusher } from '../../src/pushers/pusher.js';
-import type { AcceptedNotify, DeliveryStore, PendingDelivery } from '../../src/store/delivery-store.js';
+import type { DeliveryStore, PendingDelivery } from '../../src/store/delivery-store.js';
 import { InMemoryDeliveryStore } from '../../src/store/in-memory-delivery-store.js';
 import { StoreUnavailableError } from '../../src/store/push-store.js';
 import { eventually } from '../support/eventually.js';
+import { aJournal, aPart, aRequest, closeJournalsAfterEach, P, state, wait } from '../support/journal-world.js';
 
-const P = 2;
-const T0 = Date.now();
-
-function aRequest(id: string, overrides: Partial<PendingDelivery> = {}): PendingDelivery {
-  return {
-    id,
-    partition: P,
-    key: `key-${id}`,
-    seq: 1,
-    userId: '@alice:example.org',
-    url: 'https://push.example.org/_matrix/push/v1/notify',
-    body: '{}',
-    devices: [{ appId: 'app', pushkey: id }],
-    acceptedAt: T0,
-    ...overrides,
-  };
-}
-
-const aPart = (id: string, acceptedAt = Date.now()): AcceptedNotify => ({ id, recipients: 1, devices: 1, acceptedAt });
-
-const journals: DeliveryJournal[] = [];
-afterEach(() => {
-  for (const journal of journals.splice(0)) journal.close();
-});
-
-function aJournal(
-  options: {
-    readonly persistAfterMs?: number;
-    readonly writable?: () => boolean;
-    readonly store?: Pick<DeliveryStore, 'acceptAll' | 'remove' | 'saveRetry' | 'markDone'>;
-  } = {},
-) {
-  const store = new InMemoryDeliveryStore();
-  const journal = new DeliveryJournal({
-    store: options.store ?? store,
-    writable: options.writable ?? (() => true),
-    persistAfterMs: options.persistAfterMs ?? 40,
-    logger: createLogger('silent'),
-  });
-  journal.start();
-  journals.push(journal);
-  return { journal, store };
-}
-
-const wait = async (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** Whether a promise has settled by now, and how. */
-async function state(promise: Promise<void>): Promise<'pending' | 'resolved' | 'rejected'> {
-  return Promise.race([
-    promise.then(
-      () => 'resolved' as const,
-      () => 'rejected' as const,
-    ),
-    wait(5).then(() => 'pending' as const),
-  ]);
-}
+closeJournalsAfterEach();
 
 describe('the delivery journal: when a part may be acknowledged', () => {
   it('acknowledges a part whose requests are all done at once, storing no request, only its record', async () => {
