@@ -1,7 +1,8 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { DeviceDelivery, GatewayBehaviour, GatewayStats } from '../../test/support/push-gateway-double.js';
+import type { GatewayBehaviour } from '../../test/support/gateway-double-behaviour.js';
+import type { DeviceDelivery, GatewayStats } from '../../test/support/gateway-double-records.js';
 import { ROOT } from './processes.js';
 
 /** A command to the doubles' process (bench/gateway-fleet.ts); `index` names one double, else all. */

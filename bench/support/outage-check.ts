@@ -1,4 +1,4 @@
-import type { DeviceDelivery } from '../../test/support/push-gateway-double.js';
+import type { DeviceDelivery } from '../../test/support/gateway-double-records.js';
 
 /**
  * One notification published to a device: its number (publish order), when

@@ -14,7 +14,8 @@ import {
   servers,
   useGatewayClientWorld,
 } from '../support/gateway-client-world.js';
-import type { PushGatewayDouble, RecordedRequest } from '../support/push-gateway-double.js';
+import type { RecordedRequest } from '../support/gateway-double-records.js';
+import type { PushGatewayDouble } from '../support/push-gateway-double.js';
 
 useGatewayClientWorld();
 

@@ -2,7 +2,8 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { NotifyRecipient } from '../../src/client/push-rules-client.js';
 import { partitionOf } from '../../src/delivery/partitions.js';
 import { eventually as eventuallyWithin } from '../support/eventually.js';
-import { PushGatewayDouble, type RecordedRequest } from '../support/push-gateway-double.js';
+import type { RecordedRequest } from '../support/gateway-double-records.js';
+import { PushGatewayDouble } from '../support/push-gateway-double.js';
 import { startDeliveringWorker, type DeliveringWorker } from './support/delivery-harness.js';
 
 const APP = 'org.example.app';

@@ -4,7 +4,8 @@ import type { NotifyNotification, NotifyRecipient } from '../../src/client/push-
 import { PushRulesError } from '../../src/client/push-rules-client.js';
 import type { PusherSetAction } from '../../src/pushers/pusher.js';
 import { eventually } from '../support/eventually.js';
-import { PushGatewayDouble, type RecordedRequest } from '../support/push-gateway-double.js';
+import type { RecordedRequest } from '../support/gateway-double-records.js';
+import { PushGatewayDouble } from '../support/push-gateway-double.js';
 import {
   listenForChanges,
   startDeliveringWorker,

@@ -1,12 +1,10 @@
-import {
-  createServer as createHttpServer,
-  type IncomingHttpHeaders,
-  type IncomingMessage,
-  type Server,
-  type ServerResponse,
-} from 'node:http';
+import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
+import { retryAfterHeader, sendJson } from './gateway-double-answers.js';
+import type { BehaviourScope, GatewayBehaviour } from './gateway-double-behaviour.js';
+import type { DeviceDelivery, GatewayStats, RecordedRequest, Recording } from './gateway-double-records.js';
+import { devicesOf, notifyBodyProblem, parseJson } from './notify-body-shape.js';
 
 /**
  * A push gateway for tests and the bench: a local HTTP(S) server on
@@ -25,91 +23,6 @@ const NOTIFY_PATH = '/_matrix/push/v1/notify';
 
 /** Bodies above this are refused with 413, as Sygnal (the reference gateway) does at 512 KiB. */
 const MAX_BODY_BYTES = 512 * 1024;
-
-/** What the double does with a valid notify request. */
-export type GatewayBehaviour =
-  /** 200 `{"rejected": [...]}`, the default; after `delayMs` when given. */
-  | { readonly kind: 'answer'; readonly delayMs?: number }
-  /**
-   * Any status. The body is `body` (a string is sent as is, so a test can
-   * send one that is not JSON; anything else as JSON), else the usual
-   * `{"rejected"}` for a 2xx and a Matrix error otherwise. `retryAfter`
-   * sends `Retry-After`: a number as delay-seconds, a Date as an HTTP-date
-   * (RFC 9110 §10.2.3), a string verbatim (to send a malformed one).
-   */
-  | {
-      readonly kind: 'status';
-      readonly status: number;
-      readonly body?: unknown;
-      readonly retryAfter?: number | Date | string;
-      readonly delayMs?: number;
-    }
-  /** A redirect (302 unless given) to `location`: a client must not follow it. */
-  | { readonly kind: 'redirect'; readonly location: string; readonly status?: number; readonly delayMs?: number }
-  /** Read the request and never answer: only the client's timeout ends it. */
-  | { readonly kind: 'hang' }
-  /**
-   * Read the request and answer nothing until `answerHeld` (then as
-   * `answer` does): a gateway silent for as long as a test needs. Recorded
-   * as 200 when received, as a delayed answer is.
-   */
-  | { readonly kind: 'hold' }
-  /** Read the request and reset the connection (a TCP RST, no response). */
-  | { readonly kind: 'reset'; readonly delayMs?: number };
-
-/** Which requests a behaviour applies to, and how many times. */
-export interface BehaviourScope {
-  /** Only requests with a device of this pushkey; without it, every request. */
-  readonly pushkey?: string;
-  /** Only the next `times` requests it applies to; then it is dropped. Without it, until replaced. */
-  readonly times?: number;
-}
-
-/** One request the double received, whatever it was. */
-export interface RecordedRequest {
-  /** When its body had been read (ms since the epoch, comparable across processes). */
-  readonly at: number;
-  readonly method: string;
-  /** The path with its query, as requested. */
-  readonly path: string;
-  readonly headers: IncomingHttpHeaders;
-  /** The body as received (UTF-8), empty when it was too large to keep. */
-  readonly rawBody: string;
-  /** The body parsed as JSON, `undefined` when it was not JSON. */
-  readonly body: unknown;
-  /** The pushkeys of its devices, in order, when it was a valid notify request; else empty. */
-  readonly pushkeys: readonly string[];
-  /** What the double did: the status it sent (or will send after a delay or once held ones are answered), `hang` or `reset`. */
-  readonly answer: number | 'hang' | 'reset';
-}
-
-/**
- * What the double keeps of each request. `full`: every request whole
- * (`requests`), for tests that look at headers and bodies. `light`: only
- * `stats` and `deviceLog`, for the bench, which sends tens of thousands of
- * requests and must not measure a double that holds every body.
- */
-export type Recording = 'full' | 'light';
-
-/** Counts over every request received since the start or the last `clearRequests`, in both recordings. */
-export interface GatewayStats {
-  readonly requests: number;
-  /** Requests by what the double did: the status as a string, `hang` or `reset`. */
-  readonly answers: Readonly<Record<string, number>>;
-  /** Devices of the requests answered 200 (the devices a worker counts as delivered, rejected ones included). */
-  readonly devicesDelivered: number;
-  /** When the first and the last request had been read (ms since the epoch); undefined before any. */
-  readonly firstAt: number | undefined;
-  readonly lastAt: number | undefined;
-}
-
-/** One notification a device got in a request answered 200. */
-export interface DeviceDelivery {
-  /** The notification's `event_id`; empty for a badge update (none). */
-  readonly eventId: string;
-  /** When the request had been read (ms since the epoch). */
-  readonly at: number;
-}
 
 interface Rule {
   readonly behaviour: GatewayBehaviour;
@@ -476,99 +389,4 @@ export class PushGatewayDouble {
       }
     }
   }
-}
-
-function parseJson(text: string): unknown {
-  try {
-    return JSON.parse(text) as unknown;
-  } catch {
-    return undefined;
-  }
-}
-
-function sendJson(
-  response: ServerResponse,
-  status: number,
-  body: unknown,
-  headers: Readonly<Record<string, string>> = {},
-): void {
-  // The client may have given up during a delay.
-  if (response.destroyed) return;
-  const text = typeof body === 'string' ? body : JSON.stringify(body);
-  response.writeHead(status, { 'Content-Type': 'application/json', ...headers }).end(text);
-}
-
-function retryAfterHeader(retryAfter: number | Date | string | undefined): Record<string, string> {
-  if (retryAfter === undefined) return {};
-  if (retryAfter instanceof Date) return { 'Retry-After': retryAfter.toUTCString() };
-  return { 'Retry-After': String(retryAfter) };
-}
-
-type JsonObject = Readonly<Record<string, unknown>>;
-
-function isObject(value: unknown): value is JsonObject {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-/** The devices of a body `notifyBodyProblem` accepted. */
-function devicesOf(body: unknown): readonly { readonly pushkey: string }[] {
-  return (body as { notification: { devices: { pushkey: string }[] } }).notification.devices;
-}
-
-/** The notification fields the spec types as strings. */
-const STRING_FIELDS = ['event_id', 'room_id', 'type', 'sender', 'sender_display_name', 'room_name', 'room_alias'];
-
-/**
- * What is wrong with a notify body by the spec's shape, or `undefined`:
- * `notification` an object whose `devices` is a non-empty list of
- * `{app_id, pushkey, pushkey_ts?, data?, tweaks?}` (data without its url), and each optional field
- * of the notification of its type when present (null is not a value of any
- * of them). Other fields are allowed: the spec's objects are open.
- */
-function notifyBodyProblem(body: unknown): string | undefined {
-  if (!isObject(body)) return 'The body is not a JSON object';
-  const notification = body['notification'];
-  if (!isObject(notification)) return 'notification is missing or not an object';
-  for (const field of STRING_FIELDS) {
-    if (field in notification && typeof notification[field] !== 'string')
-      return `notification.${field} is not a string`;
-  }
-  if ('user_is_target' in notification && typeof notification['user_is_target'] !== 'boolean') {
-    return 'notification.user_is_target is not a boolean';
-  }
-  if ('prio' in notification && notification['prio'] !== 'high' && notification['prio'] !== 'low') {
-    return 'notification.prio is neither "high" nor "low"';
-  }
-  if ('content' in notification && !isObject(notification['content'])) return 'notification.content is not an object';
-  if ('counts' in notification) {
-    const counts = notification['counts'];
-    if (!isObject(counts)) return 'notification.counts is not an object';
-    for (const field of ['unread', 'missed_calls']) {
-      if (field in counts && !isCount(counts[field]))
-        return `notification.counts.${field} is not a non-negative integer`;
-    }
-  }
-  const devices = notification['devices'];
-  if (!Array.isArray(devices)) return 'notification.devices is missing or not a list';
-  if (devices.length === 0) return 'notification.devices is empty';
-  for (const [index, device] of (devices as unknown[]).entries()) {
-    const at = `notification.devices[${index}]`;
-    if (!isObject(device)) return `${at} is not an object`;
-    for (const field of ['app_id', 'pushkey']) {
-      const value = device[field];
-      if (typeof value !== 'string' || value === '') return `${at}.${field} is missing or not a non-empty string`;
-    }
-    if ('pushkey_ts' in device && !isCount(device['pushkey_ts']))
-      return `${at}.pushkey_ts is not a non-negative integer`;
-    for (const field of ['data', 'tweaks']) {
-      if (field in device && !isObject(device[field])) return `${at}.${field} is not an object`;
-    }
-    // The spec's device data is the pusher's data "minus the url key".
-    if (isObject(device['data']) && 'url' in device['data']) return `${at}.data has a url: it must be left out`;
-  }
-  return undefined;
-}
-
-function isCount(value: unknown): boolean {
-  return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0;
 }

@@ -6,7 +6,8 @@ import { PushRulesClient } from '../../../src/client/push-rules-client.js';
 import { MongoPushStore } from '../../../src/store/mongo-push-store.js';
 import type { PusherDocument } from '../../../src/store/mongo-pusher-lists.js';
 import { makeThrowawayCa, type ThrowawayCa } from '../../support/throwaway-ca.js';
-import { PushGatewayDouble, type RecordedRequest } from '../../support/push-gateway-double.js';
+import type { RecordedRequest } from '../../support/gateway-double-records.js';
+import { PushGatewayDouble } from '../../support/push-gateway-double.js';
 import { openFaultWorld, type FaultWorld } from './fault-world.js';
 
 export const APP = 'org.example.app';
