@@ -1,102 +1,12 @@
-import { EventEmitter } from 'node:events';
-import type { ChannelModel } from 'amqplib';
 import { pino } from 'pino';
-import { afterEach, describe, expect, it } from 'vitest';
-import type { AmqpConnectOptions } from '../../src/amqp/amqp-connect.js';
+import { describe, expect, it } from 'vitest';
 import type { Logger } from '../../src/logging/logger.js';
-import {
-  BrokerConnection,
-  BrokerUnavailableError,
-  type BrokerConnectionOptions,
-} from '../../src/amqp/broker-connection.js';
-import type { BrokerLink } from '../../src/amqp/broker-link.js';
+import { layer, settle, useBrokerConnectionWorld } from '../support/broker-connection-world.js';
+import { FakeBroker, type FakeConnection } from '../support/fake-broker.js';
 
-/** A connection as far as the layer uses it: `close()`, and the `close` event when it goes. */
-class FakeConnection extends EventEmitter {
-  closed = false;
-  constructor(readonly node: string) {
-    super();
-  }
+// What its owner calls, session() and close(), is in broker-connection-session-close.test.ts.
 
-  async close(): Promise<void> {
-    if (this.closed) return;
-    this.closed = true;
-    await Promise.resolve();
-    this.emit('close');
-  }
-
-  /** The broker side went away: amqplib emits `close`, with why when it knows. */
-  drop(error?: unknown): void {
-    this.closed = true;
-    this.emit('close', error);
-  }
-}
-
-/** The broker: which nodes answer, and a log of what the layer did. */
-class FakeBroker {
-  readonly events: string[] = [];
-  readonly connections: FakeConnection[] = [];
-  readonly down = new Set<string>();
-  readonly options: AmqpConnectOptions[] = [];
-
-  readonly connect = async (url: string, options: AmqpConnectOptions): Promise<ChannelModel> => {
-    await Promise.resolve();
-    const node = new URL(url).hostname;
-    this.events.push(`attempt ${node}`);
-    this.options.push(options);
-    if (this.down.has(node)) throw new Error(`connect ECONNREFUSED ${node}`);
-    const connection = new FakeConnection(node);
-    this.connections.push(connection);
-    return connection as unknown as ChannelModel;
-  };
-
-  /** Records the wait and lets the event loop turn (a real wait would), without the time passing. */
-  readonly wait = async (ms: number): Promise<void> => {
-    this.events.push(`wait ${ms}`);
-    await new Promise((resolve) => setImmediate(resolve));
-  };
-
-  live(): FakeConnection | undefined {
-    return this.connections.filter((c) => !c.closed).at(-1);
-  }
-}
-
-interface FakeSession {
-  readonly node: string;
-  readonly link: BrokerLink;
-}
-
-const opened: BrokerConnection<FakeSession>[] = [];
-afterEach(async () => {
-  await Promise.all(opened.splice(0).map(async (c) => c.close()));
-});
-
-/** A layer over nodes a, b, c in that order (random near 1 keeps the order), on the fake broker. */
-function layer(
-  broker: FakeBroker,
-  overrides: Partial<BrokerConnectionOptions<FakeSession>> = {},
-): BrokerConnection<FakeSession> {
-  const connection = new BrokerConnection<FakeSession>({
-    urls: 'amqp://a:5672,amqp://b:5672,amqp://c:5672',
-    role: 'test',
-    attemptTimeoutMs: 1_000,
-    backoff: { baseMs: 100, maxMs: 1_000 },
-    random: () => 0.999,
-    connect: broker.connect,
-    wait: broker.wait,
-    setup: async (link) => {
-      await Promise.resolve();
-      broker.events.push(`setup ${link.address.label}`);
-      return { node: link.address.label, link };
-    },
-    retire: (session, reason) => {
-      broker.events.push(`retire ${session.node}: ${reason}`);
-    },
-    ...overrides,
-  });
-  opened.push(connection);
-  return connection;
-}
+useBrokerConnectionWorld();
 
 /** A real pino logger whose lines are kept, parsed, for the test to read. */
 function capturedLog(): { lines: Record<string, unknown>[]; logger: Logger } {
@@ -107,10 +17,6 @@ function capturedLog(): { lines: Record<string, unknown>[]; logger: Logger } {
   );
   return { lines, logger };
 }
-
-const settle = async () => {
-  for (let i = 0; i < 20; i += 1) await new Promise((resolve) => setImmediate(resolve));
-};
 
 describe('BrokerConnection', () => {
   it('connects to the first node of its order and sets the session up there', async () => {
@@ -348,101 +254,5 @@ describe('BrokerConnection', () => {
     broker.live()?.drop();
     await settle();
     expect(connection.current?.node).toBe('b:5672');
-  });
-
-  describe('session()', () => {
-    it('waits for the attempt under way', async () => {
-      const broker = new FakeBroker();
-      const connection = layer(broker);
-      expect((await connection.session()).node).toBe('a:5672');
-    });
-
-    it('rejects when the whole round fails, and at once between rounds', async () => {
-      const broker = new FakeBroker();
-      broker.down.add('a').add('b').add('c');
-      let release: () => void = () => undefined;
-      const connection = layer(broker, {
-        wait: async () => {
-          await new Promise<void>((resolve) => {
-            release = resolve;
-          });
-        },
-      });
-      await expect(connection.session()).rejects.toThrow(
-        new BrokerUnavailableError('cannot reach the broker: connect ECONNREFUSED c'),
-      );
-      // Waiting out the backoff now: no attempt is under way, so no waiting for one.
-      await expect(connection.session()).rejects.toThrow('cannot reach the broker');
-      broker.down.clear();
-      release();
-      await settle();
-      expect((await connection.session()).node).toBe('a:5672');
-    });
-  });
-
-  describe('close()', () => {
-    it('runs beforeDisconnect with the live session, closes the connection, reconnects no more; idempotent', async () => {
-      const broker = new FakeBroker();
-      const closed: string[] = [];
-      const connection = layer(broker, {
-        observer: {
-          closed: () => {
-            closed.push('closed');
-          },
-        },
-      });
-      await connection.start();
-      const drained: string[] = [];
-      await Promise.all([
-        connection.close((s) => void drained.push(s.node)),
-        connection.close((s) => void drained.push(`second ${s.node}`)),
-      ]);
-      expect(drained).toEqual(['a:5672']);
-      expect(broker.connections[0]?.closed).toBe(true);
-      expect(closed).toEqual(['closed']);
-      await settle();
-      expect(broker.events.filter((e) => e.startsWith('attempt'))).toEqual(['attempt a']);
-      await expect(connection.session()).rejects.toThrow('the broker connection is closed');
-    });
-
-    it('does not wait for an attempt that hangs; if that attempt succeeds after all, its connection is closed', async () => {
-      const broker = new FakeBroker();
-      let release: () => void = () => undefined;
-      const connection = layer(broker, {
-        setup: async (link) => {
-          await new Promise<void>((resolve) => {
-            release = resolve;
-          });
-          return { node: link.address.label, link };
-        },
-      });
-      const started = connection.start();
-      await settle();
-      await connection.close();
-      expect(await started).toBeUndefined();
-      release();
-      await settle();
-      expect(broker.connections.map((c) => c.closed)).toEqual([true]);
-      expect(connection.current).toBeUndefined();
-    });
-
-    it('while waiting between rounds: start() resolves undefined and nothing more is tried', async () => {
-      const broker = new FakeBroker();
-      broker.down.add('a').add('b').add('c');
-      const connection = layer(broker, {
-        wait: async (_ms, signal) => {
-          await new Promise<void>((resolve) => {
-            signal.addEventListener('abort', () => {
-              resolve();
-            });
-          });
-        },
-      });
-      const started = connection.start();
-      await settle();
-      await connection.close();
-      expect(await started).toBeUndefined();
-      expect(broker.events.filter((e) => e.startsWith('attempt'))).toHaveLength(3);
-    });
   });
 });
