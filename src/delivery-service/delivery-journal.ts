@@ -6,6 +6,7 @@ import { IntakeStoppedError } from './notify-intake.js';
 import { ProgressMarks, type DoneWatch } from './progress-marks.js';
 import type { Entry, Tracked } from './journal-entries.js';
 import { ChunkedWrites, type ChunkedWriteBounds } from './chunked-writes.js';
+import { deleteUntilDone, DeletionsUnderWay } from './deletions-until-done.js';
 
 export interface DeliveryJournalOptions {
   readonly store: Pick<DeliveryStore, 'acceptAll' | 'remove' | 'saveRetry' | 'markDone'>;
@@ -42,12 +43,13 @@ export class DeliveryJournal {
   /** Per partition, its parts not yet secured, in intake order. */
   readonly #entries = new Map<number, Entry[]>();
   readonly #tracked = new Map<string, Tracked>();
-  /** Deletions under way, by ID (how many): a read of the partition meanwhile lists them, done with all the same. */
-  readonly #deleting = new Map<string, number>();
+  /** Deletions under way: a read of the partition meanwhile lists them, done with all the same. */
+  readonly #deleting = new DeletionsUnderWay();
   /** One pass at a time per partition: parts are secured in order. */
   readonly #passes = new Map<number, Promise<void>>();
   readonly #again = new Set<number>();
   #timer: NodeJS.Timeout | undefined;
+  #closed = false;
   /** Requests done with while their part is not secured. */
   readonly #progress: ProgressMarks;
   /** The requests' writes, every partition's taking turns. */
@@ -150,17 +152,7 @@ export class DeliveryJournal {
       } else if (tracked.taken === true) this.#progress.note(notifyIdOf(id), id);
     }
     for (const partition of touched) void this.#schedule(partition, false);
-    if (deleting.length === 0) return;
-    for (const id of deleting) this.#deleting.set(id, (this.#deleting.get(id) ?? 0) + 1);
-    try {
-      await this.#options.store.remove(deleting);
-    } finally {
-      for (const id of deleting) {
-        const count = this.#deleting.get(id) ?? 1;
-        if (count > 1) this.#deleting.set(id, count - 1);
-        else this.#deleting.delete(id);
-      }
-    }
+    if (deleting.length > 0) await this.#deleting.run(deleting, async () => this.#options.store.remove(deleting));
   }
 
   /**
@@ -236,6 +228,7 @@ export class DeliveryJournal {
   }
 
   close(): void {
+    this.#closed = true;
     clearInterval(this.#timer);
     this.#progress.stop();
   }
@@ -368,7 +361,8 @@ export class DeliveryJournal {
       // Its part is not acknowledged: taken in again, it must not be sent again (as in `remove`).
       if (tracked.entry !== undefined) this.#progress.note(tracked.entry.notify.id, id);
     }
-    if (done.length > 0) void this.#options.store.remove(done).catch(() => undefined);
+    const store = this.#options.store;
+    if (done.length > 0) void this.#deleting.run(done, async () => deleteUntilDone(store, done, () => this.#closed));
   }
 
   /** Writes the parts' intake records if the lease still holds; whether they were written. */

@@ -124,4 +124,42 @@ describe('the delivery journal: how it stores what still waits', () => {
       expect([...(await inner.findProgress('m1')).done]).toEqual(['m1/a']);
     });
   });
+  it('deletes a request done while its failed write was out until the store answers, and holds it from no read meanwhile', async () => {
+    const inner = new InMemoryDeliveryStore();
+    let fail: () => void = () => undefined;
+    let deletionsRefused = 1;
+    const store: JournalStore = {
+      markDone: async (done) => inner.markDone(done),
+      acceptAll: async (notifies, deliveries) => {
+        await inner.acceptAll(notifies, deliveries);
+        // The requests' write lands, and is reported failed (the answer lost with the connection).
+        if (deliveries.length > 0)
+          await new Promise<void>((_, reject) => {
+            fail = () => {
+              reject(new StoreUnavailableError('the connection dropped before the answer'));
+            };
+          });
+      },
+      remove: async (ids) => {
+        if (deletionsRefused > 0) {
+          deletionsRefused -= 1;
+          throw new StoreUnavailableError('the store cannot be reached');
+        }
+        await inner.remove(ids);
+      },
+      saveRetry: async (id, retry) => inner.saveRetry(id, retry),
+    };
+    const { journal } = aJournal({ persistAfterMs: 10, store });
+    void journal.admit(P, aPart('m1', Date.now() - 100), [aRequest('m1/a')]).catch(() => undefined);
+    await wait(40);
+    await journal.remove(['m1/a']);
+    fail();
+    await wait(20);
+    // The partition read meanwhile (taken back) lists it: done with, it is not tracked, so not sent, again.
+    journal.stored(await inner.listPartition(P));
+    expect(journal.tracking(P)).toBe(0);
+    await eventually(() => {
+      expect(inner.size).toBe(0);
+    }, 3_000);
+  });
 });
