@@ -1,4 +1,5 @@
 import type { SynapsePushRuleEnableRow, SynapsePushRuleRow, SynapsePusherRow } from '../../src/import/synapse-rows.js';
+import { seededRandom as random } from '../../test/support/seeded-random.js';
 
 /**
  * A homeserver's push data for the import benchmark, the same for every run
@@ -19,18 +20,6 @@ export const REALISTIC_MIX: PopulationMix = { withRules: 0.15, changedDefaults: 
 
 export const SERVER = 'bench.example.org';
 export const userOf = (index: number) => `@user${String(index).padStart(7, '0')}:${SERVER}`;
-
-/** A small fast PRNG (mulberry32): the same population on every run. */
-function random(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 export interface UserPushData {
   readonly rules: SynapsePushRuleRow[];

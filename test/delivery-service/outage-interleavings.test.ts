@@ -1,5 +1,6 @@
 import { describe, expect, it, vi } from 'vitest';
 import type { GatewayExchange } from '../../src/delivery/response-outcome.js';
+import { seededRandom } from '../support/seeded-random.js';
 import {
   aDelivery,
   ALICE,
@@ -30,18 +31,6 @@ const SEEDS = 200;
 const CAROL = '@carol:example.org';
 const USERS = [ALICE, BOB, CAROL] as const;
 const PHONE = (userId: string) => `${userId}-phone`;
-
-/** mulberry32: a small seeded generator, so that a failing seed replays. */
-function seeded(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** Notification `n` to every user's phone, as the intake plans one `notify`. */
 const fanOut = (n: number) =>
@@ -103,7 +92,7 @@ async function elapse(run: Run, maxMs: number): Promise<void> {
 
 /** One outage: what each device got after it, against the newest `MAX_PENDING` of its backlog; the wrong ones. */
 async function outage(seed: number): Promise<string[]> {
-  const random = seeded(seed);
+  const random = seededRandom(seed);
   const world = aWorld({ backlog: { maxPending: MAX_PENDING } });
   for (const userId of USERS) world.pushers.set(userId, [aPusher(userId, PHONE(userId))]);
   const run: Run = { world, random, steps: [], delivered: [], up: true, released: false, published: 0 };
