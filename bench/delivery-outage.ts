@@ -4,6 +4,8 @@
  * failing for part of it, then the drain, checked device by device.
  */
 import { writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Db } from 'mongodb';
 import type { PushRulesClient } from '../src/client/push-rules-client.js';
@@ -11,7 +13,7 @@ import { loadConfig } from '../src/config/load-config.js';
 import { benchNotification, benchRecipients, pushkeyOf, type DeliveryAudience } from './support/delivery-seed.js';
 import { breakerBound, mb, summarize, type OutageResult } from './support/delivery-report.js';
 import type { GatewayFleet } from './support/gateway-fleet.js';
-import { checkOutage, type Published } from './support/outage-check.js';
+import { checkOutage, outageCheckPassed, type Published } from './support/outage-check.js';
 import { pendingDrained } from './support/pending-drained.js';
 import type { Child } from './support/processes.js';
 import { peakRssBytes, rssBytes } from './support/proc-stats.js';
@@ -171,9 +173,17 @@ export async function outage(
     maxPending: DEFAULTS.delivery.maxPendingPerDevice,
     eventNumber: (eventId) => Number(eventId.slice(2)),
   });
-  // The raw figures, for the check to be run again on them (`BENCH_OUTAGE_DUMP=<file>`).
-  const dump = process.env['BENCH_OUTAGE_DUMP'];
-  if (dump !== undefined && dump !== '')
+  // The raw figures, for the check to be run again on them: always to `BENCH_OUTAGE_DUMP=<file>`, and to a
+  // temporary file when the check failed (its path logged).
+  const asked = process.env['BENCH_OUTAGE_DUMP'];
+  const dump =
+    asked !== undefined && asked !== ''
+      ? asked
+      : outageCheckPassed(check)
+        ? undefined
+        : join(tmpdir(), `mpw-outage-devices-${String(process.pid)}-${String(Date.now())}.json`);
+  if (dump !== undefined && dump !== asked) log(`  the per-device check failed: its figures are kept at ${dump}`);
+  if (dump !== undefined)
     writeFileSync(
       dump,
       JSON.stringify({

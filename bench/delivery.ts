@@ -6,6 +6,7 @@
  * fan-out is delivered. See bench/README.md ("Delivery").
  */
 import * as os from 'node:os';
+import { join } from 'node:path';
 import type { Db } from 'mongodb';
 import { PushRulesClient } from '../src/client/push-rules-client.js';
 import { MongoPushStore } from '../src/store/mongo-push-store.js';
@@ -16,6 +17,7 @@ import { brokerUser } from './support/broker-user.js';
 import { GatewayFleet } from './support/gateway-fleet.js';
 import { startWorkerWithHealth, type Child } from './support/processes.js';
 import { deliveredBy, deviceOutcomes } from './support/worker-device-outcomes.js';
+import { keepIfFailed } from './support/outage-log.js';
 import { OUTAGE_DEVICES, OUTAGE_RATE, outage } from './delivery-outage.js';
 import { bareRow, fanOut, plan, rawRow, workerRow } from './delivery-fanout.js';
 import { isolation } from './delivery-isolation.js';
@@ -72,10 +74,11 @@ export async function runDeliveryScenarios(ctx: DeliveryContext): Promise<Delive
   const workers: Child[] = [];
   const start = async (name: string, roles?: string) => (await startWithHealth(name, roles)).child;
   /** A worker on database `name`, of `roles` (`WORKER_ROLES`) when given, else of every role. */
-  const startWithHealth = async (name: string, roles?: string) => {
+  const startWithHealth = async (name: string, roles?: string, logFile?: string) => {
     const started = await startWorkerWithHealth(
       { ...env(name), ...(roles === undefined ? {} : { WORKER_ROLES: roles }) },
       ctx.workerArgs,
+      logFile,
     );
     workers.push(started.child);
     return started;
@@ -231,7 +234,11 @@ export async function runDeliveryScenarios(ctx: DeliveryContext): Promise<Delive
       );
       const audience = deliveryAudience('o', OUTAGE_DEVICES, 1, fleet.notifyUrls.slice(0, 1));
       const { name, db } = await database('outage', audience);
-      const { child: worker, healthPort } = await startWithHealth(name);
+      // The worker's log, kept only if the per-device check fails (or BENCH_CHILD_LOG names where to keep it):
+      // twice a device got one past its cap in a run that kept no log.
+      const ownLog = process.env['BENCH_CHILD_LOG'] === undefined || process.env['BENCH_CHILD_LOG'] === '';
+      const workerLog = ownLog ? join(os.tmpdir(), `mpw-outage-worker-${ctx.id}.log`) : undefined;
+      const { child: worker, healthPort } = await startWithHealth(name, undefined, workerLog);
       try {
         // Replies may come long after the publish when the intake lags: a deadline that never cuts one short.
         const patient = new PushRulesClient({
@@ -257,6 +264,7 @@ export async function runDeliveryScenarios(ctx: DeliveryContext): Promise<Delive
         }
       } finally {
         await stop(worker);
+        if (workerLog !== undefined) keepIfFailed(workerLog, results.outage?.check, log);
       }
     }
   } finally {

@@ -27,6 +27,8 @@ export async function startChild(
   args: readonly string[],
   env: NodeJS.ProcessEnv,
   ready: (line: string) => boolean,
+  // Every line of the child appended there too, to find out why one died or misbehaved.
+  logFile: string | undefined = process.env['BENCH_CHILD_LOG'],
 ): Promise<Child> {
   const child = spawn(process.execPath, args, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
   const output: string[] = [];
@@ -39,8 +41,7 @@ export async function startChild(
     output.push(chunk.toString());
     remember(chunk.toString());
   });
-  // BENCH_CHILD_LOG=<file>: every child's output appended there too, to find out why one died.
-  const logFile = process.env['BENCH_CHILD_LOG'];
+  // BENCH_CHILD_LOG=<file> (the default of `logFile`): every child's output appended there.
   if (logFile !== undefined && logFile !== '') {
     const tee = (chunk: Buffer) => {
       appendFileSync(logFile, `[${name} ${String(child.pid)}] ${chunk.toString()}`);
@@ -101,15 +102,22 @@ export async function startWorker(env: NodeJS.ProcessEnv, nodeArgs: readonly str
 export async function startWorkerWithHealth(
   env: NodeJS.ProcessEnv,
   nodeArgs: readonly string[] = [],
+  logFile?: string,
 ): Promise<{ child: Child; healthPort: number | undefined }> {
   const found = { port: undefined as number | undefined };
-  const child = await startChild('worker', [...workerNodeFlags(), ...nodeArgs, WORKER_MAIN], env, (line) => {
-    if (line.includes('"health and metrics listening"')) {
-      const match = /"port":(\d+)/.exec(line);
-      if (match?.[1] !== undefined) found.port = Number(match[1]);
-    }
-    return line.includes('"worker started"');
-  });
+  const child = await startChild(
+    'worker',
+    [...workerNodeFlags(), ...nodeArgs, WORKER_MAIN],
+    env,
+    (line) => {
+      if (line.includes('"health and metrics listening"')) {
+        const match = /"port":(\d+)/.exec(line);
+        if (match?.[1] !== undefined) found.port = Number(match[1]);
+      }
+      return line.includes('"worker started"');
+    },
+    logFile ?? process.env['BENCH_CHILD_LOG'],
+  );
   return { child, healthPort: found.port };
 }
 
