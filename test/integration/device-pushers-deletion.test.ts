@@ -4,6 +4,7 @@ import { PushRulesClient, PushRulesError } from '../../src/client/push-rules-cli
 import { serverDefaultRuleset } from '../../src/push-rules/server-default-rules.js';
 import { CONTRACT_KINDS, type ContractKind } from '../support/expect-result.js';
 import { aPusherSetAction } from '../support/builders.js';
+import { emailAction } from '../support/pusher-devices-world.js';
 import {
   action,
   aUser,
@@ -38,16 +39,6 @@ function expectFailure(reply: ContractReply, kind: ContractKind, message: string
   expect(reply).toEqual({ ok: false, error: { kind, ...CONTRACT_KINDS[kind], error: message } });
 }
 
-const email = (address: string) => ({
-  kind: 'email',
-  app_id: 'm.email',
-  pushkey: address,
-  app_display_name: 'E-mail',
-  device_display_name: address,
-  lang: 'en',
-  data: {},
-});
-
 const documentOf = async (user: string) => h.db.collection('account_data').findOne({ _id: user as never });
 
 /** Change events published while `work` runs, read from a queue bound to the events exchange. */
@@ -76,7 +67,7 @@ describe('delete_pushers', () => {
     const other = aUser();
     await send('set_pusher', user, { device_id: 'PHONE', action: action('phone') });
     await send('set_pusher', user, { device_id: 'LAPTOP', action: action('laptop') });
-    await send('set_pusher', user, { device_id: 'PHONE', action: email('a@example.org') });
+    await send('set_pusher', user, { device_id: 'PHONE', action: emailAction('a@example.org') });
     await send('set_pusher', other, { device_id: 'PHONE', action: action('others') });
     return { user, other };
   }
@@ -173,7 +164,7 @@ describe('delete_user_data', () => {
       rule: { actions: [] },
     });
     await send('set_pusher', user, { device_id: 'PHONE', action: action('phone') });
-    await send('set_pusher', user, { device_id: 'PHONE', action: email('a@example.org') });
+    await send('set_pusher', user, { device_id: 'PHONE', action: emailAction('a@example.org') });
     return user;
   }
 
