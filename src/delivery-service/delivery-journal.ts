@@ -198,11 +198,7 @@ export class DeliveryJournal {
     for (const entry of entries) entry.reject(new IntakeStoppedError());
   }
 
-  /**
-   * The partition was taken over by another worker (this one lost its
-   * lease): nothing may be written any more; its parts are returned to the
-   * queue for the new holder (their acknowledgement is refused).
-   */
+  /** Another worker took the partition over (this one lost its lease): nothing is written any more; its parts go back. */
   forget(partition: number): void {
     this.#letGo(partition);
   }
@@ -221,9 +217,7 @@ export class DeliveryJournal {
   }
 
   #letGo(partition: number): void {
-    const entries = this.#entries.get(partition) ?? [];
-    this.#entries.delete(partition);
-    for (const entry of entries) entry.reject(new IntakeStoppedError());
+    this.returnUnsecured(partition);
     for (const [id, tracked] of this.#tracked) if (tracked.delivery.partition === partition) this.#tracked.delete(id);
   }
 
@@ -284,42 +278,23 @@ export class DeliveryJournal {
     // A worker whose lease is in doubt writes nothing: its parts wait (unacknowledged) for a renewal, or go back.
     if (!this.#holds(partition)) return;
     const prefix = entries.slice(0, count);
-    const writing: Tracked[] = [];
+    const waiting: Tracked[] = [];
     for (const entry of prefix)
       for (const id of entry.open) {
         const tracked = this.#tracked.get(id);
-        if (tracked?.state !== 'memory') continue;
-        tracked.state = 'persisting';
-        writing.push(tracked);
+        if (tracked?.state === 'memory') waiting.push(tracked);
       }
     try {
-      const written = await this.#writes.write(
-        writing,
-        async (chunk) =>
-          this.#options.store.acceptAll(
-            [],
-            chunk.map((tracked) => tracked.delivery),
-          ),
-        () => this.#holds(partition),
-      );
-      // The lease came into doubt between two chunks: the parts wait, unacknowledged, as when it was at the start.
-      if (written < writing.length) {
-        this.#notWritten(writing, written);
-        return;
-      }
+      const chunk = async (tracked: readonly Tracked[]) => this.#writeChunk(tracked);
+      // The lease came into doubt between two chunks: the parts wait, unacknowledged, as when it was at the start
+      // (the chunks written stay stored; the next pass writes the rest).
+      if ((await this.#writes.write(waiting, chunk, () => this.#holds(partition))) < waiting.length) return;
     } catch (error) {
-      // A write reported failed (a dropped connection, a timeout) may have landed all the same: deleted once done.
-      this.#notWritten(writing, writing.length);
       this.#log.warn(
         { err: loggable(error), partition, parts: prefix.length },
         'cannot store pending notifications yet; their messages wait, unacknowledged',
       );
       return;
-    }
-    const done: string[] = [];
-    for (const tracked of writing) {
-      tracked.state = 'stored';
-      if (tracked.doneWhilePersisting === true) done.push(tracked.delivery.id);
     }
     const secured = (await this.#record(partition, prefix)) && this.#holds(partition);
     // The entries may have been forgotten meanwhile (lost lease): only those still listed are acknowledged.
@@ -339,20 +314,55 @@ export class DeliveryJournal {
         'the partition lease came into doubt while its notifications were stored: their messages are not acknowledged',
       );
     }
-    // Deleted now; if the store does not answer, they are sent again by the partition's next holder (at least once).
-    if (done.length > 0) await this.remove(done);
   }
 
   /**
-   * A pass's write stopped: its requests are in memory only again, the
-   * first `attempted` perhaps in the store too (deleted once done). Those
-   * done with meanwhile are deleted now, to be sure.
+   * Writes a chunk's requests still only in memory once its turn came
+   * (those done with before are settled as any other, `remove`); those done
+   * with while it was written are deleted, and noted done, once it landed.
+   * A worker dying in the middle of a long pass leaves its next holder one
+   * chunk at most to send twice, not the pass.
    */
-  #notWritten(writing: readonly Tracked[], attempted: number): void {
+  async #writeChunk(chunk: readonly Tracked[]): Promise<void> {
+    const writing = chunk.filter(
+      (tracked) => tracked.state === 'memory' && this.#tracked.get(tracked.delivery.id) === tracked,
+    );
+    if (writing.length === 0) return;
+    for (const tracked of writing) tracked.state = 'persisting';
+    const deliveries = writing.map((tracked) => tracked.delivery);
+    try {
+      await this.#options.store.acceptAll([], deliveries);
+    } catch (error) {
+      // A write reported failed (a dropped connection, a timeout) may have landed all the same: deleted once done.
+      this.#notWritten(writing);
+      throw error;
+    }
     const done: string[] = [];
-    for (const [index, tracked] of writing.entries()) {
+    for (const tracked of writing) {
+      tracked.state = 'stored';
+      if (tracked.doneWhilePersisting === true) done.push(tracked.delivery.id);
+    }
+    // Not awaited: the next chunk's turn does not wait for it. If the store does not answer, they are sent again
+    // by the partition's next holder (at least once).
+    if (done.length > 0)
+      void this.remove(done).catch((error: unknown) => {
+        this.#log.warn(
+          { err: loggable(error), requests: done.length },
+          'cannot delete delivered notifications; the partition’s next holder sends them again',
+        );
+      });
+  }
+
+  /**
+   * A chunk's write failed: its requests are in memory only again, and
+   * perhaps in the store too (deleted once done). Those done with
+   * meanwhile are deleted now, to be sure.
+   */
+  #notWritten(writing: readonly Tracked[]): void {
+    const done: string[] = [];
+    for (const tracked of writing) {
       tracked.state = 'memory';
-      if (index < attempted) tracked.storedToo = true;
+      tracked.storedToo = true;
       if (tracked.doneWhilePersisting !== true) continue;
       const id = tracked.delivery.id;
       done.push(id);

@@ -93,9 +93,49 @@ describe('the delivery journal: how it stores what still waits', () => {
     expect(await recording.inner.findAccepted('m1')).toBeUndefined();
     holds = true;
     await secured;
-    // Written again from the start (a duplicate of a stored request is one already there), then the record.
+    // The chunk written stays stored: the rest is written, then the record.
+    expect(recording.sizes).toEqual([1, 1, 1]);
     expect(recording.inner.size).toBe(3);
     expect(await recording.inner.findAccepted('m1')).toMatchObject({ id: 'm1' });
+  });
+
+  it('stores no request done while its chunk waited for its turn, and deletes one done while its chunk was written as soon as the chunk landed', async () => {
+    // A long pass on a slow store: a crash in its middle must leave the next holder only one chunk to send twice.
+    const inner = new InMemoryDeliveryStore();
+    const written: string[][] = [];
+    const gates: (() => void)[] = [];
+    const store: JournalStore = {
+      markDone: async (done) => inner.markDone(done),
+      acceptAll: async (notifies, deliveries) => {
+        if (deliveries.length > 0) {
+          written.push(deliveries.map((delivery) => delivery.id));
+          await new Promise<void>((resolve) => gates.push(resolve));
+        }
+        await inner.acceptAll(notifies, deliveries);
+      },
+      remove: async (ids) => inner.remove(ids),
+      saveRetry: async (id, retry) => inner.saveRetry(id, retry),
+    };
+    const { journal } = aJournal({ persistAfterMs: 10, store, writes: { chunk: 1, inFlight: 1 } });
+    const secured = journal.admit(P, aPart('m1', Date.now() - 100), requestsOf('m1', P, 3));
+    await eventually(() => {
+      expect(written).toEqual([['m1/0']]);
+    });
+    // Sent while the first chunk is written, and while the last waits for its turn.
+    await journal.remove(['m1/0', 'm1/2']);
+    gates.shift()?.();
+    await eventually(() => {
+      expect(written).toEqual([['m1/0'], ['m1/1']]);
+    });
+    // The second chunk is still out, the pass not over: the first is deleted already, and both noted done.
+    expect(await inner.listPartition(P)).toEqual([]);
+    await eventually(async () => {
+      expect([...(await inner.findProgress('m1')).done].sort()).toEqual(['m1/0', 'm1/2']);
+    });
+    gates.shift()?.();
+    await secured;
+    expect(written).toEqual([['m1/0'], ['m1/1']]);
+    expect((await inner.listPartition(P)).map((delivery) => delivery.id)).toEqual(['m1/1']);
   });
 
   it('marks a request done while its write failed as done for its part: taken in again, it is not sent again', async () => {
