@@ -4,6 +4,8 @@ import type { DeliveryStore } from '../store/delivery-store.js';
 
 /** How often the requests done with of parts not yet secured are noted in the store. */
 const PROGRESS_FLUSH_MS = 50;
+/** After a failed write (the store down), the next waits this long: one warning a second, not twenty. */
+const RETRY_MS = 1000;
 
 /** The requests of one part noted done that a store read begun now may not list (`ProgressMarks.watch`). */
 export interface DoneWatch {
@@ -17,6 +19,12 @@ export interface DoneWatch {
  * by part every `PROGRESS_FLUSH_MS`: a worker taking the part in again
  * after a crash does not send them a second time (only what was done in
  * the last few milliseconds is).
+ *
+ * One write at a time: what is noted while a write is out goes with the
+ * next, which starts once it landed. Started by the timer alone, writes
+ * would pile up whenever the store answers slower than the interval
+ * (every 50 ms, a fan-out's marks, each a larger `$addToSet`), taking
+ * pooled connections the lease renewals wait for too.
  */
 export class ProgressMarks {
   readonly #store: Pick<DeliveryStore, 'markDone'>;
@@ -27,6 +35,9 @@ export class ProgressMarks {
   /** Per part, the watches under way: each collects what is noted of it. */
   readonly #watches = new Map<string, Set<Set<string>>>();
   #timer: NodeJS.Timeout | undefined;
+  /** The write under way: the next waits for it. */
+  #flushing = false;
+  #stopped = false;
 
   constructor(store: Pick<DeliveryStore, 'markDone'>, logger: Logger) {
     this.#store = store;
@@ -62,21 +73,28 @@ export class ProgressMarks {
   }
 
   stop(): void {
+    this.#stopped = true;
     clearTimeout(this.#timer);
+    this.#timer = undefined;
   }
 
   async #flush(): Promise<void> {
+    let failed = false;
     const batch = this.#done;
     this.#done = new Map();
     this.#writing.add(batch);
+    this.#flushing = true;
     try {
       await this.#store.markDone(batch);
     } catch (error) {
       // Lost, the marks only cost duplicates after a crash; kept for the next flush all the same.
+      failed = true;
       for (const [part, ids] of batch) for (const id of ids) this.#queue(part, id);
       this.#log.warn({ err: loggable(error) }, 'cannot note delivered notifications yet; trying again');
     } finally {
       this.#writing.delete(batch);
+      this.#flushing = false;
+      if (this.#done.size > 0) this.#arm(failed ? RETRY_MS : PROGRESS_FLUSH_MS);
     }
   }
 
@@ -85,9 +103,14 @@ export class ProgressMarks {
     const list = this.#done.get(part);
     if (list === undefined) this.#done.set(part, [id]);
     else list.push(id);
+    if (!this.#flushing) this.#arm(PROGRESS_FLUSH_MS);
+  }
+
+  #arm(delayMs: number): void {
+    if (this.#stopped) return;
     this.#timer ??= setTimeout(() => {
       this.#timer = undefined;
       void this.#flush();
-    }, PROGRESS_FLUSH_MS);
+    }, delayMs);
   }
 }
