@@ -59,7 +59,8 @@ function randomStep(world: CrashWorld, random: () => number): Step {
   if (roll < 0.5 && open.length > 0) return { kind: 'retry', id: pick(random, open) };
   if (roll < 0.6) return { kind: 'lease', partition, holds: !world.holds(partition) };
   if (roll < 0.67) return { kind: 'store', mood: pick(random, MOODS) };
-  return { kind: 'elapse', ms: Math.floor(random() * 40) };
+  // Now and then a long while: the store's retries come due, and done requests can be judged settled (2b).
+  return { kind: 'elapse', ms: random() < 0.1 ? 200 + Math.floor(random() * 1300) : Math.floor(random() * 40) };
 }
 
 /** How often the seeds reached the states the invariants are about: none at all would make them vacuous. */

@@ -41,10 +41,10 @@ export interface Outcome {
 /** After a store failure the journal's marks and deletions wait a second before their next attempt. */
 const BACKOFF_MS = 1000;
 /**
- * A request done with this long before the crash, the store answering all
- * along, is in the store no more and noted done (or its part recorded):
- * the progress marks' 50 ms, a write out before them, the chunk it waited
- * for, each a few ms.
+ * A request done with this long before the crash, the store answering for
+ * a second before too, is in the store no more and noted done (or its
+ * part recorded): the progress marks' 50 ms, a write out before them, the
+ * chunk it waited for, each a few ms.
  */
 export const SETTLED_MS = 150;
 
@@ -157,7 +157,8 @@ export class CrashWorld {
       const part = this.#partOf(id);
       const inStore = (await this.store.inner.listPartition(part.partition)).some((d) => d.id === id);
       const progress = await this.store.inner.findProgress(part.notify.id);
-      const isSettled = crashedAt - at >= SETTLED_MS && this.store.lastFailureAt < at - BACKOFF_MS - SETTLED_MS;
+      // A failure before it was done with only delays it: every mark and deletion is tried again a second later.
+      const isSettled = crashedAt - at >= SETTLED_MS && crashedAt - this.store.lastFailureAt > BACKOFF_MS + SETTLED_MS;
       if (isSettled) settled += 1;
       if (!inStore && (progress.accepted !== undefined || progress.done.has(id))) confirmed.add(id);
       else if (isSettled)
