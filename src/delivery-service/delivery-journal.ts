@@ -337,20 +337,8 @@ export class DeliveryJournal {
       this.#notWritten(writing);
       throw error;
     }
-    const done: string[] = [];
-    for (const tracked of writing) {
-      tracked.state = 'stored';
-      if (tracked.doneWhilePersisting === true) done.push(tracked.delivery.id);
-    }
-    // Not awaited: the next chunk's turn does not wait for it. If the store does not answer, they are sent again
-    // by the partition's next holder (at least once).
-    if (done.length > 0)
-      void this.remove(done).catch((error: unknown) => {
-        this.#log.warn(
-          { err: loggable(error), requests: done.length },
-          'cannot delete delivered notifications; the partition’s next holder sends them again',
-        );
-      });
+    for (const tracked of writing) tracked.state = 'stored';
+    this.#deleteDoneWhileWritten(writing);
   }
 
   /**
@@ -359,10 +347,23 @@ export class DeliveryJournal {
    * meanwhile are deleted now, to be sure.
    */
   #notWritten(writing: readonly Tracked[]): void {
-    const done: string[] = [];
     for (const tracked of writing) {
       tracked.state = 'memory';
       tracked.storedToo = true;
+    }
+    this.#deleteDoneWhileWritten(writing);
+  }
+
+  /**
+   * Those of a chunk done with while it was written: forgotten, noted done
+   * for their part, and deleted until the store answers (not awaited: the
+   * next chunk's turn does not wait). Left in the store, a request is sent
+   * again by whoever reads the partition next, however long ago it was
+   * delivered.
+   */
+  #deleteDoneWhileWritten(writing: readonly Tracked[]): void {
+    const done: string[] = [];
+    for (const tracked of writing) {
       if (tracked.doneWhilePersisting !== true) continue;
       const id = tracked.delivery.id;
       done.push(id);

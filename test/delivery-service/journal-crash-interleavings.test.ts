@@ -194,38 +194,33 @@ describe('the delivery journal, crashing at chosen moments', () => {
   });
 });
 
-describe('the delivery journal, a defect left for a decision', () => {
+describe('the delivery journal: a deletion refused after a chunk landed', () => {
   /**
    * Found by the random lives (seeds 3435 and 3681 of 10,000): a request
-   * done with while its chunk was written is deleted once the chunk landed
-   * by one attempt only (`#writeChunk`: `void this.remove(done)`, its
-   * failure logged). Refused once, the deletion is never tried again: the
-   * request stays in the store, noted done and its part recorded, and
-   * whoever holds the partition next sends it again, however long ago it
-   * was delivered. A write of a chunk that fails is followed by deletions
-   * tried until done (`#notWritten`), and so are the scheduler's.
+   * done with while its chunk was written was deleted once the chunk landed
+   * by one attempt only. Refused once, the request stayed in the store,
+   * noted done and its part recorded, and whoever held the partition next
+   * sent it again, however long ago it was delivered. It is now deleted
+   * until the store answers, as a failed chunk's are.
    */
-  it.fails(
-    'deletes a request done while its chunk was written though the first deletion after the chunk landed is refused',
-    async () => {
-      const world = new CrashWorld({
-        partitions: [P],
-        persistAfterMs: 20,
-        writes: { chunk: 1, inFlight: 1 },
-        delayMs: () => 5,
-        fate: () => 'answers',
-        landsAfterCrash: () => true,
-      });
-      // m1/d0 written from 20 to 25, done at 22; its deletion goes out at 25, refused at 30; m1 recorded from 30 to 35.
-      for (const step of ['admit m1 d0', '+22', 'done m1/d0', 'store fails', '+6', 'store answers', '+2000'])
-        await world.play(parse(step));
-      const { violations, settled: _, ...outcome } = await world.crash();
-      expect(outcome).toEqual({ acked: ['m1'], confirmed: ['m1/d0'], stored: [], replanned: [] });
-      expect(violations).toEqual([]);
-    },
-  );
+  it('deletes a request done while its chunk was written though the first deletion after the chunk landed is refused', async () => {
+    const world = new CrashWorld({
+      partitions: [P],
+      persistAfterMs: 20,
+      writes: { chunk: 1, inFlight: 1 },
+      delayMs: () => 5,
+      fate: () => 'answers',
+      landsAfterCrash: () => true,
+    });
+    // m1/d0 written from 20 to 25, done at 22; its deletion goes out at 25, refused at 30; m1 recorded from 30 to 35.
+    for (const step of ['admit m1 d0', '+22', 'done m1/d0', 'store fails', '+6', 'store answers', '+2000'])
+      await world.play(parse(step));
+    const { violations, settled: _, ...outcome } = await world.crash();
+    expect(outcome).toEqual({ acked: ['m1'], confirmed: ['m1/d0'], stored: [], replanned: [] });
+    expect(violations).toEqual([]);
+  });
 
-  it.fails('sends no request done with long before a crash again: the random lives that found it', async () => {
+  it('sends no request done with long before a crash again: the random lives that found it', async () => {
     const reached: Reached = { acked: 0, confirmed: 0, replanned: 0, storedAndReplanned: 0, settled: 0 };
     expect([...(await life(3435, reached)), ...(await life(3681, reached))]).toEqual([]);
   });
