@@ -177,12 +177,20 @@ export class PartitionCoordinator implements PartitionGate, IntakeGate {
       const until = now + leaseMs;
       // A gap longer than a lease since the last round (a store that hung, a stalled process): hold still.
       if (this.#lastRound !== undefined && now - this.#lastRound > leaseMs) this.#stillUntil = now + leaseMs;
-      await leases.heartbeat(me, until);
-      const held = await leases.renew(me, [...this.#running.keys()], until);
-      // Only those still run: one handed over while the renewal was under way stays gone.
-      for (const partition of held) if (this.#running.has(partition)) this.#running.set(partition, until);
+      // Side by side: a heartbeat (membership) that the store is slow to answer, or fails, must not hold back or
+      // undo the renewal (the leases). One after the other, a store answering each in seconds let leases run out.
+      const [beat, renewal] = await Promise.allSettled([
+        leases.heartbeat(me, until),
+        leases.renew(me, [...this.#running.keys()], until),
+      ]);
+      if (renewal.status === 'fulfilled') {
+        // Only those still run: one handed over while the renewal was under way stays gone.
+        for (const partition of renewal.value) if (this.#running.has(partition)) this.#running.set(partition, until);
+        this.#options.scheduler.resume();
+      }
+      if (beat.status === 'rejected') throw beat.reason;
+      if (renewal.status === 'rejected') throw renewal.reason;
       this.#lastRound = now;
-      this.#options.scheduler.resume();
       const workers = await leases.liveWorkers(now);
       const stored = await leases.leases();
       if (this.#isClosed()) return;

@@ -1,80 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { partitionsOf } from '../../src/delivery/partitions.js';
-import {
-  PartitionCoordinator,
-  type PartitionCoordinatorOptions,
-} from '../../src/delivery-service/partition-coordinator.js';
-import { createLogger } from '../../src/logging/logger.js';
 import type { PendingDelivery } from '../../src/store/delivery-store.js';
 import { InMemoryPartitionLeaseStore } from '../../src/store/in-memory-partition-lease-store.js';
+import { aCoordinator, COUNT, LEASE, settle } from '../support/coordinator-world.js';
 import { aCuttableLeaseStore } from '../support/cuttable-lease-store.js';
-
-const LEASE = 3_000;
-const COUNT = 4;
-
-/** A coordinator whose collaborators record what they are asked: object literals, as the worker's real ones are narrow. */
-function aCoordinator(
-  me: string,
-  leases: InMemoryPartitionLeaseStore,
-  clock: { now: number },
-  overrides: Partial<PartitionCoordinatorOptions> = {},
-) {
-  const calls: string[] = [];
-  const pending = new Map<number, PendingDelivery[]>();
-  const coordinator = new PartitionCoordinator({
-    me,
-    partitions: COUNT,
-    leaseMs: LEASE,
-    leases,
-    deliveries: {
-      assignPartitions: async () => Promise.resolve(0),
-      listPartition: async (partition) => {
-        calls.push(`load ${partition}`);
-        return Promise.resolve(pending.get(partition) ?? []);
-      },
-    },
-    intake: {
-      open: (partition, highestSeq) => calls.push(`open ${partition} after ${highestSeq}`),
-      drain: async (partition) => {
-        calls.push(`drain ${partition}`);
-        return Promise.resolve();
-      },
-    },
-    scheduler: {
-      hold: (deliveries) => calls.push(`hold ${deliveries.length}`),
-      watchFinished: () => ({ has: () => false, end: () => undefined }),
-      resume: () => undefined,
-      releasePartition: async (partition) => {
-        calls.push(`let go ${partition}`);
-        return Promise.resolve();
-      },
-      close: async () => {
-        calls.push('close scheduler');
-        return Promise.resolve();
-      },
-    },
-    consumer: {
-      subscribe: async (partition) => {
-        calls.push(`subscribe ${partition}`);
-        return Promise.resolve();
-      },
-      unsubscribe: async (partition) => {
-        calls.push(`unsubscribe ${partition}`);
-        return Promise.resolve();
-      },
-    },
-    graceMs: 0,
-    writeGraceMs: 0,
-    logger: createLogger('silent'),
-    now: () => clock.now,
-    random: () => 0.5,
-    ...overrides,
-  });
-  return { coordinator, calls, pending };
-}
-
-/** Lets the background takeovers and handovers of a round finish. */
-const settle = async () => new Promise((resolve) => setTimeout(resolve, 20));
 
 describe('partition coordination', () => {
   it('alone: claims every partition, loads what is pending, orders its intake after it, then consumes', async () => {
@@ -180,34 +109,6 @@ describe('partition coordination', () => {
     await coordinator.close();
   });
 
-  it('a worker cut from the store (not the broker) lets its partitions go once its lease ran out; another takes them', async () => {
-    const clock = { now: 1_000_000 };
-    const leases = new InMemoryPartitionLeaseStore();
-    const cuttable = aCuttableLeaseStore(leases);
-    const a = aCoordinator('a', leases, clock, { leases: cuttable.store });
-    const b = aCoordinator('b', leases, clock);
-    await a.coordinator.round();
-    await settle();
-    await b.coordinator.round();
-    await settle();
-    const aShare = [...a.coordinator.partitions];
-    expect(aShare).toEqual([0, 1, 2, 3]);
-    cuttable.link.cut = true;
-    // Rounds every third of a lease, for a lease and a third.
-    for (let round = 0; round < 4; round += 1) {
-      clock.now += LEASE / 3;
-      await a.coordinator.round();
-      await b.coordinator.round();
-      await settle();
-    }
-    for (const partition of aShare) expect(a.calls).toContain(`unsubscribe ${partition}`);
-    expect(a.coordinator.partitions).toEqual([]);
-    expect(b.coordinator.partitions).toEqual([0, 1, 2, 3]);
-    cuttable.link.cut = false;
-    await a.coordinator.close();
-    await b.coordinator.close();
-  });
-
   it('drops a read that ends after the lease it was made under ran out: nothing of it opened, held or consumed', async () => {
     const clock = { now: 1_000_000 };
     const leases = new InMemoryPartitionLeaseStore();
@@ -290,61 +191,6 @@ describe('partition coordination', () => {
     await settle();
     expect(coordinator.sendable(0, clock.now)).toBe(true);
     await coordinator.close();
-  });
-
-  it('after a store stall longer than a lease, the partitions stay where they were (nobody claims the others’)', async () => {
-    const clock = { now: 1_000_000 };
-    const leases = new InMemoryPartitionLeaseStore();
-    const a = aCoordinator('a', leases, clock);
-    const b = aCoordinator('b', leases, clock);
-    // Settled: each runs its share.
-    for (let round = 0; round < 3; round += 1) {
-      await a.coordinator.round();
-      await settle();
-      await b.coordinator.round();
-      await settle();
-      clock.now += LEASE / 3;
-    }
-    const before = { a: [...a.coordinator.partitions], b: [...b.coordinator.partitions] };
-    expect(before.a.length + before.b.length).toBe(COUNT);
-    // Nobody reached the store for 20 s (every heartbeat and lease expired); b comes back first.
-    a.calls.length = 0;
-    b.calls.length = 0;
-    clock.now += 20_000;
-    for (let round = 0; round < 4; round += 1) {
-      await b.coordinator.round();
-      await settle();
-      await a.coordinator.round();
-      await settle();
-      expect({ a: a.coordinator.partitions, b: b.coordinator.partitions }).toEqual(before);
-      clock.now += LEASE / 3;
-    }
-    expect(a.calls.filter((call) => call.startsWith('unsubscribe'))).toEqual([]);
-    expect(b.calls.filter((call) => call.startsWith('unsubscribe'))).toEqual([]);
-    await a.coordinator.close();
-    await b.coordinator.close();
-  });
-
-  it('on close with a store that does not answer: stops waiting after the grace, and the scheduler is closed', async () => {
-    const clock = { now: 1_000_000 };
-    const leases = new InMemoryPartitionLeaseStore();
-    const link = { hangs: false };
-    const never = async () => new Promise<never>(() => undefined);
-    const hanging = new Proxy(leases, {
-      get: (target, property, receiver) =>
-        link.hangs ? never : (Reflect.get(target, property, receiver) as unknown as () => unknown).bind(target),
-    });
-    const { coordinator, calls } = aCoordinator('a', leases, clock, {
-      leases: hanging,
-      graceMs: 50,
-      // The parts being taken in wait on the store (their journal write): unsubscribing never ends.
-      consumer: { subscribe: async () => Promise.resolve(), unsubscribe: never },
-    });
-    await coordinator.round();
-    await settle();
-    link.hangs = true;
-    await coordinator.close();
-    expect(calls).toContain('close scheduler');
   });
 
   it('on close: lets every partition go, closes the scheduler, releases every lease and leaves', async () => {
