@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { OperationFate, StoreMood } from '../support/crashable-delivery-store.js';
-import { CrashWorld, type Step } from '../support/journal-crash-world.js';
+import { CrashWorld, type CrashWorldOptions, type Step } from '../support/journal-crash-world.js';
 import { P } from '../support/journal-world.js';
 import { seededRandom } from '../support/seeded-random.js';
 
@@ -177,16 +177,21 @@ const cases: readonly {
   },
 ];
 
+/** The scripted cases' world: one partition, chunks of one, every store operation answered in 5 ms. */
+const aScriptedWorld = (overrides: Partial<CrashWorldOptions> = {}) =>
+  new CrashWorld({
+    partitions: [P],
+    persistAfterMs: 20,
+    writes: { chunk: 1, inFlight: 1 },
+    delayMs: () => 5,
+    fate: () => 'answers',
+    landsAfterCrash: () => true,
+    ...overrides,
+  });
+
 describe('the delivery journal, crashing at chosen moments', () => {
   it.each(cases)('$name', async ({ steps, outLand = true, expected }) => {
-    const world = new CrashWorld({
-      partitions: [P],
-      persistAfterMs: 20,
-      writes: { chunk: 1, inFlight: 1 },
-      delayMs: () => 5,
-      fate: () => 'answers',
-      landsAfterCrash: () => outLand,
-    });
+    const world = aScriptedWorld({ landsAfterCrash: () => outLand });
     for (const step of steps) await world.play(parse(step));
     const { violations, settled: _, ...outcome } = await world.crash();
     expect(violations).toEqual([]);
@@ -204,14 +209,7 @@ describe('the delivery journal: a deletion refused after a chunk landed', () => 
    * until the store answers, as a failed chunk's are.
    */
   it('deletes a request done while its chunk was written though the first deletion after the chunk landed is refused', async () => {
-    const world = new CrashWorld({
-      partitions: [P],
-      persistAfterMs: 20,
-      writes: { chunk: 1, inFlight: 1 },
-      delayMs: () => 5,
-      fate: () => 'answers',
-      landsAfterCrash: () => true,
-    });
+    const world = aScriptedWorld();
     // m1/d0 written from 20 to 25, done at 22; its deletion goes out at 25, refused at 30; m1 recorded from 30 to 35.
     for (const step of ['admit m1 d0', '+22', 'done m1/d0', 'store fails', '+6', 'store answers', '+2000'])
       await world.play(parse(step));
