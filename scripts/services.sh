@@ -203,8 +203,9 @@ stop_service() {
       # shellcheck disable=SC2086
       if [[ -n "$pids" ]]; then log "RabbitMQ: did not stop in 30 s; killing it"; kill -9 $pids 2>/dev/null || true; fi
       sed -i '/^rabbitmq$/d' "$STARTED"
+      epmd_down_if_idle
       ;;
-    cluster) cluster_down ;;
+    cluster) cluster_down; epmd_down_if_idle ;;
     private-mongo)
       pids="$(private_mongo_pids)"
       if [[ -n "$pids" ]]; then
@@ -217,6 +218,18 @@ stop_service() {
       ;;
     *) log "stop: no service '$1' (rabbitmq, mongo, cluster, private-mongo)"; return 64 ;;
   esac
+}
+
+# Erlang's port mapper, which the first VM (the broker's or a cluster
+# node's) starts on its own and which outlives the last: once no Erlang VM
+# is left it serves nobody, and a fresh one starts with the next VM.
+# `epmd -kill` refuses while a node is registered.
+epmd_down_if_idle() {
+  if [[ -n "$(pgrep -x beam.smp 2>/dev/null || true)" ]] || ! command -v epmd >/dev/null; then return; fi
+  if [[ -n "$(pgrep -x epmd 2>/dev/null || true)" ]]; then
+    epmd -kill >/dev/null 2>&1 && log "Erlang port mapper (epmd): stopped, no Erlang VM left"
+  fi
+  return 0
 }
 
 wipe() {
