@@ -54,6 +54,8 @@ export interface ServeContext {
   readonly answered?: boolean;
   /** When work on it stops (`stopWorkBy`): its reply is sent by then, and no store operation is started after. */
   readonly deadline: number | undefined;
+  /** Resolves once every change event queued for this worker when it was called is applied; absent: no subscription. */
+  readonly changesApplied?: () => Promise<void>;
 }
 
 /** `requeue`: not served, and not answered: the message goes back to the queue (the worker is stopping). */

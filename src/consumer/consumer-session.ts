@@ -1,4 +1,4 @@
-import type { Channel, ConfirmChannel, ConsumeMessage } from 'amqplib';
+import type { ConfirmChannel, ConsumeMessage } from 'amqplib';
 import type { Config } from '../config/config-schema.js';
 import type { Logger } from '../logging/logger.js';
 import { backoffDelay } from '../retry/backoff.js';
@@ -6,6 +6,7 @@ import { AckBatcher } from './ack-batcher.js';
 import { declareDeadLetterQueue, declareExchanges } from './amqp-topology.js';
 import { closeReason, type BrokerLink } from '../amqp/broker-link.js';
 import type { ChangeListener } from './change-listener.js';
+import { ChangeSubscription } from './change-subscription.js';
 import type { ConsumedQueue } from './consumed-queue.js';
 import type { Lane } from './lane.js';
 import type { Delivery } from './request-envelope.js';
@@ -48,8 +49,8 @@ export class ConsumerSession {
   readonly #lanes = new Map<string, Lane>();
   /** Change events go out here, confirmed by the broker before their request is acknowledged. */
   readonly #confirms: ConfirmChannel;
-  /** The channel of the change-event subscription, when there is one. */
-  #events: Channel | undefined;
+  /** The change-event subscription, when there is one. */
+  #events: ChangeSubscription | undefined;
   #lost = false;
   readonly #inFlight = new Set<Promise<void>>();
   /** Optional queues waiting to be opened again, by role. */
@@ -85,7 +86,15 @@ export class ConsumerSession {
       // served before the bind could be answered from, and kept in, a cache
       // that no event can reach yet. The request queue serves reads too
       // (when the read queue has no consumer).
-      if (options.changes !== undefined) session.#events = await session.#subscribe(options.changes);
+      if (options.changes !== undefined)
+        session.#events = await ChangeSubscription.open(link.connection, {
+          eventsExchange: options.amqp.eventsExchange,
+          listener: options.changes,
+          logger: options.logger,
+          lost: (reason) => {
+            session.lose(reason);
+          },
+        });
       // Then the request queue: its topology holds the dead-letter exchange. A worker without one (without
       // the `rpc` role) declares the exchanges itself: its queues dead-letter there, and it publishes change events.
       const required = queues.filter((queue) => queue.required);
@@ -105,6 +114,12 @@ export class ConsumerSession {
 
   get link(): BrokerLink {
     return this.#link;
+  }
+
+  /** See `ChangeSubscription.changesApplied`; rejects without a subscription. */
+  async changesApplied(): Promise<void> {
+    if (this.#events === undefined) throw new Error('no change-event subscription');
+    return this.#events.changesApplied();
   }
 
   /** The session can no longer consume (lost, or retired). */
@@ -187,7 +202,7 @@ export class ConsumerSession {
       }
       await lane.channel.close().catch(() => undefined);
     }
-    await this.#events?.close().catch(() => undefined);
+    await this.#events?.close();
     await this.#confirms.close().catch(() => undefined);
   }
 
@@ -247,7 +262,13 @@ export class ConsumerSession {
   }
 
   #track(lane: Lane, message: ConsumeMessage): void {
-    const work = this.#options.handle({ lane, message, confirms: this.#confirms });
+    const events = this.#events;
+    const work = this.#options.handle({
+      lane,
+      message,
+      confirms: this.#confirms,
+      ...(events === undefined ? {} : { changesApplied: async () => events.changesApplied() }),
+    });
     this.#inFlight.add(work);
     void work.finally(() => {
       this.#inFlight.delete(work);
@@ -326,62 +347,8 @@ export class ConsumerSession {
     this.#scheduleOptionalLane(consumed, 1, new Error(reason));
   }
 
-  /**
-   * Change events of every worker, on a queue of this connection's own
-   * (exclusive: it goes with the connection). A subscription that ends may
-   * have missed events, so it ends the whole session, and the listener is
-   * reset both when it ends and when the next one starts.
-   */
-  async #subscribe(listener: ChangeListener): Promise<Channel> {
-    const channel = await this.#link.connection.createChannel();
-    let channelError: Error | undefined;
-    channel.on('error', (error: Error) => {
-      channelError = error;
-      this.#log.error({ err: error }, 'AMQP change-event channel error');
-    });
-    channel.on('close', () => {
-      listener.subscriptionReset();
-      this.lose(closeReason('change-event subscription closed', channelError));
-    });
-    const { eventsExchange } = this.#options.amqp;
-    // Declared as `declareTopology` does: the subscription comes before the request queue's topology.
-    await channel.assertExchange(eventsExchange, 'topic', { durable: true });
-    const { queue } = await channel.assertQueue('', { exclusive: true, autoDelete: true, durable: false });
-    if (listener.pushRulesChanged !== undefined) await channel.bindQueue(queue, eventsExchange, 'm.push_rules');
-    if (listener.pushersChanged !== undefined) await channel.bindQueue(queue, eventsExchange, 'm.pushers');
-    listener.subscriptionReset();
-    await channel.consume(
-      queue,
-      (message) => {
-        if (message === null) {
-          listener.subscriptionReset();
-          this.lose('change-event subscription cancelled by the broker');
-          return;
-        }
-        const userId = changedUser(message.content);
-        // An event we cannot read may be about anyone.
-        if (userId === undefined) listener.subscriptionReset();
-        else if (message.fields.routingKey === 'm.pushers') listener.pushersChanged?.(userId);
-        else listener.pushRulesChanged?.(userId);
-      },
-      { noAck: true },
-    );
-    return channel;
-  }
-
   #clearRetries(): void {
     for (const timer of this.#retries.values()) clearTimeout(timer);
     this.#retries.clear();
-  }
-}
-
-/** The `user_id` of a change event, when it is one. */
-function changedUser(content: Buffer): string | undefined {
-  try {
-    const event: unknown = JSON.parse(content.toString('utf8'));
-    const userId = typeof event === 'object' && event !== null ? (event as { user_id?: unknown }).user_id : undefined;
-    return typeof userId === 'string' ? userId : undefined;
-  } catch {
-    return undefined;
   }
 }

@@ -28,6 +28,8 @@ export interface Delivery {
   readonly message: ConsumeMessage;
   /** Change events go out here, confirmed by the broker before the request is acknowledged. */
   readonly confirms: ConfirmChannel;
+  /** Resolves once the change events on this worker's event queue now are applied (`ChangeSubscription`). */
+  readonly changesApplied?: () => Promise<void>;
 }
 
 const JSON_CONTENT = 'application/json';
@@ -140,6 +142,7 @@ export class RequestEnvelope {
 
     const { trustedPublishers, replyMarginMs } = this.#options.amqp;
     const context: ServeContext = {
+      ...(delivery.changesApplied === undefined ? {} : { changesApplied: delivery.changesApplied }),
       messageId: typeof messageId === 'string' && messageId !== '' ? messageId : undefined,
       publishedAt: publishedAtMs(properties.timestamp as unknown),
       correlationId: typeof correlationId === 'string' && correlationId !== '' ? correlationId : undefined,
@@ -172,7 +175,9 @@ export class RequestEnvelope {
     // every worker's caches. The reply waits until the broker has confirmed
     // every event (routed to every queue bound, replicas included), so a
     // caller that has the reply of a write reads it back from any worker:
-    // the event is on that worker's event queue before the reply leaves.
+    // the event is on that worker's event queue before the reply leaves,
+    // and a read answered from a cache waits until that queue is applied
+    // up to it (`ServeContext.changesApplied`).
     // Unconfirmed, the request goes back to the queue unanswered, and its
     // redelivery announces the change again and replies.
     const announced = await this.announce(confirms, changes);

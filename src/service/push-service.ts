@@ -1,4 +1,4 @@
-import { failure, success, successEncoded } from '../contract/reply.js';
+import { failure, success, successEncoded, type Reply } from '../contract/reply.js';
 import { encodeRulesetContent, rulesetContentJson } from '../push-rules/decode-ruleset.js';
 import { deletePushRule } from '../push-rules/delete-push-rule.js';
 import { getPushRules } from '../push-rules/get-push-rules.js';
@@ -80,6 +80,13 @@ export interface RequestContext {
    * operation is started after it, and one under way is given up then.
    */
   readonly deadline?: number | undefined;
+  /**
+   * Resolves once the change events already queued for this worker are
+   * applied to its caches: a read answered from the read cache waits for
+   * it, so it never predates a write whose reply came before the read was
+   * sent. Absent: the cache answers at once (no change events).
+   */
+  readonly changesApplied?: (() => Promise<void>) | undefined;
 }
 
 /**
@@ -129,7 +136,7 @@ export class PushService {
   async handle(command: Command, context: RequestContext = {}): Promise<HandleOutcome> {
     // A read of rules kept in memory is answered here, with no store, so no
     // deadline timer and no bounded store are worth setting up for it.
-    const kept = this.#reads?.answer(command);
+    const kept = await this.#keptReply(command, context.changesApplied);
     if (kept !== undefined) return { reply: kept, conflicts: 0 };
     const { deadline, messageId } = context;
     const { operationTimeoutMs, observer } = this.#options;
@@ -154,6 +161,26 @@ export class PushService {
       if (store instanceof BoundedStore) this.#givenUp(command, dispatched, store);
       return { ...failureOutcome(error), conflicts: 0 };
     }
+  }
+
+  /**
+   * The reply to a read of rules kept in memory, once the change events
+   * queued for this worker are applied (one may drop what is kept); none
+   * when they cannot be waited for (the subscription ended): the store
+   * answers.
+   */
+  async #keptReply(command: Command, changesApplied: RequestContext['changesApplied']): Promise<Reply | undefined> {
+    const reads = this.#reads;
+    if (reads === undefined || !reads.keeps(command)) return undefined;
+    if (
+      changesApplied !== undefined &&
+      !(await changesApplied().then(
+        () => true,
+        () => false,
+      ))
+    )
+      return undefined;
+    return reads.answer(command);
   }
 
   /**

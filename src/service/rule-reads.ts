@@ -67,19 +67,18 @@ export class RuleReads {
     this.#cache = cache;
   }
 
+  /** A push-rule read of a user kept in memory: `answer` may serve it (counted as nothing yet). */
+  keeps(command: Command): boolean {
+    return isRuleRead(command) && this.#cache.has(command.userId);
+  }
+
   /**
    * The reply to a push-rule read of a user kept in memory, or undefined:
    * another op, a user not kept, or `get_pushrules` of a user whose
    * defaults must be stored first. Then the store is read.
    */
   answer(command: Command): Reply | undefined {
-    if (
-      command.op !== 'get_pushrules' &&
-      command.op !== 'get_pushrule' &&
-      command.op !== 'get_pushrule_actions' &&
-      command.op !== 'get_pushrule_enabled'
-    )
-      return undefined;
+    if (!isRuleRead(command)) return undefined;
     const { userId } = command;
     const kept = this.#cache.get(userId);
     if (kept === undefined) return undefined;
@@ -124,4 +123,13 @@ export class RuleReads {
   dropChanged(changes: readonly { readonly type: string; readonly user_id: string }[] | undefined): void {
     for (const change of changes ?? []) if (change.type === 'm.push_rules') this.#cache.invalidate(change.user_id);
   }
+}
+
+function isRuleRead(command: Command): command is Command & { readonly op: RuleRead | 'get_pushrules' } {
+  return (
+    command.op === 'get_pushrules' ||
+    command.op === 'get_pushrule' ||
+    command.op === 'get_pushrule_actions' ||
+    command.op === 'get_pushrule_enabled'
+  );
 }

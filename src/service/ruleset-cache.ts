@@ -130,6 +130,12 @@ export class RulesetCache<V> {
     return entry.value;
   }
 
+  /** Whether `get` would serve the user now; counts nothing and keeps nothing from being evicted. */
+  has(userId: string, now: number = this.#now()): boolean {
+    const entry = this.#entries.get(userId);
+    return entry !== undefined && now - entry.readAt <= this.#options.maxStalenessMs;
+  }
+
   /** Take one before reading from the store; pass it to `set` with what was read. */
   ticket(): LoadTicket {
     const readAt = this.#now();
