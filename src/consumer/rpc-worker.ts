@@ -157,6 +157,17 @@ export class RpcWorker {
     return this.#envelope.announce(session.confirms, [change]);
   }
 
+  /**
+   * Resolves once the change events on this worker's event queue now are
+   * applied to its caches (`ChangeSubscription.changesApplied`); rejects
+   * without a broker session or a subscription.
+   */
+  async changesApplied(): Promise<void> {
+    const session = this.#broker.current;
+    if (session === undefined) throw new Error('no broker session: change events cannot be waited for');
+    return session.changesApplied();
+  }
+
   async start(): Promise<void> {
     if (this.#options.amqp.trustedPublishers.length === 0) {
       this.#log.warn(

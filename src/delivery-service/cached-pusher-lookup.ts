@@ -15,6 +15,14 @@ export interface CachedPusherLookupOptions {
   readonly maxStalenessMs: number;
   /** The clock the age is read on (`Date.now`). */
   readonly now?: () => number;
+  /**
+   * Resolves once the change events queued for this worker are applied
+   * (`ChangeSubscription.changesApplied`): a lookup that would serve a kept
+   * list waits for it, so no `notify` sent after a pusher write's reply
+   * goes by the list from before that write. Absent: kept lists are
+   * served at once.
+   */
+  readonly changesApplied?: () => Promise<void>;
 }
 
 /** Counters for the metrics: `hits` and `misses` only grow; `size` and `bytes` are what is kept now. */
@@ -89,6 +97,7 @@ export class CachedPusherLookup implements PusherLookup {
   readonly #maxEntries: number;
   readonly #maxStalenessMs: number;
   readonly #now: () => number;
+  readonly #changesApplied: (() => Promise<void>) | undefined;
   /** Insertion order is recency order: the first key is the least recently used. */
   readonly #entries = new Map<string, Entry>();
   #bytes = 0;
@@ -107,6 +116,7 @@ export class CachedPusherLookup implements PusherLookup {
     this.#maxEntries = options.maxEntries;
     this.#maxStalenessMs = options.maxStalenessMs;
     this.#now = options.now ?? Date.now;
+    this.#changesApplied = options.changesApplied;
   }
 
   get stats(): CachedPusherLookupStats {
@@ -114,7 +124,8 @@ export class CachedPusherLookup implements PusherLookup {
   }
 
   async listPushers(userId: string): Promise<readonly StoredPusher[]> {
-    const cached = this.#get(userId);
+    const caughtUp = this.#caughtUp([userId]);
+    const cached = caughtUp === true || (await caughtUp) ? this.#get(userId) : undefined;
     if (cached !== undefined) return cached;
     return this.#read(async () => {
       const pushers = await this.#inner.listPushers(userId);
@@ -125,10 +136,13 @@ export class CachedPusherLookup implements PusherLookup {
   async listPushersOfUsers(userIds: readonly string[]): Promise<ReadonlyMap<string, readonly StoredPusher[]>> {
     const found = new Map<string, readonly StoredPusher[]>();
     const missing: string[] = [];
+    const caughtUp = this.#caughtUp(userIds);
+    // Awaited only when there is something to wait for: a read of users not kept starts in this turn.
+    const useKept = caughtUp === true || (await caughtUp);
     const now = this.#now();
     for (const userId of userIds) {
       if (found.has(userId)) continue;
-      const cached = this.#get(userId, now);
+      const cached = useKept ? this.#get(userId, now) : undefined;
       if (cached === undefined) {
         if (!missing.includes(userId)) missing.push(userId);
       } else found.set(userId, cached);
@@ -155,6 +169,27 @@ export class CachedPusherLookup implements PusherLookup {
     this.#changedAt.clear();
     this.#entries.clear();
     this.#bytes = 0;
+  }
+
+  /**
+   * Whether kept lists may be served: at once when none of `userIds` is
+   * kept (or there are no change events to wait for); else once the events
+   * queued now are applied, and not at all when they cannot be waited for
+   * (the subscription ended: the store answers).
+   */
+  #caughtUp(userIds: readonly string[]): true | Promise<boolean> {
+    const changesApplied = this.#changesApplied;
+    if (changesApplied === undefined) return true;
+    const now = this.#now();
+    const kept = userIds.some((userId) => {
+      const entry = this.#entries.get(userId);
+      return entry !== undefined && now - entry.readAt <= this.#maxStalenessMs;
+    });
+    if (!kept) return true;
+    return changesApplied().then(
+      () => true,
+      () => false,
+    );
   }
 
   #get(userId: string, now = this.#now()): readonly StoredPusher[] | undefined {

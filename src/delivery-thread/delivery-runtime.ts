@@ -93,6 +93,10 @@ export class DeliveryRuntime {
       gateways: this.#gateways,
       observer: this.#deliveryMetrics,
       announce: async (change) => this.#worker?.announce(change) ?? false,
+      changesApplied: async () => {
+        if (this.#worker === undefined) throw new Error('no broker session yet: change events cannot be waited for');
+        return this.#worker.changesApplied();
+      },
       signal,
     });
     // `open` gives nothing once closed, so nothing below is made after `close` began.

@@ -57,6 +57,8 @@ export interface WorkerDeliveryOptions {
   readonly observer: DeliveryObserver & { emailPushersSkipped(count: number): void };
   /** Publishes a change event made outside a request (a rejected pusher removed); bound to the worker's session. */
   readonly announce: (change: ChangeEvent) => Promise<boolean>;
+  /** Resolves once the change events queued for this worker are applied; bound to the worker's session. */
+  readonly changesApplied: () => Promise<void>;
   /** The process is stopping. */
   readonly signal: AbortSignal;
 }
@@ -129,6 +131,7 @@ export class WorkerDelivery {
       maxBytes: config.delivery.pusherCacheMaxBytes,
       maxEntries: PUSHER_CACHE_MAX_USERS,
       maxStalenessMs: config.delivery.pusherCacheMaxStalenessMs,
+      changesApplied: options.changesApplied,
     });
     this.pushers = pushers;
     const rejected = new RejectedPushers(store, options.announce, log, {
