@@ -1,6 +1,4 @@
-import { Writable } from 'node:stream';
 import amqp from 'amqplib';
-import { pino } from 'pino';
 import { MongoClient, type Db } from 'mongodb';
 import { inject } from 'vitest';
 import { PushRulesClient } from '../../../src/client/push-rules-client.js';
@@ -10,6 +8,7 @@ import { createLogger } from '../../../src/logging/logger.js';
 import type { ServiceProcess } from '../../../src/lifecycle/run-process.js';
 import { createWorkerProcess, type ServeHooks } from '../../../src/worker-process.js';
 import { partitionQueue } from '../../../src/consumer/notify-queue.js';
+import { capturingLogger } from '../../support/capturing-logger.js';
 import { DEFAULT_CONFIG } from '../../support/default-config.js';
 import { deleteTopology, uniqueNames, type Names } from './worker-harness.js';
 
@@ -52,22 +51,6 @@ export interface DeliveringWorkerOptions {
   readonly trustedPublishers?: readonly string[];
   /** The first worker's test hooks (a delivery thread that can be made to fail). */
   readonly hooks?: ServeHooks;
-}
-
-/** A real pino logger at debug level whose lines are kept, to check what the worker logs. */
-function capturingLogger(lines: string[]) {
-  const sink = new Writable({
-    write(chunk: Buffer, _encoding, done) {
-      lines.push(
-        ...chunk
-          .toString('utf8')
-          .split('\n')
-          .filter((line) => line !== ''),
-      );
-      done();
-    },
-  });
-  return pino({ level: 'debug' }, sink);
 }
 
 /**

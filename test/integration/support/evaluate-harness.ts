@@ -3,6 +3,7 @@ import { MongoClient, type Db } from 'mongodb';
 import { afterAll, beforeAll, inject } from 'vitest';
 import type { Config } from '../../../src/config/config-schema.js';
 import { createLogger } from '../../../src/logging/logger.js';
+import { capturingLogger } from '../../support/capturing-logger.js';
 import { evaluateQueue } from '../../../src/consumer/evaluate-queue.js';
 import type { EvaluatedOnObserver } from '../../../src/consumer/split-evaluate-runner.js';
 import { Evaluator } from '../../../src/evaluate-threads/evaluator.js';
@@ -65,7 +66,10 @@ export async function startEvaluatingWorker(options: EvaluatingWorkerOptions): P
     pusherPolicy: { allowInsecureGateways: false },
     limits: TEST_LIMITS,
   });
-  const logger = createLogger(process.env['TEST_LOG_LEVEL'] ?? 'silent');
+  // Kept, not printed: a worker that does not start says why in the test's failure.
+  const lines: string[] = [];
+  const level = process.env['TEST_LOG_LEVEL'];
+  const logger = level === undefined ? capturingLogger(lines, 'info', 50) : createLogger(level);
   const threads = options.threads ?? 0;
   if (threads > 0 && options.wrapStore !== undefined) throw new Error('a thread reads its own store: no wrapStore');
   // Wired as the worker process wires it: small requests on the event loop (unless `evaluate.inline*` is 0), the rest in the threads.
@@ -97,7 +101,7 @@ export async function startEvaluatingWorker(options: EvaluatingWorkerOptions): P
       },
     },
   });
-  await worker.start();
+  await startedWithin(worker, STARTED_WITHIN_MS, lines);
   return {
     names,
     evaluateQueueName: evaluateSettings.queue,
@@ -109,6 +113,26 @@ export async function startEvaluatingWorker(options: EvaluatingWorkerOptions): P
       await deleteQueue(names.amqp.url, evaluateSettings.queue);
     },
   };
+}
+
+/** Well within the hooks' timeout, so that a worker that does not start fails with its log, not a timeout. */
+const STARTED_WITHIN_MS = 60_000;
+
+/** Starts `worker`; one not consuming after `ms` is closed, and fails with its last log lines. */
+async function startedWithin(worker: RpcWorker, ms: number, lines: readonly string[]): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<'late'>((resolve) => {
+    timer = setTimeout(() => {
+      resolve('late');
+    }, ms);
+  });
+  try {
+    if ((await Promise.race([worker.start(), late])) !== 'late') return;
+  } finally {
+    clearTimeout(timer);
+  }
+  await worker.close();
+  throw new Error(`the worker did not start within ${String(ms)} ms; its last log lines:\n${lines.join('\n')}`);
 }
 
 /** A database of the test's own, dropped on close. */
