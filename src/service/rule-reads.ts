@@ -67,9 +67,16 @@ export class RuleReads {
     this.#cache = cache;
   }
 
-  /** A push-rule read of a user kept in memory: `answer` may serve it (counted as nothing yet). */
+  /**
+   * A push-rule read of a user kept in memory, which `answer` may serve:
+   * counted when it answers. Any other read is counted here as a miss.
+   */
   keeps(command: Command): boolean {
-    return isRuleRead(command) && this.#cache.has(command.userId);
+    if (!isRuleRead(command)) return false;
+    if (this.#cache.has(command.userId)) return true;
+    // Counted (and a stale entry dropped) as `answer` counted every read before it waited for the change events.
+    this.#cache.get(command.userId);
+    return false;
   }
 
   /**

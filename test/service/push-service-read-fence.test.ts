@@ -62,9 +62,15 @@ describe('PushService: a read of kept rules waits for the change events queued b
       readCache.invalidate(ALICE);
       return Promise.resolve();
     });
+    const { misses, hits } = readCache.stats;
     const { reply } = await reader.handle(getEnabled, { changesApplied });
     expect(reply).toEqual({ ok: true, body: { enabled: true } });
     expect({ waited: waited.count, loads: loads.count }).toEqual({ waited: 1, loads: 2 });
+    // One read, one miss: the metrics count reads, not the looks before and after the wait.
+    expect({ misses: readCache.stats.misses - misses, hits: readCache.stats.hits - hits }).toEqual({
+      misses: 1,
+      hits: 0,
+    });
   });
 
   it('answers from memory when none named the user, counting one hit', async () => {
@@ -96,10 +102,13 @@ describe('PushService: a read of kept rules waits for the change events queued b
     ['a write', { op: 'set_pushrule_enabled', userId: ALICE, address: MASTER, enabled: false }],
     ['get_pushers', { op: 'get_pushers', userId: ALICE }],
   ])('%s does not wait: the store answers it', async (_, command) => {
-    const { reader } = await aPool();
+    const { reader, readCache } = await aPool();
     const { waited, changesApplied } = changes();
+    const { misses } = readCache.stats;
     const { reply } = await reader.handle(command, { changesApplied });
     expect(reply.ok).toBe(true);
     expect(waited.count).toBe(0);
+    // A read of a user not kept is a miss of the read cache; a write or get_pushers is not a read of it.
+    expect(readCache.stats.misses - misses).toBe(command.op === 'get_pushrules' ? 1 : 0);
   });
 });
