@@ -93,6 +93,11 @@ export function evaluateQueue(options: EvaluateQueueOptions): ConsumedQueue {
     },
     serve: async (body, context) => {
       try {
+        // The rules kept for evaluation are as new as the change events this worker has applied: a rule change
+        // whose reply came before this request was sent may still wait on the event queue behind others (the
+        // broker keeps no order between two queues). When that cannot be waited for, the subscription ended, and
+        // its end emptied the caches: everything is read from the store.
+        await context.changesApplied?.().catch(() => undefined);
         const outcome = await run(body, { deadline: context.deadline });
         if (outcome.stats !== undefined) observer?.evaluated(outcome.stats);
         return {
