@@ -58,7 +58,8 @@ export async function startEvaluatingWorker(options: EvaluatingWorkerOptions): P
     accountDataCollection: 'account_data',
     pushersCollection: 'pushers',
   });
-  await mongoStore.ensureIndexes();
+  const lines: string[] = [];
+  await within(mongoStore.ensureIndexes(), STARTED_WITHIN_MS, 'creating the indexes', lines);
   const store = options.wrapStore?.(mongoStore) ?? mongoStore;
   const service = new PushService(store, {
     maxWriteAttempts: 12,
@@ -67,7 +68,6 @@ export async function startEvaluatingWorker(options: EvaluatingWorkerOptions): P
     limits: TEST_LIMITS,
   });
   // Kept, not printed: a worker that does not start says why in the test's failure.
-  const lines: string[] = [];
   const level = process.env['TEST_LOG_LEVEL'];
   const logger = level === undefined ? capturingLogger(lines, 'info', 50) : createLogger(level);
   const threads = options.threads ?? 0;
@@ -101,7 +101,13 @@ export async function startEvaluatingWorker(options: EvaluatingWorkerOptions): P
       },
     },
   });
-  await startedWithin(worker, STARTED_WITHIN_MS, lines);
+  try {
+    await within(worker.start(), STARTED_WITHIN_MS, 'starting the worker (connecting, declaring, consuming)', lines);
+  } catch (error) {
+    await worker.close();
+    await evaluator.close();
+    throw error;
+  }
   return {
     names,
     evaluateQueueName: evaluateSettings.queue,
@@ -115,11 +121,11 @@ export async function startEvaluatingWorker(options: EvaluatingWorkerOptions): P
   };
 }
 
-/** Well within the hooks' timeout, so that a worker that does not start fails with its log, not a timeout. */
-const STARTED_WITHIN_MS = 60_000;
+/** Well within the hooks' timeout: a worker that does not start fails saying where it stopped, not by a timeout. */
+const STARTED_WITHIN_MS = 50_000;
 
-/** Starts `worker`; one not consuming after `ms` is closed, and fails with its last log lines. */
-async function startedWithin(worker: RpcWorker, ms: number, lines: readonly string[]): Promise<void> {
+/** `work`, or after `ms` an error naming `what` and the worker's last log lines. */
+async function within(work: Promise<unknown>, ms: number, what: string, lines: readonly string[]): Promise<void> {
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<'late'>((resolve) => {
     timer = setTimeout(() => {
@@ -127,12 +133,11 @@ async function startedWithin(worker: RpcWorker, ms: number, lines: readonly stri
     }, ms);
   });
   try {
-    if ((await Promise.race([worker.start(), late])) !== 'late') return;
+    if ((await Promise.race([work, late])) !== 'late') return;
   } finally {
     clearTimeout(timer);
   }
-  await worker.close();
-  throw new Error(`the worker did not start within ${String(ms)} ms; its last log lines:\n${lines.join('\n')}`);
+  throw new Error(`${what}: not done within ${String(ms)} ms; the worker's last log lines:\n${lines.join('\n')}`);
 }
 
 /** A database of the test's own, dropped on close. */
