@@ -263,11 +263,13 @@ export class ConsumerSession {
 
   #track(lane: Lane, message: ConsumeMessage): void {
     const events = this.#events;
+    // Taken now, in the consume callback: a marker sent from here on covers it.
+    const ticket = events?.taken();
     const work = this.#options.handle({
       lane,
       message,
       confirms: this.#confirms,
-      ...(events === undefined ? {} : { changesApplied: async () => events.changesApplied() }),
+      ...(events === undefined ? {} : { changesApplied: async () => events.changesApplied(ticket) }),
     });
     this.#inFlight.add(work);
     void work.finally(() => {
