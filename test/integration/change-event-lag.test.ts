@@ -1,14 +1,7 @@
-import { MongoClient } from 'mongodb';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { backlogOfEvents } from './support/event-backlog.js';
-import { RpcCaller, type ContractReply } from './support/rpc-caller.js';
-import { deleteTopology, uniqueNames, type Names } from './support/worker-harness.js';
-import {
-  startWorkerProcess,
-  stopWorkerProcess,
-  workerEnvironment,
-  type WorkerProcess,
-} from './support/worker-processes.js';
+import type { ContractReply } from './support/rpc-caller.js';
+import { useWorkerPool } from './support/worker-pool.js';
 
 /**
  * A pool whose workers are far behind on their change events: a write is
@@ -23,47 +16,33 @@ import {
 const WORKERS = 3;
 const MASTER = { scope: 'global', kind: 'override', rule_id: '.m.rule.master' };
 
-let names: Names;
-let workers: WorkerProcess[] = [];
-let caller: RpcCaller;
-
-beforeAll(async () => {
-  names = uniqueNames();
-  const env = workerEnvironment(names, {
-    // Long enough for the workers to be paused while a backlog of events is published.
-    AMQP_HEARTBEAT_SECONDS: '120',
-    // Rules kept for evaluation served for as long as those kept for reads: only the change events drop them.
-    EVALUATE_MAX_STALENESS_MS: '600000',
-  });
-  workers = await Promise.all(Array.from({ length: WORKERS }, async () => startWorkerProcess(env)));
-  caller = await RpcCaller.open(names.amqp.url);
-});
-
-afterAll(async () => {
-  await caller.close();
-  const codes = await Promise.all(workers.map(async (w) => stopWorkerProcess(w)));
-  expect(codes).toEqual(workers.map(() => 0));
-  await deleteTopology(names);
-  const mongo = await MongoClient.connect(inject('mongoUrl'));
-  await mongo.db(names.database).dropDatabase();
-  await mongo.close();
+const pool = useWorkerPool(WORKERS, {
+  // Long enough for the workers to be paused while a backlog of events is published.
+  AMQP_HEARTBEAT_SECONDS: '120',
+  // Rules kept for evaluation served for as long as those kept for reads: only the change events drop them.
+  EVALUATE_MAX_STALENESS_MS: '600000',
 });
 
 /** What a request sent after the backlog may wait for: the worker going through it (seconds; more in CI). */
 const BACKLOG_WAIT_MS = 120_000;
 
 const enableMaster = async (user: string): Promise<ContractReply> =>
-  caller.call(
-    names.queue,
+  pool.caller.call(
+    pool.names.queue,
     { op: 'set_pushrule_enabled', user_id: user, ...MASTER, enabled: true },
     {},
     BACKLOG_WAIT_MS,
   );
 const read = async (user: string): Promise<ContractReply> =>
-  caller.call(names.amqp.readQueue, { op: 'get_pushrule_enabled', user_id: user, ...MASTER }, {}, BACKLOG_WAIT_MS);
+  pool.caller.call(
+    pool.names.amqp.readQueue,
+    { op: 'get_pushrule_enabled', user_id: user, ...MASTER },
+    {},
+    BACKLOG_WAIT_MS,
+  );
 const evaluate = async (user: string): Promise<ContractReply> =>
-  caller.call(
-    `${names.queue}.evaluate`,
+  pool.caller.call(
+    `${pool.names.queue}.evaluate`,
     {
       op: 'evaluate',
       event: {
@@ -90,12 +69,12 @@ async function onEveryWorker(ask: () => Promise<ContractReply>): Promise<Contrac
 describe('a pool behind on its change events, after a write of push rules', () => {
   it("answers every read from a worker's cache with the write", async () => {
     const user = '@lagging-reader:example.org';
-    await caller.call(names.queue, { op: 'get_pushrules', user_id: user });
+    await pool.caller.call(pool.names.queue, { op: 'get_pushrules', user_id: user });
     // Every worker keeps the user's rules (master disabled).
     expect(await onEveryWorker(async () => read(user))).toEqual(
       Array.from({ length: 2 * WORKERS }, () => ({ ok: true, body: { enabled: false } })),
     );
-    await backlogOfEvents(names, workers, 'm.push_rules');
+    await backlogOfEvents(pool.names, pool.workers, 'm.push_rules');
     expect(await enableMaster(user)).toEqual({ ok: true, body: {} });
     expect(await onEveryWorker(async () => read(user))).toEqual(
       Array.from({ length: 2 * WORKERS }, () => ({ ok: true, body: { enabled: true } })),
@@ -104,12 +83,12 @@ describe('a pool behind on its change events, after a write of push rules', () =
 
   it('evaluates every event by the rules the write stored: the master rule now silences the user', async () => {
     const user = '@lagging-recipient:example.org';
-    await caller.call(names.queue, { op: 'get_pushrules', user_id: user });
+    await pool.caller.call(pool.names.queue, { op: 'get_pushrules', user_id: user });
     // Every worker keeps the user's compiled rules, by which a message notifies.
     expect(await onEveryWorker(async () => evaluate(user))).toEqual(
       Array.from({ length: 2 * WORKERS }, () => ({ ok: true, body: { notify: { [user]: ['notify'] }, evaluated: 1 } })),
     );
-    await backlogOfEvents(names, workers, 'm.push_rules');
+    await backlogOfEvents(pool.names, pool.workers, 'm.push_rules');
     expect(await enableMaster(user)).toEqual({ ok: true, body: {} });
     expect(await onEveryWorker(async () => evaluate(user))).toEqual(
       Array.from({ length: 2 * WORKERS }, () => ({ ok: true, body: { notify: {}, evaluated: 1 } })),

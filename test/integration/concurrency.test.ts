@@ -1,12 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RpcCaller, type ContractReply } from './support/rpc-caller.js';
-import { deleteTopology, uniqueNames, type Names } from './support/worker-harness.js';
-import {
-  startWorkerProcess,
-  stopWorkerProcess,
-  workerEnvironment,
-  type WorkerProcess,
-} from './support/worker-processes.js';
+import { describe, expect, it } from 'vitest';
+import type { ContractReply } from './support/rpc-caller.js';
+import { useWorkerPool } from './support/worker-pool.js';
 import { MongoClient } from 'mongodb';
 import { inject } from 'vitest';
 
@@ -14,46 +8,27 @@ const USER = '@busy:example.org';
 const WORKERS = 3;
 const REQUESTS = 200;
 
-let names: Names;
-let workers: WorkerProcess[] = [];
-let caller: RpcCaller;
-
-beforeAll(async () => {
-  names = uniqueNames();
-  const env = workerEnvironment(names);
-  workers = await Promise.all(Array.from({ length: WORKERS }, async () => startWorkerProcess(env)));
-  caller = await RpcCaller.open(names.amqp.url);
-});
-
-afterAll(async () => {
-  await caller.close();
-  const codes = await Promise.all(workers.map(async (w) => stopWorkerProcess(w)));
-  expect(codes).toEqual(workers.map(() => 0));
-  await deleteTopology(names);
-  const mongo = await MongoClient.connect(inject('mongoUrl'));
-  await mongo.db(names.database).dropDatabase();
-  await mongo.close();
-});
+const pool = useWorkerPool(WORKERS);
 
 /** Calls, retrying `Unavailable` (503) as the contract allows; counts the retries. */
 let callerRetries = 0;
 async function call(body: Record<string, unknown>): Promise<ContractReply> {
   for (let attempt = 0; ; attempt += 1) {
-    const reply = await caller.call(names.queue, { user_id: USER, ...body });
+    const reply = await pool.caller.call(pool.names.queue, { user_id: USER, ...body });
     if (reply.ok || reply.error?.kind !== 'Unavailable' || attempt >= 5) return reply;
     callerRetries += 1;
   }
 }
 
 function conflictsLogged(): { conflicts: number; servedBy: number[] } {
-  const served = workers.map((w) => w.lines.filter((l) => l['msg'] === 'request served'));
+  const served = pool.workers.map((w) => w.lines.filter((l) => l['msg'] === 'request served'));
   const conflicts = served.flat().reduce((sum, l) => sum + Number(l['conflicts'] ?? 0), 0);
   return { conflicts, servedBy: served.map((s) => s.length) };
 }
 
 /** The workers' log lines of the rule writes they served. */
 function servedWrites(): Record<string, unknown>[] {
-  return workers
+  return pool.workers
     .flatMap((w) => w.lines)
     .filter(
       (l) =>
@@ -108,7 +83,7 @@ describe(`${WORKERS} worker processes, one user`, () => {
     const versionOf = async () =>
       (
         (await mongo
-          .db(names.database)
+          .db(pool.names.database)
           .collection('account_data')
           .findOne({ _id: USER as never })) as { version: number } | null
       )?.version ?? 0;

@@ -1,13 +1,6 @@
-import { MongoClient } from 'mongodb';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { RpcCaller, type ContractReply } from './support/rpc-caller.js';
-import { deleteTopology, uniqueNames, type Names } from './support/worker-harness.js';
-import {
-  startWorkerProcess,
-  stopWorkerProcess,
-  workerEnvironment,
-  type WorkerProcess,
-} from './support/worker-processes.js';
+import { describe, expect, it } from 'vitest';
+import type { ContractReply } from './support/rpc-caller.js';
+import { useWorkerPool } from './support/worker-pool.js';
 
 /**
  * Reads answered from each worker's read cache, across a pool: a write
@@ -20,36 +13,17 @@ const USERS = Array.from({ length: 6 }, (_, i) => `@cached${String(i)}:example.o
 const ROUNDS = 25;
 const MASTER = { scope: 'global', kind: 'override', rule_id: '.m.rule.master' };
 
-let names: Names;
-let workers: WorkerProcess[] = [];
-let caller: RpcCaller;
-
-beforeAll(async () => {
-  names = uniqueNames();
-  const env = workerEnvironment(names);
-  workers = await Promise.all(Array.from({ length: WORKERS }, async () => startWorkerProcess(env)));
-  caller = await RpcCaller.open(names.amqp.url);
-});
-
-afterAll(async () => {
-  await caller.close();
-  const codes = await Promise.all(workers.map(async (w) => stopWorkerProcess(w)));
-  expect(codes).toEqual(workers.map(() => 0));
-  await deleteTopology(names);
-  const mongo = await MongoClient.connect(inject('mongoUrl'));
-  await mongo.db(names.database).dropDatabase();
-  await mongo.close();
-});
+const pool = useWorkerPool(WORKERS);
 
 const write = async (user: string, enabled: boolean): Promise<ContractReply> =>
-  caller.call(names.queue, { op: 'set_pushrule_enabled', user_id: user, ...MASTER, enabled });
+  pool.caller.call(pool.names.queue, { op: 'set_pushrule_enabled', user_id: user, ...MASTER, enabled });
 const read = async (user: string): Promise<ContractReply> =>
-  caller.call(names.amqp.readQueue, { op: 'get_pushrule_enabled', user_id: user, ...MASTER });
+  pool.caller.call(pool.names.amqp.readQueue, { op: 'get_pushrule_enabled', user_id: user, ...MASTER });
 
 describe('the read cache across a pool', () => {
   it('every worker answers a read sent after a write with what the write stored', async () => {
     for (const user of USERS) {
-      await caller.call(names.queue, { op: 'get_pushrules', user_id: user });
+      await pool.caller.call(pool.names.queue, { op: 'get_pushrules', user_id: user });
       // Each worker now keeps the user's rules (master disabled).
       for (let i = 0; i < 2 * WORKERS; i += 1) expect(await read(user)).toEqual({ ok: true, body: { enabled: false } });
     }
