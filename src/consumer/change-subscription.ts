@@ -22,11 +22,6 @@ interface Waiting {
   readonly reject: (error: Error) => void;
 }
 
-/** A marker on its way: the requests taken before it was sent (`covers`) wait for it. */
-interface Marker extends Waiting {
-  readonly covers: number;
-}
-
 /**
  * The change events of every worker, on a queue of this connection's own
  * (exclusive: it goes with the connection). A subscription that ends may
@@ -37,24 +32,20 @@ interface Marker extends Waiting {
  * they are on this worker's event queue before its caller can send
  * anything else; but the worker takes a request off another queue, and
  * the broker keeps no order between two queues. `changesApplied` closes
- * that gap: a marker sent through the event queue after the request was
- * taken comes back behind every event queued before the request was sent.
- * A marker covers every request taken before it was sent, so under load
- * most requests find one on its way (or back already) and send none.
+ * that gap: it sends a marker through the event queue itself and resolves
+ * when the marker comes back, so every event queued before the call has
+ * been applied by then. Calls in the same turn of the event loop share one
+ * marker.
  */
 export class ChangeSubscription {
   readonly #channel: Channel;
   readonly #queue: string;
   /** Marks this subscription's markers: nobody else's message can pass for one. */
   readonly #token = randomUUID();
-  /** Markers sent and not back yet, by number, in the order sent (which is the order they come back). */
-  readonly #sent = new Map<number, Marker>();
-  /** The newest marker sent. */
-  #latest: Marker | undefined;
-  /** Requests taken so far (`taken`): a marker covers those taken before it was sent. */
-  #taken = 0;
-  /** What the markers back so far cover: requests up to this one need not wait. */
-  #coveredBack = 0;
+  /** Markers sent and not back yet, in the order sent (which is the order they come back). */
+  readonly #sent = new Map<number, Waiting>();
+  /** Asked for in this turn, to be sent at the end of it. */
+  #next: Waiting | undefined;
   #markers = 0;
   #ended: Error | undefined;
 
@@ -108,24 +99,20 @@ export class ChangeSubscription {
     return opened;
   }
 
-  /** A request was taken off a queue of this connection: its ticket for `changesApplied`. */
-  taken(): number {
-    this.#taken += 1;
-    return this.#taken;
-  }
-
   /**
    * Resolves once every change event that was on this worker's event queue
-   * when the request of `ticket` was taken (`taken`) has been applied (the
-   * listener told); without a ticket, those on it now. Rejects when the
-   * subscription ends first, as what it waited for may be lost.
+   * when it was called has been applied (the listener told); rejects when
+   * the subscription ends first, as what it waited for may be lost.
    */
-  async changesApplied(ticket: number = this.taken()): Promise<void> {
+  async changesApplied(): Promise<void> {
     if (this.#ended !== undefined) throw this.#ended;
-    if (this.#coveredBack >= ticket) return;
-    const latest = this.#latest;
-    if (latest !== undefined && latest.covers >= ticket) return latest.promise;
-    return this.#sendMarker().promise;
+    if (this.#next === undefined) {
+      this.#next = waiting();
+      setImmediate(() => {
+        this.#sendMarker();
+      });
+    }
+    return this.#next.promise;
   }
 
   async close(): Promise<void> {
@@ -133,24 +120,27 @@ export class ChangeSubscription {
     await this.#channel.close().catch(() => undefined);
   }
 
-  #sendMarker(): Marker {
+  #sendMarker(): void {
+    const next = this.#next;
+    this.#next = undefined;
+    if (next === undefined) return;
+    if (this.#ended !== undefined) {
+      next.reject(this.#ended);
+      return;
+    }
     this.#markers += 1;
-    const number = this.#markers;
-    const marker = { ...waiting(), covers: this.#taken };
-    this.#sent.set(number, marker);
-    this.#latest = marker;
+    const marker = this.#markers;
+    this.#sent.set(marker, next);
     try {
       // Through the default exchange, straight to this queue: behind every event already on it.
       this.#channel.sendToQueue(this.#queue, EMPTY, {
         type: MARKER_TYPE,
-        correlationId: `${this.#token}/${String(number)}`,
+        correlationId: `${this.#token}/${String(marker)}`,
       });
     } catch (error) {
-      this.#sent.delete(number);
-      this.#latest = undefined;
-      marker.reject(error instanceof Error ? error : new Error(String(error)));
+      this.#sent.delete(marker);
+      next.reject(error instanceof Error ? error : new Error(String(error)));
     }
-    return marker;
   }
 
   /** A marker of this subscription: it and every one sent before it are through. */
@@ -163,7 +153,6 @@ export class ChangeSubscription {
     for (const [sent, waiter] of this.#sent) {
       if (sent > marker) break;
       this.#sent.delete(sent);
-      this.#coveredBack = Math.max(this.#coveredBack, waiter.covers);
       waiter.resolve();
     }
     return true;
@@ -174,7 +163,8 @@ export class ChangeSubscription {
     this.#ended = error;
     for (const waiter of this.#sent.values()) waiter.reject(error);
     this.#sent.clear();
-    this.#latest = undefined;
+    this.#next?.reject(error);
+    this.#next = undefined;
   }
 }
 

@@ -263,13 +263,11 @@ export class ConsumerSession {
 
   #track(lane: Lane, message: ConsumeMessage): void {
     const events = this.#events;
-    // Taken now, in the consume callback: a marker sent from here on covers it.
-    const ticket = events?.taken();
     const work = this.#options.handle({
       lane,
       message,
       confirms: this.#confirms,
-      ...(events === undefined ? {} : { changesApplied: async () => events.changesApplied(ticket) }),
+      ...(events === undefined ? {} : { changesApplied: async () => events.changesApplied() }),
     });
     this.#inFlight.add(work);
     void work.finally(() => {
