@@ -136,6 +136,8 @@ export class DeliveryJournal {
       const tracked = this.#tracked.get(id);
       if (tracked === undefined) {
         deleting.push(id);
+        // Let go with its partition (a lease run out) while its deletion waited for its batch: its part may come back.
+        this.#progress.note(notifyIdOf(id), id);
         continue;
       }
       if (tracked.state === 'persisting') {

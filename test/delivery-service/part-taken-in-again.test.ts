@@ -1,19 +1,11 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { NotifyRequestBody } from '../../src/contract/ops.js';
-import { DEFAULT_BREAKER_POLICY } from '../../src/delivery/circuit-breaker.js';
 import { deliveryPusherOf } from '../../src/delivery/delivery-pusher-of.js';
 import { planIntake } from '../../src/delivery/intake-plan.js';
-import type { GatewayExchange } from '../../src/delivery/response-outcome.js';
-import { DeliveryJournal } from '../../src/delivery-service/delivery-journal.js';
-import { DeliveryScheduler } from '../../src/delivery-service/delivery-scheduler.js';
-import { NotifyIntake } from '../../src/delivery-service/notify-intake.js';
-import { takePartition } from '../../src/delivery-service/partition-take.js';
-import { createLogger } from '../../src/logging/logger.js';
-import type { StoredPusher } from '../../src/pushers/pusher.js';
-import type { DeliveryStore } from '../../src/store/delivery-store.js';
 import { InMemoryDeliveryStore } from '../../src/store/in-memory-delivery-store.js';
 import { aStoredPusher } from '../support/notify-builders.js';
+import { aPartitionHolder, aSlowablePort, type HolderPort } from '../support/partition-holder-world.js';
 
 /**
  * A worker cut from MongoDB stored a part's requests (they had waited
@@ -27,17 +19,7 @@ import { aStoredPusher } from '../support/notify-builders.js';
  * holder, so `$event1` three times in all.
  */
 const P = 3;
-const SILENT = createLogger('silent');
 const USERS = ['@alice:example.org', '@bob:example.org'];
-const OK: GatewayExchange = { kind: 'response', status: 200, body: '{"rejected":[]}' };
-
-const aPusher = (userId: string): StoredPusher => aStoredPusher(userId);
-
-const PUSHERS = {
-  listPushers: async (userId: string) => Promise.resolve([aPusher(userId)]),
-  listPushersOfUsers: async (users: readonly string[]) =>
-    Promise.resolve(new Map(users.map((user) => [user, [aPusher(user)]]))),
-};
 
 const PART: NotifyRequestBody = {
   op: 'notify',
@@ -47,7 +29,7 @@ const PART: NotifyRequestBody = {
 
 /** The part's requests as the old holder planned and stored them, without the part's record. */
 async function storedByTheOldHolder(store: InMemoryDeliveryStore): Promise<void> {
-  const plan = planIntake(PART, (userId) => [aPusher(userId)].map(deliveryPusherOf), {
+  const plan = planIntake(PART, (userId) => [aStoredPusher(userId)].map(deliveryPusherOf), {
     notifyId: 'm1',
     partition: P,
     seq: 1,
@@ -56,112 +38,16 @@ async function storedByTheOldHolder(store: InMemoryDeliveryStore): Promise<void>
   await store.acceptAll([], plan.deliveries);
 }
 
-type Port = Pick<DeliveryStore, 'findProgress' | 'markDone' | 'acceptAll' | 'remove' | 'saveRetry' | 'listPartition'>;
-
-/** A store port whose `findProgress` and `markDone` wait while held (a loaded store's slow round trips). */
-function aSlowablePort(inner: InMemoryDeliveryStore) {
-  const held = { progress: false, marks: false };
-  const waiting: (() => void)[] = [];
-  const gate = async (which: keyof typeof held) => {
-    while (held[which]) await new Promise<void>((resolve) => waiting.push(resolve));
-  };
-  const port: Port = {
-    findProgress: async (id) => {
-      const read = await inner.findProgress(id);
-      await gate('progress');
-      return read;
-    },
-    markDone: async (done) => {
-      await gate('marks');
-      await inner.markDone(done);
-    },
-    acceptAll: async (notifies, deliveries) => inner.acceptAll(notifies, deliveries),
-    remove: async (ids) => inner.remove(ids),
-    saveRetry: async (id, retry) => inner.saveRetry(id, retry),
-    listPartition: async (partition) => inner.listPartition(partition),
-  };
-  return {
-    port,
-    hold(which: keyof typeof held) {
-      held[which] = true;
-    },
-    release(which: keyof typeof held) {
-      held[which] = false;
-      for (const resume of waiting.splice(0)) resume();
-    },
-  };
-}
-
-const closers: (() => Promise<void> | void)[] = [];
+const closers: (() => Promise<void>)[] = [];
 afterEach(async () => {
   for (const close of closers.splice(0)) await close();
 });
 
-/** The new holder as worker-delivery.ts wires it: journal as the scheduler's store, the intake handing to both. */
-function aNewHolder(port: Port) {
-  const sent: string[] = [];
-  const gateway = { held: false, waiting: [] as (() => void)[] };
-  const journal = new DeliveryJournal({ store: port, writable: () => true, persistAfterMs: 60_000, logger: SILENT });
-  const scheduler = new DeliveryScheduler({
-    store: journal,
-    gate: { sendable: () => true },
-    sender: {
-      send: async (_url: string, body: string) => {
-        const { notification } = JSON.parse(body) as {
-          notification: { event_id: string; devices: { pushkey: string }[] };
-        };
-        for (const device of notification.devices) sent.push(`${device.pushkey} ${notification.event_id}`);
-        if (gateway.held) await new Promise<void>((resolve) => gateway.waiting.push(resolve));
-        return OK;
-      },
-    },
-    pushers: PUSHERS,
-    remover: { removeRejected: async () => Promise.resolve() },
-    retry: { baseMs: 1000, maxMs: 60_000, giveUpAfterMs: 86_400_000 },
-    backlog: { maxPending: 20 },
-    age: { maxAgeMs: 86_400_000 },
-    breaker: DEFAULT_BREAKER_POLICY,
-    logger: SILENT,
-  });
-  const stop = new AbortController();
-  const intake = new NotifyIntake({
-    store: port,
-    journal,
-    pushers: PUSHERS,
-    holder: scheduler,
-    gate: { takesIn: () => true },
-    backoff: { baseMs: 1, maxMs: 2 },
-    signal: stop.signal,
-    logger: SILENT,
-  });
-  closers.push(async () => {
-    stop.abort();
-    await scheduler.close();
-    journal.close();
-  });
-  const take = async () =>
-    takePartition(
-      {
-        me: 'new-holder',
-        deliveries: port,
-        intake,
-        journal,
-        scheduler,
-        consumer: { subscribe: async () => Promise.resolve() },
-        writeGraceMs: 0,
-        logger: SILENT,
-      },
-      P,
-      undefined,
-      { holds: () => true, loaded: () => undefined, failed: () => undefined },
-    );
-  /** The gateway answers only once released. */
-  const holdGateway = () => (gateway.held = true);
-  const releaseGateway = () => {
-    gateway.held = false;
-    for (const answer of gateway.waiting.splice(0)) answer();
-  };
-  return { sent, journal, intake, take, holdGateway, releaseGateway };
+/** The holder taking the partition over from the old one. */
+function aNewHolder(port: HolderPort) {
+  const holder = aPartitionHolder(port, P);
+  closers.push(holder.close);
+  return holder;
 }
 
 async function until(check: () => boolean, what: string): Promise<void> {
