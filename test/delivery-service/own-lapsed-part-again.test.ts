@@ -66,15 +66,26 @@ async function aHolderWithDeletionsBehindASlowOne() {
   return { store, slow, holder };
 }
 
+/**
+ * That holder takes PART in and sends both its devices (their deletions
+ * batched behind Carol's), then its lease runs out: PART, not secured, goes
+ * back to the queue.
+ */
+async function aLapseAfterThePartWasSent() {
+  const world = await aHolderWithDeletionsBehindASlowOne();
+  const { holder } = world;
+  const taken = holder.intake.accept(PART, 'm1', P);
+  await until(() => holder.sent.length === 3, 'both devices sent');
+  await sleep(20);
+  await holder.lapse();
+  await expect(taken).rejects.toBeInstanceOf(IntakeStoppedError);
+  return world;
+}
+
 describe('a worker taking back its own lapsed partition, and a part of it again', () => {
   it('does not send again what it delivered before the lapse, whose deletion was still batched at the lapse', async () => {
-    const { slow, holder } = await aHolderWithDeletionsBehindASlowOne();
-    const taken = holder.intake.accept(PART, 'm1', P);
-    await until(() => holder.sent.length === 3, 'both devices sent');
-    await sleep(20);
+    const { slow, holder } = await aLapseAfterThePartWasSent();
 
-    await holder.lapse();
-    await expect(taken).rejects.toBeInstanceOf(IntakeStoppedError);
     slow.release('remove');
     // The batched deletions reach the store, and the marks with them.
     await sleep(150);
@@ -90,13 +101,8 @@ describe('a worker taking back its own lapsed partition, and a part of it again'
   });
 
   it('does not send it again either when the part comes back before the batched deletions went out', async () => {
-    const { slow, holder } = await aHolderWithDeletionsBehindASlowOne();
-    const taken = holder.intake.accept(PART, 'm1', P);
-    await until(() => holder.sent.length === 3, 'both devices sent');
-    await sleep(20);
+    const { slow, holder } = await aLapseAfterThePartWasSent();
 
-    await holder.lapse();
-    await expect(taken).rejects.toBeInstanceOf(IntakeStoppedError);
     await holder.take('mine');
     const again = holder.intake.accept(PART, 'm1', P);
     await sleep(20);

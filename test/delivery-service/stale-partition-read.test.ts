@@ -1,6 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
-import { DEFAULT_BREAKER_POLICY } from '../../src/delivery/circuit-breaker.js';
 import { deviceQueueKey } from '../../src/delivery/delivery-key.js';
 import type { GatewayExchange } from '../../src/delivery/response-outcome.js';
 import { DeliveryJournal } from '../../src/delivery-service/delivery-journal.js';
@@ -10,6 +9,7 @@ import { createLogger } from '../../src/logging/logger.js';
 import type { PendingDelivery } from '../../src/store/delivery-store.js';
 import { InMemoryDeliveryStore } from '../../src/store/in-memory-delivery-store.js';
 import type { StoredPusher } from '../../src/pushers/pusher.js';
+import { HOLDER_SCHEDULER_SETTINGS } from '../support/partition-holder-world.js';
 
 /**
  * A partition taken over from a lapsed lease is read, then read once more a
@@ -88,12 +88,7 @@ function aNewHolder(store: InMemoryDeliveryStore) {
       listPushers: async () => Promise.resolve([ALICES_PUSHER]),
       listPushersOfUsers: async (users) => Promise.resolve(new Map(users.map((u) => [u, [ALICES_PUSHER]]))),
     },
-    remover: { removeRejected: async () => Promise.resolve() },
-    retry: { baseMs: 1000, maxMs: 60_000, giveUpAfterMs: 86_400_000 },
-    backlog: { maxPending: 20 },
-    age: { maxAgeMs: 86_400_000 },
-    breaker: DEFAULT_BREAKER_POLICY,
-    logger: SILENT,
+    ...HOLDER_SCHEDULER_SETTINGS,
   });
   closers.push(async () => {
     await scheduler.close();

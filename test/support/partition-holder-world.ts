@@ -25,6 +25,16 @@ const PUSHERS = {
     Promise.resolve(new Map(users.map((user) => [user, [aStoredPusher(user)]]))),
 };
 
+/** A holder's scheduler settings, bar its store, gate, sender and pushers: nothing retried, given up or dropped in a test. */
+export const HOLDER_SCHEDULER_SETTINGS = {
+  remover: { removeRejected: async () => Promise.resolve() },
+  retry: { baseMs: 1000, maxMs: 60_000, giveUpAfterMs: 86_400_000 },
+  backlog: { maxPending: 20 },
+  age: { maxAgeMs: 86_400_000 },
+  breaker: DEFAULT_BREAKER_POLICY,
+  logger: SILENT,
+} as const;
+
 export type HolderPort = Pick<
   DeliveryStore,
   'findProgress' | 'markDone' | 'acceptAll' | 'remove' | 'saveRetry' | 'listPartition'
@@ -92,12 +102,7 @@ export function aPartitionHolder(port: HolderPort, partition: number) {
       },
     },
     pushers: PUSHERS,
-    remover: { removeRejected: async () => Promise.resolve() },
-    retry: { baseMs: 1000, maxMs: 60_000, giveUpAfterMs: 86_400_000 },
-    backlog: { maxPending: 20 },
-    age: { maxAgeMs: 86_400_000 },
-    breaker: DEFAULT_BREAKER_POLICY,
-    logger: SILENT,
+    ...HOLDER_SCHEDULER_SETTINGS,
   });
   const stop = new AbortController();
   const intake = new NotifyIntake({
