@@ -15,6 +15,8 @@ import { fanOut } from './delivery-fanout.js';
 const ISOLATION_FANOUTS = 3;
 /** Users whose rules the stored-rules loop reads (stored before it, so each of its reads is a read). */
 const STORED_USERS = 200;
+/** The users the first-write loop stores (`@…:bench-probe`): none of the audience's, deleted after the row. */
+const PROBE_SERVER = 'bench-probe';
 const DEFAULTS = loadConfig();
 
 /** One timed read: when it started and ended (ms since the epoch), and why it failed. */
@@ -36,11 +38,16 @@ const log = (line: string) => {
  * users, who have no stored rules: each read is a user's first, which
  * stores the default rules and waits for its change event's confirm.
  *
- * Two loops beside it, each in a phase of its own (at rest, then during
+ * Three loops beside it, each in a phase of its own (at rest, then during
  * one more fan-out), judge nothing and say where the time goes: reads of
  * users whose rules are stored (the worker's read cache answers them: the
- * request path alone), and the same users' documents read straight from
- * the database by the bench (`findOne` by `_id`).
+ * request path alone), the same users' documents read straight from the
+ * database by the bench (`findOne` by `_id`), and the judged read's own
+ * write made by the bench alone: a stored user's rules upserted for a user
+ * with no rules yet, with the filter the worker's first read uses (`_id`
+ * and `push_rules` absent). That filter is not one of the MongoDB stand-in's
+ * unique indexes, so there it scans the collection under the collection's
+ * lock, which the fan-out's pusher reads take too; MongoDB uses `_id`'s.
  */
 export async function isolation(
   client: PushRulesClient,
@@ -58,6 +65,18 @@ export async function isolation(
   const firstReads = async (i: number) => client.getPushRules(audience.userIds[i % audience.userIds.length] ?? '');
   const storedReads = async (i: number) => client.getPushRules(storedUsers[i % storedUsers.length] ?? '');
   const databaseReads = async (i: number) => accountData.findOne({ _id: storedUsers[i % storedUsers.length] ?? '' });
+  const stored = await accountData.findOne<{ push_rules?: unknown }>(
+    { _id: storedUsers[0] ?? '' },
+    { projection: { push_rules: 1 } },
+  );
+  if (stored === null) throw new Error('delivery/isolation: the stored users were not stored');
+  const probes = { written: 0 };
+  const databaseFirstWrites = async () =>
+    accountData.findOneAndUpdate(
+      { _id: `@probe${(probes.written += 1)}:${PROBE_SERVER}`, push_rules: { $exists: false } },
+      { $set: { push_rules: stored.push_rules }, $inc: { version: 1 } },
+      { upsert: true, returnDocument: 'after', projection: { version: 1 } },
+    );
   const timed = (untilMs: number, read: (i: number) => Promise<unknown>) => {
     const samples: Sample[] = [];
     const state = { stop: false };
@@ -107,14 +126,18 @@ export async function isolation(
   const idle = await atRest(firstReads, 'get_pushrules');
   const storedIdle = await atRest(storedReads, 'get_pushrules of stored rules');
   const databaseIdle = await atRest(databaseReads, 'database reads');
+  const firstWritesIdle = await atRest(databaseFirstWrites, 'database first writes');
   const during = await whileDelivering(firstReads, ISOLATION_FANOUTS, 'get_pushrules');
   const storedDuring = await whileDelivering(storedReads, 1, 'get_pushrules of stored rules');
   const databaseDuring = await whileDelivering(databaseReads, 1, 'database reads');
+  const firstWritesDuring = await whileDelivering(databaseFirstWrites, 1, 'database first writes');
+  await accountData.deleteMany({ _id: { $regex: `:${PROBE_SERVER}$` } });
   return {
     idle,
     during,
     stored: { idle: storedIdle, during: storedDuring },
     store: { idle: databaseIdle, during: databaseDuring },
+    storeFirstWrite: { idle: firstWritesIdle, during: firstWritesDuring },
     fanOuts: ISOLATION_FANOUTS,
     fanOutsInAll,
   };

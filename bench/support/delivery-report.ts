@@ -103,6 +103,8 @@ export interface IsolationResult {
   readonly stored?: ReadPhases;
   /** And those users' documents read from the database by the bench. */
   readonly store?: ReadPhases;
+  /** And the judged read's write alone, by the bench: rules upserted for a user with none, as a first read stores them. */
+  readonly storeFirstWrite?: ReadPhases;
   /** Fan-outs of the judged loop. */
   readonly fanOuts: number;
   /** Fan-outs in all, the loops beside it included (absent: `fanOuts`). */
@@ -251,6 +253,7 @@ function storeControl(r: IsolationResult): string {
   const parts = [
     ...(r.stored === undefined ? [] : [`reads of stored rules: ${ratio(r.stored)}`]),
     ...(r.store === undefined ? [] : [`the database alone: ${ratio(r.store)}`]),
+    ...(r.storeFirstWrite === undefined ? [] : [`a first read's write alone: ${ratio(r.storeFirstWrite)}`]),
   ];
   return parts.length === 0 ? '' : ` (${parts.join('; ')})`;
 }
@@ -267,6 +270,7 @@ function storeRows(r: IsolationResult): string[] {
   return [
     ...rows('get_pushrules of 200 users whose rules are stored', r.stored),
     ...rows('the database alone (`findOne` by `_id` from the bench)', r.store),
+    ...rows("a first read's write alone (the worker's upsert of a user's defaults, from the bench)", r.storeFirstWrite),
   ];
 }
 
