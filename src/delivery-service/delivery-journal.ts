@@ -6,7 +6,8 @@ import { IntakeStoppedError } from './notify-intake.js';
 import { ProgressMarks, type DoneWatch } from './progress-marks.js';
 import type { Entry, Tracked } from './journal-entries.js';
 import { ChunkedWrites, type ChunkedWriteBounds } from './chunked-writes.js';
-import { deleteUntilDone, DeletionsUnderWay } from './deletions-until-done.js';
+import { DeletionsUnderWay } from './deletions-until-done.js';
+import { RequestWrites } from './journal-request-writes.js';
 
 export interface DeliveryJournalOptions {
   readonly store: Pick<DeliveryStore, 'acceptAll' | 'remove' | 'saveRetry' | 'markDone'>;
@@ -54,6 +55,7 @@ export class DeliveryJournal {
   readonly #progress: ProgressMarks;
   /** The requests' writes, every partition's taking turns. */
   readonly #writes: ChunkedWrites;
+  readonly #requestWrites: RequestWrites;
 
   constructor(options: DeliveryJournalOptions) {
     this.#options = options;
@@ -61,6 +63,13 @@ export class DeliveryJournal {
     this.#now = options.now ?? Date.now;
     this.#progress = new ProgressMarks(options.store, options.logger);
     this.#writes = new ChunkedWrites(options.writes);
+    this.#requestWrites = new RequestWrites({
+      store: options.store,
+      tracked: this.#tracked,
+      progress: this.#progress,
+      deleting: this.#deleting,
+      closed: () => this.#closed,
+    });
   }
 
   /** Parts not yet secured, all partitions together (for metrics and tests). */
@@ -120,8 +129,12 @@ export class DeliveryJournal {
   stored(deliveries: readonly PendingDelivery[]): void {
     for (const delivery of deliveries) {
       const tracked = this.#tracked.get(delivery.id);
-      // Being deleted: the scheduler holds it no more (nor again), and nothing would remove it from here.
-      if (this.#deleting.has(delivery.id)) continue;
+      // Being deleted, or to be once its write settles: the scheduler holds it no more (nor again).
+      if (
+        this.#deleting.has(delivery.id) ||
+        this.#requestWrites.outWhenLetGo(delivery.id)?.doneWhilePersisting === true
+      )
+        continue;
       if (tracked === undefined) this.#tracked.set(delivery.id, { delivery, state: 'stored', taken: true });
       // Also planned from its part here: the store's copy must not outlive it.
       else if (tracked.state === 'memory') tracked.storedToo = true;
@@ -133,7 +146,7 @@ export class DeliveryJournal {
     const deleting: string[] = [];
     const touched = new Set<number>();
     for (const id of ids) {
-      const tracked = this.#tracked.get(id);
+      const tracked = this.#tracked.get(id) ?? this.#requestWrites.outWhenLetGo(id);
       if (tracked === undefined) {
         deleting.push(id);
         // Let go with its partition (a lease run out) while its deletion waited for its batch: its part may come back.
@@ -141,6 +154,9 @@ export class DeliveryJournal {
         continue;
       }
       if (tracked.state === 'persisting') {
+        // Deleted now, it would be stored after all once its write landed, for the partition's next reader to send.
+        // Let go, its part is back in the queue already: noted done at once.
+        if (!this.#tracked.has(id)) this.#progress.note(notifyIdOf(id), id);
         tracked.doneWhilePersisting = true;
         continue;
       }
@@ -220,7 +236,11 @@ export class DeliveryJournal {
 
   #letGo(partition: number): void {
     this.returnUnsecured(partition);
-    for (const [id, tracked] of this.#tracked) if (tracked.delivery.partition === partition) this.#tracked.delete(id);
+    for (const [id, tracked] of this.#tracked) {
+      if (tracked.delivery.partition !== partition) continue;
+      this.#tracked.delete(id);
+      this.#requestWrites.letGo(tracked);
+    }
   }
 
   close(): void {
@@ -287,7 +307,7 @@ export class DeliveryJournal {
         if (tracked?.state === 'memory') waiting.push(tracked);
       }
     try {
-      const chunk = async (tracked: readonly Tracked[]) => this.#writeChunk(tracked);
+      const chunk = async (tracked: readonly Tracked[]) => this.#requestWrites.write(tracked);
       // The lease came into doubt between two chunks: the parts wait, unacknowledged, as when it was at the start
       // (the chunks written stay stored; the next pass writes the rest).
       if ((await this.#writes.write(waiting, chunk, () => this.#holds(partition))) < waiting.length) return;
@@ -316,66 +336,6 @@ export class DeliveryJournal {
         'the partition lease came into doubt while its notifications were stored: their messages are not acknowledged',
       );
     }
-  }
-
-  /**
-   * Writes a chunk's requests still only in memory once its turn came
-   * (those done with before are settled as any other, `remove`); those done
-   * with while it was written are deleted, and noted done, once it landed.
-   * A worker dying in the middle of a long pass leaves its next holder one
-   * chunk at most to send twice, not the pass.
-   */
-  async #writeChunk(chunk: readonly Tracked[]): Promise<void> {
-    const writing = chunk.filter(
-      (tracked) => tracked.state === 'memory' && this.#tracked.get(tracked.delivery.id) === tracked,
-    );
-    if (writing.length === 0) return;
-    for (const tracked of writing) tracked.state = 'persisting';
-    const deliveries = writing.map((tracked) => tracked.delivery);
-    try {
-      await this.#options.store.acceptAll([], deliveries);
-    } catch (error) {
-      // A write reported failed (a dropped connection, a timeout) may have landed all the same: deleted once done.
-      this.#notWritten(writing);
-      throw error;
-    }
-    for (const tracked of writing) tracked.state = 'stored';
-    this.#deleteDoneWhileWritten(writing);
-  }
-
-  /**
-   * A chunk's write failed: its requests are in memory only again, and
-   * perhaps in the store too (deleted once done). Those done with
-   * meanwhile are deleted now, to be sure.
-   */
-  #notWritten(writing: readonly Tracked[]): void {
-    for (const tracked of writing) {
-      tracked.state = 'memory';
-      tracked.storedToo = true;
-    }
-    this.#deleteDoneWhileWritten(writing);
-  }
-
-  /**
-   * Those of a chunk done with while it was written: forgotten, noted done
-   * for their part, and deleted until the store answers (not awaited: the
-   * next chunk's turn does not wait). Left in the store, a request is sent
-   * again by whoever reads the partition next, however long ago it was
-   * delivered.
-   */
-  #deleteDoneWhileWritten(writing: readonly Tracked[]): void {
-    const done: string[] = [];
-    for (const tracked of writing) {
-      if (tracked.doneWhilePersisting !== true) continue;
-      const id = tracked.delivery.id;
-      done.push(id);
-      this.#tracked.delete(id);
-      tracked.entry?.open.delete(id);
-      // Its part is not acknowledged: taken in again, it must not be sent again (as in `remove`).
-      if (tracked.entry !== undefined) this.#progress.note(tracked.entry.notify.id, id);
-    }
-    const store = this.#options.store;
-    if (done.length > 0) void this.#deleting.run(done, async () => deleteUntilDone(store, done, () => this.#closed));
   }
 
   /** Writes the parts' intake records if the lease still holds; whether they were written. */
