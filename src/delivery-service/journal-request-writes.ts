@@ -91,7 +91,8 @@ export class RequestWrites {
       if (this.#outWhenLetGo.get(id) === tracked) this.#outWhenLetGo.delete(id);
       if (tracked.doneWhilePersisting !== true) continue;
       done.push(id);
-      journal.delete(id);
+      // Let go meanwhile, its part may have been taken in again: the request planned anew is not this one.
+      if (journal.get(id) === tracked) journal.delete(id);
       tracked.entry?.open.delete(id);
       // Its part is not acknowledged: taken in again, it must not be sent again (as in `remove`).
       if (tracked.entry !== undefined) progress.note(tracked.entry.notify.id, id);

@@ -85,6 +85,22 @@ describe('the delivery journal: a request done after its partition was let go wh
     },
   );
 
+  it('leaves alone the same request planned again from its part, taken in again before the write was answered', async () => {
+    const { inner, journal, write } = await aDeletionBeforeTheWriteLanded();
+    // The partition taken back, the part came back from the queue before m1/a's progress mark was read.
+    // (Taken in a minute from now, as far as the journal sees: not old enough to be stored meanwhile.)
+    const again = journal.admit(P, aPart('m1', Date.now() + 60_000), [aRequest('m1/a')]);
+    write.land();
+    await eventually(async () => {
+      expect(await storedIds(inner)).toEqual(['m1/b']);
+    }, 2_000);
+    // The request planned again is the scheduler's to settle: until then its part is not acknowledged.
+    expect(journal.tracking(P)).toBe(1);
+    await journal.remove(['m1/a']);
+    await again;
+    expect(journal.tracking(P)).toBe(0);
+  });
+
   it('is not held again by a read of the partition taken back before the write was answered', async () => {
     const { inner, journal, write } = await aDeletionBeforeTheWriteLanded();
     // The write landed; before its answer came, the partition was claimed back and read.
