@@ -46,8 +46,8 @@ const log = (line: string) => {
  * write made by the bench alone: a stored user's rules upserted for a user
  * with no rules yet, with the filter the worker's first read uses (`_id`
  * and `push_rules` absent). That filter is not one of the MongoDB stand-in's
- * unique indexes, so there it scans the collection under the collection's
- * lock, which the fan-out's pusher reads take too; MongoDB uses `_id`'s.
+ * unique indexes, so there it scans the collection, one operation on the
+ * collection at a time, on the cores the fan-out uses; MongoDB uses `_id`'s.
  */
 export async function isolation(
   client: PushRulesClient,
